@@ -1,0 +1,57 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_model.h"
+
+const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
+  if (*i + 1 >= argc) {
+    cli_usage_error(cmd, "option %s needs a value (see seqcl %s --help)", argv[*i], cmd);
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+int cli_read_config(const char *cmd, const char *dir, sq_config *cfg) {
+  size_t n = strlen(dir) + sizeof "/config.json";
+  char *path = malloc(n);
+  if (!path) return cli_usage_error(cmd, "out of memory");
+  snprintf(path, n, "%s/config.json", dir);
+  seqcl_status st = sq_config_load(path, cfg);
+  free(path);
+  return st == SEQCL_OK ? CLI_OK : cli_fail(cmd, st);
+}
+
+int cli_read_vocab(const char *cmd, const char *path, sq_vocab **out) {
+  *out = NULL;
+  if (!path) return CLI_OK;
+  seqcl_status st = sq_vocab_read(path, out);
+  return st == SEQCL_OK ? CLI_OK : cli_fail(cmd, st);
+}
+
+int cli_open_model(const char *cmd, const char *device, const char *dir, seqcl_ctx **ctx,
+                   seqcl_model **model) {
+  *model = NULL;
+  seqcl_status st = seqcl_ctx_open(device, ctx);
+  if (st != SEQCL_OK) return cli_fail(cmd, st);
+  if (cli_verbose) {
+    const seqcl_device_info *d = seqcl_ctx_device(*ctx);
+    fprintf(stderr, "seqcl %s: device %s: %s%s%s\n", cmd, d->selector, d->name,
+            d->platform[0] ? " / " : "", d->platform);
+  }
+  st = seqcl_model_load(*ctx, dir, model);
+  if (st != SEQCL_OK) {
+    int rc = cli_fail(cmd, st);
+    seqcl_ctx_close(*ctx);
+    *ctx = NULL;
+    return rc;
+  }
+  return CLI_OK;
+}
+
+const char *cli_token_label(const sq_vocab *v, int32_t id, char *buf, size_t cap) {
+  if (v && id >= 0 && (size_t)id < v->count) return v->words[id];
+  snprintf(buf, cap, "%d", (int)id);
+  return buf;
+}

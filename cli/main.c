@@ -1,0 +1,61 @@
+/* seqcl: the command-line tool. Dispatches to one function per command. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+  const char *name;
+  cli_command_fn fn;
+  const char *summary;
+} commands[] = {
+    {"devices", cmd_devices, "list every device with its selector; marks the default"},
+    {"check", cmd_check, "cross-vendor correctness suite: every operation on each device"},
+    {"forward", cmd_forward, "teacher-forced forward: logits, alignments and loss"},
+    {"decode", cmd_decode, "greedy or beam decoding of a token file"},
+    {"train", cmd_train, "train on the synthetic digit-reversal task"},
+    {"cache", cmd_cache, "show (info) or empty (clear) the program cache"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: seqcl [--version] [-v] COMMAND [OPTIONS]\n\n"
+          "Attention-based GRU seq2seq models on any OpenCL device.\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f,
+          "\nEvery command takes --device SEL (SPEC §3: auto, cpu, opencl:N, opencl:P.D,\n"
+          "opencl:gpu[:N], opencl:~TEXT, all, A,B); it wins over SEQCL_DEVICE.\n"
+          "`seqcl COMMAND --help` describes a command.\n");
+}
+
+int main(int argc, char **argv) {
+  const char *log = getenv("SEQCL_LOG");
+  if (log && (!strcmp(log, "info") || !strcmp(log, "debug"))) cli_verbose = 1;
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    if (!strcmp(argv[i], "--version")) {
+      printf("seqcl %s (OpenCL %s)\n", seqcl_version(), seqcl_has_opencl() ? "enabled" : "disabled");
+      return CLI_OK;
+    } else if (cli_is_help(argv[i])) {
+      usage(stdout);
+      return CLI_OK;
+    } else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+      cli_verbose = 1;
+    } else {
+      fprintf(stderr, "seqcl: unknown option '%s'\n", argv[i]);
+      usage(stderr);
+      return CLI_USAGE;
+    }
+  }
+  if (i >= argc) {
+    usage(stderr);
+    return CLI_USAGE;
+  }
+  for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
+    if (!strcmp(argv[i], commands[c].name)) return commands[c].fn(argc - i, argv + i);
+  fprintf(stderr, "seqcl: unknown command '%s'\n", argv[i]);
+  usage(stderr);
+  return CLI_USAGE;
+}

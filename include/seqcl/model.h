@@ -1,0 +1,141 @@
+/* seqcl models: loading an attention GRU seq2seq model (SPEC §2), teacher-forced
+ * forward passes and greedy / beam decoding (SPEC §1, §4). Include <seqcl/seqcl.h>.
+ *
+ * Ownership: a model borrows its context (close the model before the context);
+ * results are owned by the caller and released with their _free function.
+ * Every call returns a seqcl_status; on failure seqcl_last_message() names the
+ * file, tensor, key or line concerned, and out-pointers are set to NULL. */
+#ifndef SEQCL_MODEL_H
+#define SEQCL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct seqcl_model seqcl_model;
+
+typedef enum seqcl_attention_score {
+  SEQCL_SCORE_ADDITIVE = 0,  /* Bahdanau: v . tanh(W_k h + b_k + W_q q + b_q) + b_v */
+  SEQCL_SCORE_GENERAL = 1,   /* Luong: h . (W_q q + b_q) */
+  SEQCL_SCORE_DOT = 2,       /* h . q */
+  SEQCL_SCORE_SCALED_DOT = 3 /* h . q / sqrt(H_e) */
+} seqcl_attention_score;
+
+/* The model's config.json, as numbers. */
+typedef struct seqcl_model_config {
+  int src_vocab_size, tgt_vocab_size, embed_dim;
+  int bos_id, eos_id;
+  int pad_id;              /* -1 when null */
+  int encoder_hidden;      /* H */
+  int encoder_layers;
+  int bidirectional;       /* 0 or 1 */
+  int encoder_width;       /* H_e: H, or 2H when bidirectional */
+  int decoder_hidden;      /* H_d */
+  int decoder_init_bridge; /* 0: "zeros", 1: "bridge" */
+  seqcl_attention_score score;
+  int attention_dim;       /* A (additive only; 0 otherwise) */
+  int output_state_context; /* 0: "state", 1: "state_context" */
+} seqcl_model_config;
+
+/* Loads DIR/config.json and DIR/model.safetensors. Both are parsed and checked
+ * completely (every required tensor present, no unknown name, every shape
+ * against the config) before anything touches the device; then the weights
+ * are uploaded once, as float32. Errors: SEQCL_ERR_IO (unreadable file),
+ * SEQCL_ERR_BAD_MODEL (malformed config/file, missing/unknown tensor, wrong
+ * shape; the message names the file and tensor or key). */
+seqcl_status seqcl_model_load(seqcl_ctx *ctx, const char *dir, seqcl_model **out);
+void seqcl_model_free(seqcl_model *model); /* accepts NULL */
+
+/* Config getters. */
+seqcl_status seqcl_model_get_config(const seqcl_model *model, seqcl_model_config *out);
+int seqcl_model_src_vocab_size(const seqcl_model *model);
+int seqcl_model_tgt_vocab_size(const seqcl_model *model);
+int seqcl_model_bos_id(const seqcl_model *model);
+int seqcl_model_eos_id(const seqcl_model *model);
+seqcl_ctx *seqcl_model_ctx(const seqcl_model *model);
+
+/* Ragged sequences stored flat: sequence i is ids[offsets[i] .. offsets[i+1]).
+ * The arrays are borrowed for the duration of a call. */
+typedef struct seqcl_seqs {
+  size_t count;
+  const int32_t *ids;
+  const size_t *offsets; /* count + 1 entries, offsets[0] == 0 */
+} seqcl_seqs;
+
+/* ---- teacher forcing ---- */
+
+/* N = lines, S = longest source, T = longest target - 1 (decoder steps).
+ * Line n has steps[n] = len(target n) - 1; logits and alignments at steps
+ * t >= steps[n] are 0, and alignments at source positions j >= len(source n)
+ * are 0. */
+typedef struct seqcl_forward_result {
+  size_t N;
+  int T, S, V;
+  int *steps;        /* [N] */
+  float *logits;     /* [N, T, V] */
+  float *alignments; /* [N, T, S] */
+  float loss;        /* mean cross-entropy over every label of every line */
+  size_t labels;     /* how many labels the mean is over */
+} seqcl_forward_result;
+
+/* src and tgt must have the same number of lines; every source line needs at
+ * least 1 token and every target line at least 2 (BOS and one label):
+ * SEQCL_ERR_EMPTY_SEQUENCE otherwise, naming the line (1-based). Ids must be in
+ * range (SEQCL_ERR_INVALID_ARGUMENT). batch_size (0 = all lines at once) only
+ * splits the work: results do not depend on it beyond float rounding. */
+seqcl_status seqcl_model_forward(seqcl_model *model, const seqcl_seqs *src, const seqcl_seqs *tgt,
+                                 int batch_size, seqcl_forward_result **out);
+void seqcl_forward_result_free(seqcl_forward_result *r); /* accepts NULL */
+
+/* ---- decoding ---- */
+
+typedef struct seqcl_decode_options {
+  int max_steps;         /* 0: 2 x the longest source line + 10 */
+  int beam;              /* K >= 1; 1 = greedy (the device-resident greedy loop) */
+  double length_penalty; /* A in score = sum log p / L^A (beam search) */
+  int nbest;             /* hypotheses kept per line (<= beam); 0 = 1. With nbest
+                          * >= 1 given explicitly the beam path runs even for
+                          * K = 1 so that scores are computed. */
+  int batch_size;        /* sentences decoded together; 0 = 64 */
+  int want_alignments;   /* fill seqcl_decode_result.alignments */
+} seqcl_decode_options;
+
+/* beam 1, length penalty 0, nbest 0, batch 64, max_steps 0, no alignments. */
+void seqcl_decode_options_init(seqcl_decode_options *opts);
+
+typedef struct seqcl_hypothesis {
+  int32_t *ids;   /* produced ids after BOS and before EOS */
+  size_t len;
+  int finished;   /* 1 when it ended with EOS */
+  int steps;      /* decoder steps: len + 1 when finished */
+  double logprob; /* sum of log p over its steps (EOS included) */
+  double score;   /* logprob / steps^A */
+} seqcl_hypothesis;
+
+typedef struct seqcl_decode_result {
+  size_t count;       /* lines */
+  int32_t *ids;       /* best output of every line, flat */
+  size_t *offsets;    /* line i is ids[offsets[i] .. offsets[i+1]) */
+  int *steps;         /* decoder steps line i took (the EOS step included) */
+  double *scores;     /* score of the best hypothesis; NAN on the greedy path */
+  int nbest;          /* hypothesis slots per line (1 on the greedy path) */
+  int *hyp_counts;    /* [count]: hypotheses stored for line i (<= nbest) */
+  seqcl_hypothesis *hyps; /* [count * nbest], best first */
+  int T, S;           /* alignments: T = most steps of any line, S = longest source */
+  float *alignments;  /* [count, T, S] when asked for, else NULL; rows at t >= steps[i] are 0 */
+} seqcl_decode_result;
+
+seqcl_status seqcl_model_decode(seqcl_model *model, const seqcl_seqs *src,
+                                const seqcl_decode_options *opts, seqcl_decode_result **out);
+void seqcl_decode_result_free(seqcl_decode_result *r); /* accepts NULL */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,257 @@
+/* Attention kernels: raw scores, masked softmax, context, and the fused step
+ * (scores + mask + softmax + context in one launch per decoder step).
+ *
+ * OpenCL C 1.2. Every buffer argument is followed by an int offset counted in
+ * elements, because 1.2 has no sub-buffer-free way to pass a pointer offset.
+ * Absent optional buffers arrive as a dummy buffer plus a has_* flag.
+ *
+ * Row-wise kernels (masked_softmax, attn_fused) run one work-group of WG
+ * work-items per batch row and reduce with a local-memory tree, so a row sum
+ * of S terms has a rounding depth of about ceil(S/WG) + log2(WG) additions
+ * instead of S. The fused kernel and the unfused kernels share the helpers
+ * below and evaluate every value in the same order, so with the same WG the
+ * fused step gives the same bits as attn_scores -> masked_softmax -> context. */
+
+#ifndef WG
+#define WG 64 /* work-group size of the row kernels; a power of two */
+#endif
+/* The row kernels must be launched with exactly WG work-items per group (the
+ * host does so). They do not say so with reqd_work_group_size: PoCL 3.1
+ * crashes at run time on kernels that carry that attribute. */
+
+/* Score kinds, as sq_score in backend.h. */
+#define SCORE_ADDITIVE 0
+#define SCORE_GENERAL 1
+#define SCORE_DOT 2
+#define SCORE_SCALED_DOT 3
+
+/* Sum of a[i] * b[i], accumulated left to right. */
+static float dot_row(__global const float *a, __global const float *b, int len) {
+  float acc = 0.0f;
+  for (int i = 0; i < len; ++i) acc += a[i] * b[i];
+  return acc;
+}
+
+/* The raw energy of key j of row n (no mask). Dot-type scores read the key
+ * itself; the additive score reads the precomputed key projection pk. */
+static float score_at(int kind, int n, int j, int S, int He, int A,
+                      __global const float *qp, int ld_qp,
+                      __global const float *keys, __global const float *pkeys,
+                      __global const float *v, __global const float *bv, int has_bv,
+                      float scale) {
+  float e;
+  if (kind == SCORE_ADDITIVE) {
+    __global const float *pk = pkeys + ((size_t)n * S + j) * A;
+    __global const float *q = qp + (size_t)n * ld_qp;
+    e = 0.0f;
+    for (int a = 0; a < A; ++a) e += v[a] * tanh(pk[a] + q[a]);
+    if (has_bv) e += bv[0];
+  } else {
+    e = dot_row(keys + ((size_t)n * S + j) * He, qp + (size_t)n * ld_qp, He);
+  }
+  return e * scale;
+}
+
+/* Position j of row n takes part in the softmax iff it is inside the
+ * sequence and, when a mask is given, not masked out. */
+static int is_valid(int n, int j, int S, __global const int *lens,
+                    __global const int *mask, int has_mask) {
+  if (j >= lens[n]) return 0;
+  return !has_mask || mask[(size_t)n * S + j] != 0;
+}
+
+/* Work-group reductions over one value per work-item. The trailing barrier
+ * lets the caller reuse red right away. */
+static float wg_max(__local float *red, float x) {
+  const int lid = get_local_id(0);
+  red[lid] = x;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = WG / 2; s > 0; s >>= 1) {
+    if (lid < s) red[lid] = fmax(red[lid], red[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float r = red[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+static float wg_sum(__local float *red, float x) {
+  const int lid = get_local_id(0);
+  red[lid] = x;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = WG / 2; s > 0; s >>= 1) {
+    if (lid < s) red[lid] += red[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float r = red[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+/* exp(x - m) for a valid position. m is the row maximum, so the argument is
+ * <= 0 and exp never overflows, whatever the magnitude of the logits. */
+static float shifted_exp(float x, float m) { return exp(x - m); }
+
+/* e[n, j]; global (>= S, N). Positions j >= lens[n] get 0: the contract lets
+ * them hold anything finite, and the keys there need not be read at all. */
+__kernel void attn_scores(int kind, int N, int S, int He, int A,
+                          __global const float *qp, int qp_off, int ld_qp,
+                          __global const float *keys, int keys_off,
+                          __global const float *pkeys, int pkeys_off,
+                          __global const float *v, int v_off,
+                          __global const float *bv, int bv_off, int has_bv,
+                          float scale,
+                          __global const int *lens, int lens_off,
+                          __global float *e, int e_off) {
+  const int j = get_global_id(0);
+  const int n = get_global_id(1);
+  if (j >= S || n >= N) return;
+  lens += lens_off;
+  float r = 0.0f;
+  if (j < lens[n])
+    r = score_at(kind, n, j, S, He, A, qp + qp_off, ld_qp, keys + keys_off, pkeys + pkeys_off,
+                 v + v_off, bv + bv_off, has_bv, scale);
+  e[e_off + (size_t)n * S + j] = r;
+}
+
+/* y[n, :] = softmax of x[n, :] over the valid positions, exactly 0 elsewhere.
+ * One work-group of WG work-items per row; work-item lid owns j = lid + k*WG.
+ * A row without any valid position (possible only through the mask) gives
+ * all zeros rather than NaN. */
+__kernel void masked_softmax(int N, int S,
+                    __global const float *x, int x_off,
+                    __global const int *lens, int lens_off,
+                    __global const int *mask, int mask_off, int has_mask,
+                    __global float *y, int y_off) {
+  __local float red[WG];
+  const int n = get_group_id(0);
+  const int lid = get_local_id(0);
+  if (n >= N) return; /* uniform over the work-group */
+  lens += lens_off;
+  mask += mask_off;
+  x += x_off + (size_t)n * S;
+  y += y_off + (size_t)n * S;
+
+  float m = -INFINITY;
+  for (int j = lid; j < S; j += WG)
+    if (is_valid(n, j, S, lens, mask, has_mask)) m = fmax(m, x[j]);
+  m = wg_max(red, m);
+
+  float sum = 0.0f;
+  for (int j = lid; j < S; j += WG) {
+    float p = 0.0f;
+    if (m != -INFINITY && is_valid(n, j, S, lens, mask, has_mask)) p = shifted_exp(x[j], m);
+    y[j] = p;
+    sum += p;
+  }
+  sum = wg_sum(red, sum);
+
+  /* Each work-item rescales only the positions it wrote itself. */
+  if (sum > 0.0f)
+    for (int j = lid; j < S; j += WG) y[j] = y[j] / sum;
+}
+
+/* c[n, d] = sum_j alpha[n, j] keys[n, j, d]; global (>= He, N). Neighbouring
+ * work-items read neighbouring d, so the key reads coalesce. Positions with
+ * weight exactly 0 (every invalid one) are skipped, so whatever the padding
+ * of the keys holds never reaches the context; the test is uniform across
+ * the work-items of a row. */
+__kernel void attn_context(int N, int S, int He,
+                           __global const float *alpha, int alpha_off,
+                           __global const float *keys, int keys_off,
+                           __global float *c, int c_off, int ld_c) {
+  const int d = get_global_id(0);
+  const int n = get_global_id(1);
+  if (d >= He || n >= N) return;
+  alpha += alpha_off + (size_t)n * S;
+  keys += keys_off + (size_t)n * S * He + d;
+  float acc = 0.0f;
+  for (int j = 0; j < S; ++j) {
+    const float w = alpha[j];
+    if (w != 0.0f) acc += w * keys[(size_t)j * He];
+  }
+  c[c_off + (size_t)n * ld_c + d] = acc;
+}
+
+/* Scores and weights of the fused kernel live in local memory when the row
+ * fits (use_local), else in a global scratch row (the alpha output or a
+ * temporary). The branch is uniform, so it costs next to nothing. */
+static float row_get(__local float *ls, __global float *gs, int use_local, int j) {
+  return use_local ? ls[j] : gs[j];
+}
+static void row_put(__local float *ls, __global float *gs, int use_local, int j, float x) {
+  if (use_local) ls[j] = x; else gs[j] = x;
+}
+
+/* One decoder step's attention for row n = group id: scores, mask, softmax
+ * and context. Evaluates exactly the expressions of attn_scores,
+ * masked_softmax and attn_context in the same order. Scores are computed
+ * only for j < lens[n]; invalid positions get weight 0 and are skipped in the
+ * context sum, as attn_context skips zero weights. */
+__kernel void attn_fused(int kind, int N, int S, int He, int A,
+                __global const float *qp, int qp_off, int ld_qp,
+                __global const float *keys, int keys_off,
+                __global const float *pkeys, int pkeys_off,
+                __global const float *v, int v_off,
+                __global const float *bv, int bv_off, int has_bv,
+                float scale,
+                __global const int *lens, int lens_off,
+                __global const int *mask, int mask_off, int has_mask,
+                __global float *c, int c_off, int ld_c,
+                __global float *alpha, int alpha_off, int has_alpha,
+                __global float *scratch, int scratch_off, int use_local,
+                __local float *ls) {
+  __local float red[WG];
+  const int n = get_group_id(0);
+  const int lid = get_local_id(0);
+  if (n >= N) return; /* uniform over the work-group */
+  lens += lens_off;
+  mask += mask_off;
+  keys += keys_off;
+  __global float *gs = scratch + scratch_off + (size_t)n * S;
+  const int len = lens[n];
+
+  /* Scores and the row maximum over valid positions. */
+  float m = -INFINITY;
+  for (int j = lid; j < len; j += WG) {
+    float e = -INFINITY;
+    if (is_valid(n, j, S, lens, mask, has_mask)) {
+      e = score_at(kind, n, j, S, He, A, qp + qp_off, ld_qp, keys, pkeys + pkeys_off,
+                   v + v_off, bv + bv_off, has_bv, scale);
+      m = fmax(m, e);
+    }
+    row_put(ls, gs, use_local, j, e);
+  }
+  m = wg_max(red, m);
+
+  float sum = 0.0f;
+  for (int j = lid; j < len; j += WG) {
+    float p = 0.0f;
+    if (m != -INFINITY && is_valid(n, j, S, lens, mask, has_mask))
+      p = shifted_exp(row_get(ls, gs, use_local, j), m);
+    row_put(ls, gs, use_local, j, p);
+    sum += p;
+  }
+  sum = wg_sum(red, sum);
+
+  for (int j = lid; j < len; j += WG) {
+    const float p = row_get(ls, gs, use_local, j);
+    const float w = sum > 0.0f ? p / sum : 0.0f;
+    row_put(ls, gs, use_local, j, w);
+    if (has_alpha) alpha[alpha_off + (size_t)n * S + j] = w;
+  }
+  if (has_alpha)
+    for (int j = len + lid; j < S; j += WG) alpha[alpha_off + (size_t)n * S + j] = 0.0f;
+  /* The context reads every work-item's weights. */
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+
+  __global const float *kr = keys + (size_t)n * S * He;
+  for (int d = lid; d < He; d += WG) {
+    float acc = 0.0f;
+    for (int j = 0; j < len; ++j) {
+      const float w = row_get(ls, gs, use_local, j);
+      if (w != 0.0f) acc += w * kr[(size_t)j * He + d];
+    }
+    c[c_off + (size_t)n * ld_c + d] = acc;
+  }
+}

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Installs seqcl's build and run-time dependencies from Debian's packages, then
+# configures and builds seqcl in ./build.   Usage: scripts/setup.sh [extra meson options]
+set -eu
+cd "$(dirname "$0")/.."
+
+PACKAGES="build-essential meson ninja-build pkg-config python3
+ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd oclgrind clinfo
+libopenblas-dev libjansson-dev libcmocka-dev"
+
+missing=""
+for p in $PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "installing:$missing"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+
+if [ -d build ]; then
+  meson setup --reconfigure build "$@"
+else
+  meson setup build "$@"
+fi
+ninja -C build

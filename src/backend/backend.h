@@ -1,0 +1,185 @@
+/* The backend table: one struct of function pointers per backend (host, OpenCL),
+ * in the manner of ggml's ggml-backend-impl.h. Adding a backend means one new
+ * table, not edits everywhere.
+ *
+ * Conventions for every slot:
+ *  - all tensors are row-major, float32 or int32 (4-byte elements);
+ *  - a sq_ref is a buffer plus an offset counted in 4-byte elements;
+ *    a "null" ref (buf == NULL) means "absent" where a slot says optional;
+ *  - shapes and lengths were validated by the caller (src/ops/ fronts): a
+ *    slot may assume N, S, H ... >= 1, every len in [1, S], ids in range;
+ *  - work is enqueued in order on the backend's one queue; a slot returns as
+ *    soon as its work is enqueued (the host backend simply runs it). Only
+ *    read() and finish() wait;
+ *  - failures return a status after sq_fail(...) recorded the message. */
+#ifndef SQ_BACKEND_H
+#define SQ_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <seqcl/seqcl.h>
+
+typedef struct sq_backend sq_backend;
+
+/* Device (or host) memory owned by exactly one backend. */
+typedef struct sq_buf {
+  sq_backend *be;
+  size_t bytes;
+  void *ptr; /* host: the memory itself; OpenCL: the cl_mem */
+} sq_buf;
+
+typedef struct sq_ref {
+  sq_buf *buf;
+  size_t off; /* in 4-byte elements */
+} sq_ref;
+
+static inline sq_ref sq_at(sq_buf *buf, size_t off) {
+  sq_ref r = {buf, off};
+  return r;
+}
+static inline sq_ref sq_ref_add(sq_ref r, size_t off) {
+  r.off += off;
+  return r;
+}
+static inline sq_ref sq_none(void) {
+  sq_ref r = {NULL, 0};
+  return r;
+}
+
+typedef enum sq_score {
+  SQ_SCORE_ADDITIVE = 0, /* v . tanh(W_k h + b_k + W_q q + b_q) + b_v   (Bahdanau) */
+  SQ_SCORE_GENERAL = 1,  /* h . (W_q q + b_q)                             (Luong)    */
+  SQ_SCORE_DOT = 2,      /* h . q                                                   */
+  SQ_SCORE_SCALED_DOT = 3 /* h . q / sqrt(H_e)                                      */
+} sq_score;
+
+/* Everything an attention step reads. The query projection is done beforehand
+ * by a GEMM, so the kernels see the projected query qp:
+ *   additive: qp = W_q q + b_q  [N, A]      general: qp = W_q q + b_q  [N, H_e]
+ *   dot, scaled_dot: qp = q     [N, H_e]  */
+typedef struct sq_attn_args {
+  sq_score kind;
+  int N, S, He, A; /* A only for additive */
+  sq_ref qp;
+  int ld_qp;       /* row stride of qp in elements */
+  sq_ref keys;     /* H: encoder outputs [N, S, He] */
+  sq_ref pkeys;    /* additive only: W_k H + b_k [N, S, A], computed once per source batch */
+  sq_ref v;        /* additive only: energy weight [A] */
+  sq_ref bv;       /* additive only, optional: energy bias [1] */
+  float scale;     /* multiplies the score: 1/sqrt(He) for scaled_dot, else 1 */
+  sq_ref lens;     /* int32 [N], each in [1, S] */
+  sq_ref mask;     /* optional int32 [N, S]: 0 = invalid; ANDed with lens */
+} sq_attn_args;
+
+/* One GRU time step over N rows with hidden size H, PyTorch's reset-after form:
+ *   r = s(gi_r + b_ir + gh_r + b_hr), z = s(gi_z + b_iz + gh_z + b_hz)
+ *   n = tanh(gi_n + b_in + r * (gh_n + b_hn)), h' = (1 - z) * n + z * h
+ * gi = W_ih x (no bias) and gh = W_hh h (no bias) were computed by GEMMs.
+ * Row n is active at this step iff lens is absent or step < lens[n]; its time
+ * index is t = step, or lens[n] - 1 - step when reverse (pack_padded_sequence).
+ * Active rows read gi at gi + n*gi_sn + t*gi_st, update h in place and, when
+ * out is present, write h' to out + n*out_sn + t*out_st. Inactive rows leave h
+ * and out untouched. */
+typedef struct sq_gru_args {
+  int N, H;
+  sq_ref gi;
+  size_t gi_sn, gi_st;
+  sq_ref gh;
+  int ld_gh;       /* row stride of gh (>= 3H) */
+  sq_ref b_ih, b_hh; /* [3H] each, optional */
+  sq_ref h;        /* [N, H] in/out, row stride H */
+  sq_ref out;      /* optional */
+  size_t out_sn, out_st;
+  sq_ref lens;     /* optional int32 [N] */
+  int step;
+  int reverse;
+} sq_gru_args;
+
+typedef struct sq_backend_ops {
+  const char *name; /* "host", "opencl" */
+
+  /* memory */
+  seqcl_status (*buf_alloc)(sq_backend *be, size_t bytes, sq_buf **out);
+  void (*buf_free)(sq_backend *be, sq_buf *buf); /* accepts NULL */
+  seqcl_status (*write)(sq_backend *be, sq_ref dst, const void *src, size_t bytes);
+  seqcl_status (*read)(sq_backend *be, sq_ref src, void *dst, size_t bytes); /* waits */
+  seqcl_status (*copy)(sq_backend *be, sq_ref dst, sq_ref src, size_t count);
+  seqcl_status (*fill)(sq_backend *be, sq_ref dst, size_t count, float value);
+  seqcl_status (*fill_i32)(sq_backend *be, sq_ref dst, size_t count, int32_t value);
+  seqcl_status (*finish)(sq_backend *be); /* waits for all enqueued work */
+
+  /* C = alpha * op(A) op(B) + beta * C, row-major, op = transpose when ta/tb;
+   * op(A) is [M,K], op(B) is [K,N]; batch >= 1 GEMMs with element strides sa,sb,sc. */
+  seqcl_status (*gemm)(sq_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                       sq_ref A, int lda, size_t sa, sq_ref B, int ldb, size_t sb, float beta,
+                       sq_ref C, int ldc, size_t sc, int batch);
+
+  /* y[r, c] += bias[c] for r < rows, c < cols; row stride ld. */
+  seqcl_status (*add_bias)(sq_backend *be, int rows, int cols, sq_ref y, int ld, sq_ref bias);
+
+  /* Raw energies e[N, S] (no mask; positions j >= len may hold anything finite). */
+  seqcl_status (*attn_scores)(sq_backend *be, const sq_attn_args *a, sq_ref scores);
+  /* y = softmax over j of x[n, j] with invalid positions at -inf; y = 0 exactly at
+   * invalid positions; max-subtracted. lens int32 [N]; mask optional int32 [N,S]. */
+  seqcl_status (*masked_softmax)(sq_backend *be, int N, int S, sq_ref x, sq_ref lens, sq_ref mask,
+                                 sq_ref y);
+  /* c[n, :] = sum_j alpha[n, j] h[n, j, :]; c row stride ld_c. */
+  seqcl_status (*context)(sq_backend *be, int N, int S, int He, sq_ref alpha, sq_ref keys, sq_ref c,
+                          int ld_c);
+  /* scores + mask + softmax + context in one pass; alpha [N, S] optional. */
+  seqcl_status (*attn_fused)(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
+                             sq_ref alpha);
+
+  seqcl_status (*gru_gates)(sq_backend *be, const sq_gru_args *g);
+
+  /* out[n, :D] = table[ids[n], :]; out row stride ld_out; ids int32 [N] in [0, V). */
+  seqcl_status (*embedding)(sq_backend *be, int N, int D, sq_ref ids, sq_ref table, sq_ref out,
+                            int ld_out);
+  /* ids[n] = argmax_v (x[n, v] + bias[v]) (bias optional), lowest index on ties. */
+  seqcl_status (*argmax)(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias, sq_ref ids);
+  /* y[n, :] = log_softmax(x[n, :]) */
+  seqcl_status (*log_softmax)(sq_backend *be, int N, int V, sq_ref x, sq_ref y);
+  /* loss[0] = mean over rows with labels[n] >= 0 of -log_softmax(x[n])[labels[n]];
+   * 0 when no row is valid. labels int32 [N], each < V or negative (ignored). */
+  seqcl_status (*cross_entropy)(sq_backend *be, int N, int V, sq_ref x, sq_ref labels,
+                                sq_ref loss);
+
+  /* Decoding bookkeeping (host_decode.c, opencl/ops_decode.c); model code falls
+   * back to the backend's own implementation when a table leaves these NULL.
+   * Greedy step over N rows: id = finished[n] ? eos : ids[n]; ids[n] = id;
+   * hist[n] = id when hist is present; finished[n] = (id == eos). All int32. */
+  seqcl_status (*greedy_update)(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
+                                sq_ref hist);
+  /* x[i] = tanh(x[i]) for i < count. */
+  seqcl_status (*tanh_inplace)(sq_backend *be, size_t count, sq_ref x);
+
+  void (*destroy)(sq_backend *be);
+
+  /* Backward slots for training (src/train/grad.h); NULL where a backend has none. */
+  const struct sq_grad_ops *grad;
+} sq_backend_ops;
+
+struct sq_backend {
+  const sq_backend_ops *ops;
+  seqcl_ctx *ctx; /* for error messages */
+  void *impl;     /* the backend's private state */
+};
+
+/* Constructors (ctx->info says which device). */
+seqcl_status sq_host_backend_create(seqcl_ctx *ctx, sq_backend **out);
+#ifdef SEQCL_HAVE_OPENCL
+seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out);
+#endif
+
+/* Implementations of the decoding slots, for the backends' tables. */
+seqcl_status sq_host_greedy_update(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
+                                   sq_ref hist);
+seqcl_status sq_host_tanh_inplace(sq_backend *be, size_t count, sq_ref x);
+#ifdef SEQCL_HAVE_OPENCL
+seqcl_status sq_ocl_greedy_update(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
+                                  sq_ref hist);
+seqcl_status sq_ocl_tanh_inplace(sq_backend *be, size_t count, sq_ref x);
+#endif
+
+#endif

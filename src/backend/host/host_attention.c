@@ -1,0 +1,137 @@
+/* Attention on the host: energies, masked softmax, context, and the fused
+ * per-row pass. Accumulation:
+ *  - dot-type energies (general, dot, scaled_dot) use cblas_sgemv (float
+ *    accumulation, the GEMM tolerance applies);
+ *  - additive energies: tanh runs SQ_VW lanes at a time (host_math.h, within
+ *    1.5 ulp), each product v_a * tanh(...) is rounded to float once and the
+ *    products are summed in double, so cancelling terms lose nothing;
+ *  - the softmax denominator is summed in double, so the weights are within a
+ *    few ulp whatever S;
+ *  - the context sums alpha_j * h_j in float, SQ_VW lanes at a time; the GEMM
+ *    tolerance applies. */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "backend/host/host.h"
+#include "backend/host/host_math.h"
+#include "core/error.h"
+
+/* Energies of row n for j < len; positions len..S-1 get 0 (finite, as the
+ * contract allows, and never read by the softmax). */
+static void score_row(const sq_attn_args *a, int n, int len, float *restrict e) {
+  const int S = a->S, He = a->He;
+  const float *qp = sq_host_f32(a->qp) + (size_t)n * (size_t)a->ld_qp;
+  if (a->kind == SQ_SCORE_ADDITIVE) {
+    const int A = a->A;
+    const float *pk = sq_host_f32(a->pkeys) + (size_t)n * (size_t)S * (size_t)A;
+    const float *v = sq_host_f32(a->v);
+    const float bv = a->bv.buf ? sq_host_f32(a->bv)[0] : 0.0f;
+    for (int j = 0; j < len; j++) {
+      const float *pkj = pk + (size_t)j * (size_t)A;
+      double acc = 0.0;
+      for (int k = 0; k < A; k += SQ_VW) {
+        const int w = A - k < SQ_VW ? A - k : SQ_VW; /* missing lanes load 0: v 0 adds 0 */
+        sq_vf p = sq_v_load(v + k, w) * sq_v_tanh(sq_v_load(pkj + k, w) + sq_v_load(qp + k, w));
+        acc += ((double)p[0] + (double)p[1]) + ((double)p[2] + (double)p[3]);
+      }
+      e[j] = a->scale * (float)(acc + (double)bv);
+    }
+  } else {
+    const float *keys = sq_host_f32(a->keys) + (size_t)n * (size_t)S * (size_t)He;
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, len, He, a->scale, keys, He, qp, 1, 0.0f, e, 1);
+  }
+  for (int j = len; j < S; j++) e[j] = 0.0f;
+}
+
+/* y = softmax of x over the valid positions (j < len and mask[j] != 0), exact
+ * zeros elsewhere. x and y may be the same row. The maximum is subtracted first,
+ * so logits far beyond +-88 stay finite. */
+static void softmax_row(int S, int len, const int32_t *restrict mask, const float *x, float *y) {
+  float mx = -INFINITY;
+  for (int j = 0; j < len; j++)
+    if ((!mask || mask[j]) && x[j] > mx) mx = x[j];
+  if (mx == -INFINITY) { /* no valid position: rejected by the fronts; stay finite */
+    for (int j = 0; j < S; j++) y[j] = 0.0f;
+    return;
+  }
+  double sum = 0.0;
+  for (int j = 0; j < len; j++) {
+    float ej = (!mask || mask[j]) ? expf(x[j] - mx) : 0.0f;
+    y[j] = ej;
+    sum += ej;
+  }
+  const double inv = 1.0 / sum; /* sum >= 1: the maximum contributes exp(0) */
+  for (int j = 0; j < len; j++) y[j] = (float)((double)y[j] * inv);
+  for (int j = len; j < S; j++) y[j] = 0.0f;
+}
+
+/* c = sum_j alpha_j h_j. Positions with alpha exactly 0 (every invalid one) are
+ * skipped, so whatever padding the keys hold never reaches the context. */
+static void context_row(int S, int He, const float *restrict alpha, const float *restrict h,
+                        float *restrict c) {
+  for (int k = 0; k < He; k++) c[k] = 0.0f;
+  for (int j = 0; j < S; j++) {
+    const float aj = alpha[j];
+    if (aj == 0.0f) continue;
+    const float *restrict hj = h + (size_t)j * (size_t)He;
+    const sq_vf av = sq_v_splat(aj);
+    int k = 0;
+    for (; k + SQ_VW <= He; k += SQ_VW)
+      sq_v_store(c + k, sq_v_load(c + k, SQ_VW) + av * sq_v_load(hj + k, SQ_VW), SQ_VW);
+    for (; k < He; k++) c[k] += aj * hj[k];
+  }
+}
+
+seqcl_status sq_host_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref scores) {
+  (void)be;
+  const int32_t *lens = sq_host_i32(a->lens);
+  float *e = sq_host_f32(scores);
+  for (int n = 0; n < a->N; n++) score_row(a, n, lens[n], e + (size_t)n * (size_t)a->S);
+  return SEQCL_OK;
+}
+
+seqcl_status sq_host_masked_softmax(sq_backend *be, int N, int S, sq_ref x, sq_ref lens,
+                                    sq_ref mask, sq_ref y) {
+  (void)be;
+  const int32_t *l = sq_host_i32(lens);
+  const int32_t *m = sq_host_i32_opt(mask);
+  const float *xs = sq_host_f32(x);
+  float *ys = sq_host_f32(y);
+  for (int n = 0; n < N; n++) {
+    size_t row = (size_t)n * (size_t)S;
+    softmax_row(S, l[n], m ? m + row : NULL, xs + row, ys + row);
+  }
+  return SEQCL_OK;
+}
+
+seqcl_status sq_host_context(sq_backend *be, int N, int S, int He, sq_ref alpha, sq_ref keys,
+                             sq_ref c, int ld_c) {
+  (void)be;
+  const float *al = sq_host_f32(alpha);
+  const float *h = sq_host_f32(keys);
+  float *cs = sq_host_f32(c);
+  for (int n = 0; n < N; n++)
+    context_row(S, He, al + (size_t)n * (size_t)S, h + (size_t)n * (size_t)S * (size_t)He,
+                cs + (size_t)n * (size_t)ld_c);
+  return SEQCL_OK;
+}
+
+seqcl_status sq_host_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
+                                sq_ref alpha) {
+  const int N = a->N, S = a->S, He = a->He;
+  float *row = NULL;
+  if (!alpha.buf) SQ_TRY(sq_host_scratch(be, (size_t)S, &row));
+  const int32_t *lens = sq_host_i32(a->lens);
+  const int32_t *mask = sq_host_i32_opt(a->mask);
+  const float *keys = sq_host_f32(a->keys);
+  float *cs = sq_host_f32(c);
+  for (int n = 0; n < N; n++) {
+    size_t off = (size_t)n * (size_t)S;
+    float *e = alpha.buf ? sq_host_f32(alpha) + off : row;
+    score_row(a, n, lens[n], e);
+    softmax_row(S, lens[n], mask ? mask + off : NULL, e, e);
+    context_row(S, He, e, keys + off * (size_t)He, cs + (size_t)n * (size_t)ld_c);
+  }
+  return SEQCL_OK;
+}

@@ -1,0 +1,49 @@
+/* One GRU time step on the host (PyTorch's reset-after form, gates r, z, n).
+ * Pointwise only: the two GEMMs that produce gi and gh ran before. The gates
+ * run SQ_VW lanes at a time with the vector sigmoid/tanh of host_math.h. */
+#include "backend/host/host.h"
+#include "backend/host/host_math.h"
+
+/* h' for one row; h is updated in place, out (optional) receives a copy.
+ * Absent biases load as zeros. */
+static void gates_row(int H, const float *gi, const float *gh, const float *bi, const float *bh,
+                      float *h, float *out) {
+  for (int j = 0; j < H; j += SQ_VW) {
+    const int w = H - j < SQ_VW ? H - j : SQ_VW, wb_i = bi ? w : 0, wb_h = bh ? w : 0;
+    const float *bi0 = bi ? bi + j : NULL, *bh0 = bh ? bh + j : NULL;
+    sq_vf r = sq_v_sigmoid(sq_v_load(gi + j, w) + sq_v_load(bi0, wb_i) + sq_v_load(gh + j, w) +
+                           sq_v_load(bh0, wb_h));
+    sq_vf z = sq_v_sigmoid(sq_v_load(gi + H + j, w) + sq_v_load(bi ? bi0 + H : NULL, wb_i) +
+                           sq_v_load(gh + H + j, w) + sq_v_load(bh ? bh0 + H : NULL, wb_h));
+    sq_vf n = sq_v_tanh(sq_v_load(gi + 2 * H + j, w) + sq_v_load(bi ? bi0 + 2 * H : NULL, wb_i) +
+                        r * (sq_v_load(gh + 2 * H + j, w) +
+                             sq_v_load(bh ? bh0 + 2 * H : NULL, wb_h)));
+    /* (1 - z) n + z h, written as PyTorch's CPU and CUDA kernels do. */
+    sq_vf hn = n + z * (sq_v_load(h + j, w) - n);
+    sq_v_store(h + j, hn, w);
+    if (out) sq_v_store(out + j, hn, w);
+  }
+}
+
+seqcl_status sq_host_gru_gates(sq_backend *be, const sq_gru_args *g) {
+  (void)be;
+  const int N = g->N, H = g->H;
+  const int32_t *lens = sq_host_i32_opt(g->lens);
+  const float *gi = sq_host_f32(g->gi);
+  const float *gh = sq_host_f32(g->gh);
+  const float *bi = sq_host_f32_opt(g->b_ih);
+  const float *bh = sq_host_f32_opt(g->b_hh);
+  float *h = sq_host_f32(g->h);
+  float *out = sq_host_f32_opt(g->out);
+  for (int n = 0; n < N; n++) {
+    if (lens && g->step >= lens[n]) continue; /* this row has finished */
+    /* Without lens every row is active and its time index is the step itself
+     * (the fronts require lens for the reverse direction). */
+    size_t t = (size_t)g->step;
+    if (lens && g->reverse) t = (size_t)(lens[n] - 1 - g->step);
+    gates_row(H, gi + (size_t)n * g->gi_sn + t * g->gi_st, gh + (size_t)n * (size_t)g->ld_gh, bi,
+              bh, h + (size_t)n * (size_t)H,
+              out ? out + (size_t)n * g->out_sn + t * g->out_st : NULL);
+  }
+  return SEQCL_OK;
+}

@@ -1,0 +1,109 @@
+/* GEMM through CLBlast on the backend's queue. CLBlast compiles its kernels on
+ * first use in each process (seconds on PoCL) and keeps them in memory. */
+#include <clblast_c.h>
+#include <stdio.h>
+
+#include "backend/opencl/ops_internal.h"
+
+/* CLBlast's own codes; its others reuse OpenCL's numbers. */
+static const char *clblast_name(CLBlastStatusCode s) {
+  switch (s) {
+#define N_(code) \
+  case code:     \
+    return #code;
+    N_(CLBlastNotImplemented)
+    N_(CLBlastInvalidMatrixA)
+    N_(CLBlastInvalidMatrixB)
+    N_(CLBlastInvalidMatrixC)
+    N_(CLBlastInvalidVectorX)
+    N_(CLBlastInvalidVectorY)
+    N_(CLBlastInvalidDimension)
+    N_(CLBlastInvalidLeadDimA)
+    N_(CLBlastInvalidLeadDimB)
+    N_(CLBlastInvalidLeadDimC)
+    N_(CLBlastInvalidIncrementX)
+    N_(CLBlastInvalidIncrementY)
+    N_(CLBlastInsufficientMemoryA)
+    N_(CLBlastInsufficientMemoryB)
+    N_(CLBlastInsufficientMemoryC)
+    N_(CLBlastInsufficientMemoryX)
+    N_(CLBlastInsufficientMemoryY)
+    N_(CLBlastInsufficientMemoryTemp)
+    N_(CLBlastInvalidBatchCount)
+    N_(CLBlastInvalidOverrideKernel)
+    N_(CLBlastMissingOverrideParameter)
+    N_(CLBlastInvalidLocalMemUsage)
+    N_(CLBlastNoHalfPrecision)
+    N_(CLBlastNoDoublePrecision)
+    N_(CLBlastInvalidVectorScalar)
+    N_(CLBlastInsufficientMemoryScalar)
+    N_(CLBlastDatabaseError)
+    N_(CLBlastUnknownError)
+    N_(CLBlastUnexpectedError)
+#undef N_
+  default:
+    return sq_cl_error_name((cl_int)s);
+  }
+}
+
+static seqcl_status clblast_status(sq_ocl *o, CLBlastStatusCode s, const char *what) {
+  if (s == CLBlastSuccess) return SEQCL_OK;
+  seqcl_status st;
+  switch (s) {
+  case CLBlastTempBufferAllocFailure:
+  case CLBlastOpenCLOutOfResources:
+  case CLBlastOpenCLOutOfHostMemory:
+  case CLBlastInsufficientMemoryTemp:
+    st = SEQCL_ERR_DEVICE_OUT_OF_MEMORY;
+    break;
+  case CLBlastOpenCLBuildProgramFailure:
+    st = SEQCL_ERR_BUILD;
+    break;
+  case CLBlastNotImplemented:
+  case CLBlastInvalidLocalMemUsage:
+  case CLBlastDatabaseError:
+    st = SEQCL_ERR_UNSUPPORTED;
+    break;
+  case CLBlastInvalidDimension:
+  case CLBlastInvalidLeadDimA:
+  case CLBlastInvalidLeadDimB:
+  case CLBlastInvalidLeadDimC:
+  case CLBlastInsufficientMemoryA:
+  case CLBlastInsufficientMemoryB:
+  case CLBlastInsufficientMemoryC:
+  case CLBlastInvalidBatchCount:
+    st = SEQCL_ERR_INVALID_ARGUMENT;
+    break;
+  default:
+    st = SEQCL_ERR_OPENCL;
+    break;
+  }
+  return sq_fail(o->ctx, st, "%s: %s (%d) (device %s, %s)", what, clblast_name(s), (int)s,
+                 o->ctx->info.selector, o->ctx->info.name);
+}
+
+seqcl_status sq_ocl_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                         sq_ref A, int lda, size_t sa, sq_ref B, int ldb, size_t sb, float beta,
+                         sq_ref C, int ldc, size_t sc, int batch) {
+  sq_ocl *o = sq_ocl_of(be);
+  if (M <= 0 || N <= 0 || K <= 0 || batch <= 0)
+    return sq_fail(o->ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "gemm: M=%d N=%d K=%d batch=%d must all be >= 1", M, N, K, batch);
+  CLBlastTranspose opa = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+  CLBlastTranspose opb = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+  char what[160];
+  snprintf(what, sizeof what, "CLBlast gemm (M=%d N=%d K=%d%s%s, batch %d)", M, N, K,
+           ta ? " A^T" : "", tb ? " B^T" : "", batch);
+  CLBlastStatusCode s;
+  if (batch == 1) {
+    s = CLBlastSgemm(CLBlastLayoutRowMajor, opa, opb, (size_t)M, (size_t)N, (size_t)K, alpha,
+                     sq_ocl_mem(A), A.off, (size_t)lda, sq_ocl_mem(B), B.off, (size_t)ldb, beta,
+                     sq_ocl_mem(C), C.off, (size_t)ldc, &o->queue, NULL);
+  } else {
+    s = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, opa, opb, (size_t)M, (size_t)N, (size_t)K,
+                                   alpha, sq_ocl_mem(A), A.off, (size_t)lda, sa, sq_ocl_mem(B),
+                                   B.off, (size_t)ldb, sb, beta, sq_ocl_mem(C), C.off, (size_t)ldc,
+                                   sc, (size_t)batch, &o->queue, NULL);
+  }
+  return clblast_status(o, s, what);
+}

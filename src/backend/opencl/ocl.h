@@ -1,0 +1,85 @@
+/* Internal API of the OpenCL backend: the context/queue, the program cache, launch
+ * helpers, and the op implementations that fill the backend table.
+ *
+ * Kernel argument convention: OpenCL 1.2 has no pointer offsets for cl_mem
+ * arguments, so every buffer argument is followed by an int offset counted in
+ * 4-byte elements: (__global float *x, int x_off). Absent optional buffers are
+ * passed as a valid dummy buffer plus a flag argument (never a NULL cl_mem). */
+#ifndef SQ_BACKEND_OCL_H
+#define SQ_BACKEND_OCL_H
+
+#include <CL/cl.h>
+
+#include "backend/backend.h"
+#include "core/ctx.h"
+
+typedef struct sq_program_cache sq_program_cache; /* program.c */
+
+typedef struct sq_ocl {
+  seqcl_ctx *ctx;
+  cl_platform_id platform;
+  cl_device_id device;
+  cl_context context;
+  cl_command_queue queue;
+  size_t max_wg;          /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+  cl_ulong local_mem;     /* CL_DEVICE_LOCAL_MEM_SIZE */
+  cl_uint mem_align_bytes;/* CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8 */
+  sq_program_cache *programs;
+  cl_mem dummy;           /* 16-byte buffer passed for absent optional arguments */
+} sq_ocl;
+
+static inline sq_ocl *sq_ocl_of(sq_backend *be) { return (sq_ocl *)be->impl; }
+static inline cl_mem sq_ocl_mem(sq_ref r) { return (cl_mem)r.buf->ptr; }
+/* cl_mem of r, or the dummy buffer when r is absent. */
+static inline cl_mem sq_ocl_mem_or_dummy(sq_ocl *o, sq_ref r) {
+  return r.buf ? (cl_mem)r.buf->ptr : o->dummy;
+}
+
+/* "CL_OUT_OF_RESOURCES" etc.; "CL_UNKNOWN_ERROR(-N)" style for unknown codes
+ * (returns a static string for known codes, a thread-local buffer otherwise). */
+const char *sq_cl_error_name(cl_int err);
+
+/* Maps an OpenCL error to a status and records "what: CL_NAME (device)".
+ * CL_MEM_OBJECT_ALLOCATION_FAILURE / CL_OUT_OF_RESOURCES / CL_OUT_OF_HOST_MEMORY
+ * become SEQCL_ERR_DEVICE_OUT_OF_MEMORY; others SEQCL_ERR_OPENCL.
+ * Returns SEQCL_OK when err == CL_SUCCESS. */
+seqcl_status sq_ocl_check(sq_ocl *o, cl_int err, const char *what);
+
+/* The kernel `name` of program `file` (the name of a file in kernels/, such as
+ * "attention.cl") built with `options` (extra -D defines; the standard options
+ * are added). Built lazily, cached in memory per context and on disk.
+ * The cache owns the kernel: do not release it. One kernel object is shared by
+ * all callers in a context, so set all arguments right before each launch. */
+seqcl_status sq_ocl_kernel(sq_ocl *o, const char *file, const char *options, const char *name,
+                           cl_kernel *out);
+
+/* clSetKernelArg with error reporting: SQ_ARG(o, k, index, value) for scalars and cl_mem. */
+seqcl_status sq_ocl_arg(sq_ocl *o, cl_kernel k, cl_uint index, size_t size, const void *value,
+                        const char *kernel_name);
+#define SQ_ARG(o, k, i, v) SQ_TRY(sq_ocl_arg((o), (k), (i), sizeof(v), &(v), #k))
+
+/* Enqueues an NDRange. global sizes must already be multiples of local (use
+ * sq_round_up); local may be NULL. `what` names the kernel in error messages.
+ * Honours the fault-injection hook. */
+seqcl_status sq_ocl_launch(sq_ocl *o, cl_kernel k, cl_uint dims, const size_t *global,
+                           const size_t *local, const char *what);
+
+static inline size_t sq_round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+/* A work-group size for a 1-D reduction kernel: the largest power of two
+ * <= min(want, device max, kernel max). */
+size_t sq_ocl_wg_size(sq_ocl *o, cl_kernel k, size_t want);
+
+/* ---- op implementations (filled into the table in opencl_backend.c) ---- */
+/* attention.cl / ops_attention.c */
+seqcl_status sq_ocl_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref scores);
+seqcl_status sq_ocl_masked_softmax(sq_backend *be, int N, int S, sq_ref x, sq_ref lens,
+                                   sq_ref mask, sq_ref y);
+seqcl_status sq_ocl_context(sq_backend *be, int N, int S, int He, sq_ref alpha, sq_ref keys,
+                            sq_ref c, int ld_c);
+seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
+                               sq_ref alpha);
+/* gru.cl / ops_gru.c */
+seqcl_status sq_ocl_gru_gates(sq_backend *be, const sq_gru_args *g);
+
+#endif

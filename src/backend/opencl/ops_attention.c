@@ -1,0 +1,251 @@
+/* Attention ops of the OpenCL backend (kernels/attention.cl): raw scores,
+ * masked softmax, context, and the fused step that does all three in one
+ * launch per decoder step. */
+#include <limits.h>
+#include <stdio.h>
+
+#include "backend/opencl/ocl.h"
+
+#define ATTN_FILE "attention.cl"
+/* Row kernels want wide work-groups: a row of S scores is reduced by WG
+ * work-items. 256 keeps a GPU's compute unit busy and the reduction short. */
+#define ROW_WG_WANT 256
+/* Element-wise kernels (scores, context): a modest group, any device copes. */
+#define ELEM_WG_WANT 64
+
+/* Kernel offsets and strides are ints (ocl.h convention), so a buffer may be
+ * passed only if every element index fits in an int. */
+static seqcl_status ref_off(sq_ocl *o, sq_ref r, const char *what, int *off) {
+  *off = 0;
+  if (!r.buf) return SEQCL_OK;
+  if (r.buf->bytes / 4 > (size_t)INT_MAX || r.off > (size_t)INT_MAX)
+    return sq_fail(o->ctx, SEQCL_ERR_UNSUPPORTED,
+                   "opencl %s: buffer of %zu bytes exceeds the 2^31-element kernel index range",
+                   what, r.buf->bytes);
+  *off = (int)r.off;
+  return SEQCL_OK;
+}
+
+/* The largest power of two <= min(want, device limit). */
+static size_t pow2_at_most(size_t want, size_t limit) {
+  size_t p = 1;
+  while (p * 2 <= want && p * 2 <= limit) p *= 2;
+  return p;
+}
+
+/* All kernels of attention.cl come from one program built with -DWG=<wg>, so
+ * one build serves a context. A row kernel whose resources allow fewer
+ * work-items than the device maximum gets rebuilt with the smaller WG. */
+static seqcl_status attn_kernel(sq_ocl *o, const char *name, int row_kernel, cl_kernel *k,
+                                size_t *wg) {
+  size_t want = pow2_at_most(ROW_WG_WANT, o->max_wg);
+  for (;;) {
+    char opts[32];
+    snprintf(opts, sizeof opts, "-DWG=%zu", want);
+    SQ_TRY(sq_ocl_kernel(o, ATTN_FILE, opts, name, k));
+    size_t got = sq_ocl_wg_size(o, *k, row_kernel ? want : ELEM_WG_WANT);
+    if (!row_kernel || got >= want || want == 1) {
+      *wg = row_kernel ? want : got;
+      return SEQCL_OK;
+    }
+    want = got;
+  }
+}
+
+/* The flat argument list shared by attn_scores and attn_fused, starting at
+ * *i: kind, N, S, He, A, qp, ld_qp, keys, pkeys, v, bv (+flag), scale, lens. */
+static seqcl_status set_score_args(sq_ocl *o, cl_kernel attn, cl_uint *i,
+                                   const sq_attn_args *a) {
+  int kind = (int)a->kind, N = a->N, S = a->S, He = a->He;
+  int A = a->kind == SQ_SCORE_ADDITIVE ? a->A : 0;
+  int ld_qp = a->ld_qp;
+  int qp_off, keys_off, pkeys_off, v_off, bv_off, lens_off;
+  SQ_TRY(ref_off(o, a->qp, "attention query", &qp_off));
+  SQ_TRY(ref_off(o, a->keys, "attention keys", &keys_off));
+  SQ_TRY(ref_off(o, a->pkeys, "attention key projection", &pkeys_off));
+  SQ_TRY(ref_off(o, a->v, "attention energy weight", &v_off));
+  SQ_TRY(ref_off(o, a->bv, "attention energy bias", &bv_off));
+  SQ_TRY(ref_off(o, a->lens, "attention lengths", &lens_off));
+  /* The additive score never reads keys, the dot scores never read pkeys/v. */
+  cl_mem qp = sq_ocl_mem(a->qp);
+  cl_mem keys = sq_ocl_mem_or_dummy(o, a->keys);
+  cl_mem pkeys = sq_ocl_mem_or_dummy(o, a->pkeys);
+  cl_mem v = sq_ocl_mem_or_dummy(o, a->v);
+  cl_mem bv = sq_ocl_mem_or_dummy(o, a->bv);
+  cl_mem lens = sq_ocl_mem(a->lens);
+  int has_bv = a->kind == SQ_SCORE_ADDITIVE && a->bv.buf != NULL;
+  float scale = a->scale;
+  SQ_ARG(o, attn, (*i)++, kind);
+  SQ_ARG(o, attn, (*i)++, N);
+  SQ_ARG(o, attn, (*i)++, S);
+  SQ_ARG(o, attn, (*i)++, He);
+  SQ_ARG(o, attn, (*i)++, A);
+  SQ_ARG(o, attn, (*i)++, qp);
+  SQ_ARG(o, attn, (*i)++, qp_off);
+  SQ_ARG(o, attn, (*i)++, ld_qp);
+  SQ_ARG(o, attn, (*i)++, keys);
+  SQ_ARG(o, attn, (*i)++, keys_off);
+  SQ_ARG(o, attn, (*i)++, pkeys);
+  SQ_ARG(o, attn, (*i)++, pkeys_off);
+  SQ_ARG(o, attn, (*i)++, v);
+  SQ_ARG(o, attn, (*i)++, v_off);
+  SQ_ARG(o, attn, (*i)++, bv);
+  SQ_ARG(o, attn, (*i)++, bv_off);
+  SQ_ARG(o, attn, (*i)++, has_bv);
+  SQ_ARG(o, attn, (*i)++, scale);
+  SQ_ARG(o, attn, (*i)++, lens);
+  SQ_ARG(o, attn, (*i)++, lens_off);
+  return SEQCL_OK;
+}
+
+seqcl_status sq_ocl_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref scores) {
+  sq_ocl *o = sq_ocl_of(be);
+  cl_kernel attn;
+  size_t wg;
+  SQ_TRY(attn_kernel(o, "attn_scores", 0, &attn, &wg));
+  cl_uint i = 0;
+  SQ_TRY(set_score_args(o, attn, &i, a));
+  cl_mem e = sq_ocl_mem(scores);
+  int e_off;
+  SQ_TRY(ref_off(o, scores, "attention scores", &e_off));
+  SQ_ARG(o, attn, i++, e);
+  SQ_ARG(o, attn, i++, e_off);
+  const size_t local[2] = {wg, 1};
+  const size_t global[2] = {sq_round_up((size_t)a->S, wg), (size_t)a->N};
+  return sq_ocl_launch(o, attn, 2, global, local, "attn_scores");
+}
+
+seqcl_status sq_ocl_masked_softmax(sq_backend *be, int N, int S, sq_ref x, sq_ref lens,
+                                   sq_ref mask, sq_ref y) {
+  sq_ocl *o = sq_ocl_of(be);
+  cl_kernel softmax;
+  size_t wg;
+  SQ_TRY(attn_kernel(o, "masked_softmax", 1, &softmax, &wg));
+  int x_off, lens_off, mask_off, y_off;
+  SQ_TRY(ref_off(o, x, "masked_softmax input", &x_off));
+  SQ_TRY(ref_off(o, lens, "masked_softmax lengths", &lens_off));
+  SQ_TRY(ref_off(o, mask, "masked_softmax mask", &mask_off));
+  SQ_TRY(ref_off(o, y, "masked_softmax output", &y_off));
+  cl_mem xm = sq_ocl_mem(x), lm = sq_ocl_mem(lens), mm = sq_ocl_mem_or_dummy(o, mask);
+  cl_mem ym = sq_ocl_mem(y);
+  int has_mask = mask.buf != NULL;
+  cl_uint i = 0;
+  SQ_ARG(o, softmax, i++, N);
+  SQ_ARG(o, softmax, i++, S);
+  SQ_ARG(o, softmax, i++, xm);
+  SQ_ARG(o, softmax, i++, x_off);
+  SQ_ARG(o, softmax, i++, lm);
+  SQ_ARG(o, softmax, i++, lens_off);
+  SQ_ARG(o, softmax, i++, mm);
+  SQ_ARG(o, softmax, i++, mask_off);
+  SQ_ARG(o, softmax, i++, has_mask);
+  SQ_ARG(o, softmax, i++, ym);
+  SQ_ARG(o, softmax, i++, y_off);
+  const size_t local[1] = {wg};
+  const size_t global[1] = {(size_t)N * wg};
+  return sq_ocl_launch(o, softmax, 1, global, local, "masked_softmax");
+}
+
+seqcl_status sq_ocl_context(sq_backend *be, int N, int S, int He, sq_ref alpha, sq_ref keys,
+                            sq_ref c, int ld_c) {
+  sq_ocl *o = sq_ocl_of(be);
+  cl_kernel context;
+  size_t wg;
+  SQ_TRY(attn_kernel(o, "attn_context", 0, &context, &wg));
+  int alpha_off, keys_off, c_off;
+  SQ_TRY(ref_off(o, alpha, "context weights", &alpha_off));
+  SQ_TRY(ref_off(o, keys, "context keys", &keys_off));
+  SQ_TRY(ref_off(o, c, "context output", &c_off));
+  cl_mem am = sq_ocl_mem(alpha), km = sq_ocl_mem(keys), cm = sq_ocl_mem(c);
+  cl_uint i = 0;
+  SQ_ARG(o, context, i++, N);
+  SQ_ARG(o, context, i++, S);
+  SQ_ARG(o, context, i++, He);
+  SQ_ARG(o, context, i++, am);
+  SQ_ARG(o, context, i++, alpha_off);
+  SQ_ARG(o, context, i++, km);
+  SQ_ARG(o, context, i++, keys_off);
+  SQ_ARG(o, context, i++, cm);
+  SQ_ARG(o, context, i++, c_off);
+  SQ_ARG(o, context, i++, ld_c);
+  const size_t local[2] = {wg, 1};
+  const size_t global[2] = {sq_round_up((size_t)He, wg), (size_t)N};
+  return sq_ocl_launch(o, context, 2, global, local, "attn_context");
+}
+
+/* Local memory the fused kernel may give to one row of scores: the device's
+ * local memory less the reduction array and a margin for what the compiler
+ * reserves itself. */
+static size_t fused_local_floats(const sq_ocl *o, size_t wg) {
+  const size_t reserve = wg * sizeof(float) + 1024;
+  if (o->local_mem <= reserve) return 0;
+  return (size_t)(o->local_mem - reserve) / sizeof(float);
+}
+
+seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
+                               sq_ref alpha) {
+  sq_ocl *o = sq_ocl_of(be);
+  cl_kernel attn_fused;
+  size_t wg;
+  SQ_TRY(attn_kernel(o, "attn_fused", 1, &attn_fused, &wg));
+
+  /* A row of scores normally lives in local memory. When S is too long for
+   * it, the kernel keeps the row in global memory instead: in alpha when the
+   * caller wants it, else in a temporary buffer. Releasing that buffer right
+   * after the enqueue is safe: OpenCL frees it only once the kernel is done. */
+  int use_local = (size_t)a->S <= fused_local_floats(o, wg);
+  cl_mem scratch = o->dummy, temp = NULL;
+  int scratch_off = 0;
+  if (!use_local) {
+    if (alpha.buf) {
+      scratch = sq_ocl_mem(alpha);
+      SQ_TRY(ref_off(o, alpha, "attention weights", &scratch_off));
+    } else {
+      cl_int err;
+      temp = clCreateBuffer(o->context, CL_MEM_READ_WRITE,
+                            (size_t)a->N * (size_t)a->S * sizeof(float), NULL, &err);
+      SQ_TRY(sq_ocl_check(o, err, "clCreateBuffer(attention score rows)"));
+      scratch = temp;
+    }
+  }
+
+  seqcl_status st = SEQCL_OK;
+  cl_uint i = 0;
+  int c_off, alpha_off, mask_off;
+  if ((st = set_score_args(o, attn_fused, &i, a)) != SEQCL_OK) goto done;
+  if ((st = ref_off(o, c, "attention context", &c_off)) != SEQCL_OK) goto done;
+  if ((st = ref_off(o, alpha, "attention weights", &alpha_off)) != SEQCL_OK) goto done;
+  if ((st = ref_off(o, a->mask, "attention mask", &mask_off)) != SEQCL_OK) goto done;
+  {
+    cl_mem mm = sq_ocl_mem_or_dummy(o, a->mask), cm = sq_ocl_mem(c);
+    cl_mem am = sq_ocl_mem_or_dummy(o, alpha);
+    int has_mask = a->mask.buf != NULL, has_alpha = alpha.buf != NULL;
+    /* OpenCL rejects a zero-sized local argument; the global path needs none. */
+    size_t ls_bytes = (use_local ? (size_t)a->S : 1) * sizeof(float);
+    st = sq_ocl_arg(o, attn_fused, i++, sizeof mm, &mm, "attn_fused");
+#define FUSED_ARG(v) \
+  if (st == SEQCL_OK) st = sq_ocl_arg(o, attn_fused, i++, sizeof(v), &(v), "attn_fused")
+    FUSED_ARG(mask_off);
+    FUSED_ARG(has_mask);
+    FUSED_ARG(cm);
+    FUSED_ARG(c_off);
+    FUSED_ARG(ld_c);
+    FUSED_ARG(am);
+    FUSED_ARG(alpha_off);
+    FUSED_ARG(has_alpha);
+    FUSED_ARG(scratch);
+    FUSED_ARG(scratch_off);
+    FUSED_ARG(use_local);
+#undef FUSED_ARG
+    if (st == SEQCL_OK) st = sq_ocl_arg(o, attn_fused, i++, ls_bytes, NULL, "attn_fused");
+    if (st != SEQCL_OK) goto done;
+  }
+  {
+    const size_t local[1] = {wg};
+    const size_t global[1] = {(size_t)a->N * wg};
+    st = sq_ocl_launch(o, attn_fused, 1, global, local, "attn_fused");
+  }
+done:
+  if (temp) clReleaseMemObject(temp);
+  return st;
+}

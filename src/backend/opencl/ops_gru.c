@@ -1,0 +1,92 @@
+/* GRU gate op of the OpenCL backend (kernels/gru.cl): all three gates and the
+ * state update of one time step in one launch. */
+#include <limits.h>
+
+#include "backend/opencl/ocl.h"
+
+#define GRU_WG_WANT 64
+
+/* Kernel offsets and strides are ints (ocl.h convention): accept a buffer
+ * only if every element index fits in an int. */
+static seqcl_status gru_ref_off(sq_ocl *o, sq_ref r, const char *what, int *off) {
+  *off = 0;
+  if (!r.buf) return SEQCL_OK;
+  if (r.buf->bytes / 4 > (size_t)INT_MAX || r.off > (size_t)INT_MAX)
+    return sq_fail(o->ctx, SEQCL_ERR_UNSUPPORTED,
+                   "opencl gru_gates: %s buffer of %zu bytes exceeds the 2^31-element kernel "
+                   "index range", what, r.buf->bytes);
+  *off = (int)r.off;
+  return SEQCL_OK;
+}
+
+static seqcl_status gru_stride(sq_ocl *o, size_t s, const char *what, int *out) {
+  if (s > (size_t)INT_MAX)
+    return sq_fail(o->ctx, SEQCL_ERR_UNSUPPORTED, "opencl gru_gates: %s stride %zu exceeds int",
+                   what, s);
+  *out = (int)s;
+  return SEQCL_OK;
+}
+
+/* Without lens every row is active and the time index is `step` itself, in
+ * both directions: the caller walks the steps backwards for a reverse pass. */
+seqcl_status sq_ocl_gru_gates(sq_backend *be, const sq_gru_args *g) {
+  sq_ocl *o = sq_ocl_of(be);
+  cl_kernel gru_gates;
+  SQ_TRY(sq_ocl_kernel(o, "gru.cl", "", "gru_gates", &gru_gates));
+  size_t wg = sq_ocl_wg_size(o, gru_gates, GRU_WG_WANT);
+
+  int N = g->N, H = g->H, ld_gh = g->ld_gh, step = g->step, reverse = g->reverse;
+  int gi_off, gh_off, b_ih_off, b_hh_off, h_off, out_off, lens_off;
+  int gi_sn, gi_st, out_sn = 0, out_st = 0;
+  SQ_TRY(gru_ref_off(o, g->gi, "gi", &gi_off));
+  SQ_TRY(gru_ref_off(o, g->gh, "gh", &gh_off));
+  SQ_TRY(gru_ref_off(o, g->b_ih, "b_ih", &b_ih_off));
+  SQ_TRY(gru_ref_off(o, g->b_hh, "b_hh", &b_hh_off));
+  SQ_TRY(gru_ref_off(o, g->h, "h", &h_off));
+  SQ_TRY(gru_ref_off(o, g->out, "out", &out_off));
+  SQ_TRY(gru_ref_off(o, g->lens, "lens", &lens_off));
+  SQ_TRY(gru_stride(o, g->gi_sn, "gi row", &gi_sn));
+  SQ_TRY(gru_stride(o, g->gi_st, "gi time", &gi_st));
+  if (g->out.buf) {
+    SQ_TRY(gru_stride(o, g->out_sn, "out row", &out_sn));
+    SQ_TRY(gru_stride(o, g->out_st, "out time", &out_st));
+  }
+  cl_mem gi = sq_ocl_mem(g->gi), gh = sq_ocl_mem(g->gh), h = sq_ocl_mem(g->h);
+  cl_mem b_ih = sq_ocl_mem_or_dummy(o, g->b_ih), b_hh = sq_ocl_mem_or_dummy(o, g->b_hh);
+  cl_mem out = sq_ocl_mem_or_dummy(o, g->out), lens = sq_ocl_mem_or_dummy(o, g->lens);
+  int has_b_ih = g->b_ih.buf != NULL, has_b_hh = g->b_hh.buf != NULL;
+  int has_out = g->out.buf != NULL, has_lens = g->lens.buf != NULL;
+
+  cl_uint i = 0;
+  SQ_ARG(o, gru_gates, i++, N);
+  SQ_ARG(o, gru_gates, i++, H);
+  SQ_ARG(o, gru_gates, i++, gi);
+  SQ_ARG(o, gru_gates, i++, gi_off);
+  SQ_ARG(o, gru_gates, i++, gi_sn);
+  SQ_ARG(o, gru_gates, i++, gi_st);
+  SQ_ARG(o, gru_gates, i++, gh);
+  SQ_ARG(o, gru_gates, i++, gh_off);
+  SQ_ARG(o, gru_gates, i++, ld_gh);
+  SQ_ARG(o, gru_gates, i++, b_ih);
+  SQ_ARG(o, gru_gates, i++, b_ih_off);
+  SQ_ARG(o, gru_gates, i++, has_b_ih);
+  SQ_ARG(o, gru_gates, i++, b_hh);
+  SQ_ARG(o, gru_gates, i++, b_hh_off);
+  SQ_ARG(o, gru_gates, i++, has_b_hh);
+  SQ_ARG(o, gru_gates, i++, h);
+  SQ_ARG(o, gru_gates, i++, h_off);
+  SQ_ARG(o, gru_gates, i++, out);
+  SQ_ARG(o, gru_gates, i++, out_off);
+  SQ_ARG(o, gru_gates, i++, out_sn);
+  SQ_ARG(o, gru_gates, i++, out_st);
+  SQ_ARG(o, gru_gates, i++, has_out);
+  SQ_ARG(o, gru_gates, i++, lens);
+  SQ_ARG(o, gru_gates, i++, lens_off);
+  SQ_ARG(o, gru_gates, i++, has_lens);
+  SQ_ARG(o, gru_gates, i++, step);
+  SQ_ARG(o, gru_gates, i++, reverse);
+
+  const size_t local[2] = {wg, 1};
+  const size_t global[2] = {sq_round_up((size_t)H, wg), (size_t)N};
+  return sq_ocl_launch(o, gru_gates, 2, global, local, "gru_gates");
+}

@@ -1,0 +1,43 @@
+#include <stdlib.h>
+
+#include "check/opdefs.h"
+
+float *sq_gen_f(sq_case *c, sq_rng *r, const char *name, size_t n, float scale) {
+  float *p = sq_case_f(c, name, n);
+  if (p)
+    for (size_t i = 0; i < n; i++) p[i] = scale * sq_rng_unit(r);
+  return p;
+}
+
+int32_t *sq_gen_lens(sq_case *c, sq_rng *r, const char *name, int N, int S, int vary) {
+  int32_t *lens = sq_case_i(c, name, (size_t)N);
+  if (!lens) return NULL;
+  for (int n = 0; n < N; n++) lens[n] = vary ? sq_rng_int(r, 1, S) : S;
+  if (vary) {
+    lens[0] = S;
+    if (N > 1) lens[N - 1] = 1;
+  }
+  return lens;
+}
+
+int sq_ceil_log2(long x) {
+  int k = 0;
+  while ((1L << k) < x) k++;
+  return k;
+}
+
+void sq_abs_linear(int rows, int in, int out, const float *x, int ldx, const float *W,
+                   const float *b, double *m) {
+  for (int r = 0; r < rows; r++)
+    for (int o = 0; o < out; o++) {
+      double s = b ? fabs(b[o]) : 0;
+      for (int i = 0; i < in; i++) s += fabs(x[(size_t)r * ldx + i]) * fabs(W[(size_t)o * in + i]);
+      m[(size_t)r * out + o] = s;
+    }
+}
+
+seqcl_status sq_finish_run(sq_arena *a, char *fault, size_t cap) {
+  SQ_TRY(a->st);
+  SQ_TRY(sq_finish(a->ctx));
+  return sq_arena_verify(a, fault, cap);
+}

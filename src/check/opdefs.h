@@ -1,0 +1,51 @@
+/* Shared pieces of the op list entries: shape keys, input drawing, error bounds. */
+#ifndef SQ_CHECK_OPDEFS_H
+#define SQ_CHECK_OPDEFS_H
+
+#include <math.h>
+
+#include "check/arena.h"
+#include "check/oplist.h"
+#include "core/error.h"
+
+/* Unit roundoff of float32 (u) and machine epsilon (eps = 2u). */
+#define SQ_U (1.0 / 16777216.0)
+#define SQ_EPS (1.0 / 8388608.0)
+
+/* int var = shape key, checked to lie in [lo, hi]. */
+#define SQ_DIM(c, var, key, dflt, lo, hi)                                                   \
+  int var = sq_shape_int(&(c)->shape, key, dflt);                                           \
+  do {                                                                                      \
+    if (var < (lo) || var > (hi))                                                           \
+      return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "%s: %s=%d is outside [%d, %d]",     \
+                     (c)->op->name, key, var, (int)(lo), (int)(hi));                        \
+  } while (0)
+
+#define SQ_NEED(p)                                                                          \
+  do {                                                                                      \
+    if (!(p)) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "check: out of host memory");   \
+  } while (0)
+
+#define SQ_MAXDIM 1048576
+
+/* A float input of n values uniform in [-scale, scale] (never 0). */
+float *sq_gen_f(sq_case *c, sq_rng *r, const char *name, size_t n, float scale);
+/* Lengths in [1, S]; vary = 0: all S; vary = 1: row 0 has S, the last row 1 (when
+ * N > 1), the rest random. */
+int32_t *sq_gen_lens(sq_case *c, sq_rng *r, const char *name, int N, int S, int vary);
+int sq_ceil_log2(long x);
+
+/* Worst-case error factor of a K-term float dot product plus a bias and a scaling:
+ * |fl(sum) - sum| <= 2(K+2)u * sum|terms| (Higham, Accuracy and Stability, §3.1,
+ * with a factor 2 for FMA-free kernels and reassociation). */
+static inline double sq_dot_factor(long K) { return 2.0 * (double)(K + 2) * SQ_U; }
+
+/* The magnitude sum m[r, o] = sum_i |x[r, i]| |W[o, i]| + |b[o]| of a linear layer
+ * (x row stride ldx; b may be NULL). */
+void sq_abs_linear(int rows, int in, int out, const float *x, int ldx, const float *W,
+                   const float *b, double *m);
+
+/* Runs the arena's verification and fetches: used by every run function. */
+seqcl_status sq_finish_run(sq_arena *a, char *fault, size_t cap);
+
+#endif

@@ -1,0 +1,592 @@
+/* Op list entries: attention scores (four kinds), masked softmax, context, the
+ * fused attention step (four kinds, also checked against its own unfused
+ * composition), and the hand-computed case of seed 000. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/opdefs.h"
+#include "check/ops_all.h"
+
+/* Shape keys: N S He Hd A; bk bq bv (biases present, default 1); lens (1 =
+ * varied lengths, the default; 0 = all S); mask (1 = also a random mask);
+ * pad (extra row stride of the context output). dot/scaled_dot use Hd = He. */
+typedef struct attn_dims {
+  sq_score kind;
+  int N, S, He, Hd, A, pad;
+} attn_dims;
+
+static void attn_dims_of(const sq_case *c, attn_dims *d) {
+  const sq_shape *s = &c->shape;
+  d->kind = (sq_score)c->op->variant;
+  d->N = sq_shape_int(s, "N", 1);
+  d->S = sq_shape_int(s, "S", 1);
+  d->He = sq_shape_int(s, "He", 1);
+  d->Hd = d->kind == SQ_SCORE_DOT || d->kind == SQ_SCORE_SCALED_DOT ? d->He
+                                                                     : sq_shape_int(s, "Hd", 1);
+  d->A = d->kind == SQ_SCORE_ADDITIVE ? sq_shape_int(s, "A", 1) : 0;
+  d->pad = sq_shape_int(s, "pad", 0);
+}
+
+/* 1 when position j of row n takes part in the softmax. */
+static int attn_valid(const sq_case *c, int S, int n, int j) {
+  const int32_t *lens = sq_case_ini(c, "lens"), *mask = sq_case_ini(c, "mask");
+  if (j >= lens[n]) return 0;
+  return !mask || mask[(size_t)n * S + j] != 0;
+}
+
+/* A random mask with at least one valid position inside each row's length. */
+static seqcl_status gen_mask(sq_case *c, sq_rng *r, int N, int S) {
+  const int32_t *lens = sq_case_ini(c, "lens");
+  int32_t *mask = sq_case_i(c, "mask", (size_t)N * S);
+  SQ_NEED(mask);
+  for (int n = 0; n < N; n++) {
+    for (int j = 0; j < S; j++) mask[(size_t)n * S + j] = sq_rng_int(r, 0, 2) != 0;
+    mask[(size_t)n * S + sq_rng_int(r, 0, lens[n] - 1)] = 1;
+  }
+  return SEQCL_OK;
+}
+
+static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r) {
+  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, S, "S", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, He, "He", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, pad, "pad", 0, 0, 4096);
+  (void)N, (void)S, (void)He, (void)pad;
+  attn_dims d;
+  attn_dims_of(c, &d);
+  if (d.Hd < 1 || d.Hd > SQ_MAXDIM || (d.kind == SQ_SCORE_ADDITIVE && (d.A < 1 || d.A > SQ_MAXDIM)))
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "%s: Hd and A must lie in [1, %d]",
+                   c->op->name, SQ_MAXDIM);
+  const sq_shape *s = &c->shape;
+  SQ_NEED(sq_gen_f(c, r, "keys", (size_t)d.N * d.S * d.He, 1.0f));
+  SQ_NEED(sq_gen_f(c, r, "q", (size_t)d.N * d.Hd, 1.0f));
+  /* Weights scaled like PyTorch's initialisation (1/sqrt(fan_in)) so that tanh
+   * is not saturated and errors in its argument stay visible. */
+  if (d.kind == SQ_SCORE_ADDITIVE) {
+    SQ_NEED(sq_gen_f(c, r, "Wk", (size_t)d.A * d.He, 1.0f / sqrtf((float)d.He)));
+    if (sq_shape_int(s, "bk", 1)) SQ_NEED(sq_gen_f(c, r, "bk", (size_t)d.A, 0.5f));
+    SQ_NEED(sq_gen_f(c, r, "Wq", (size_t)d.A * d.Hd, 1.0f / sqrtf((float)d.Hd)));
+    if (sq_shape_int(s, "bq", 1)) SQ_NEED(sq_gen_f(c, r, "bq", (size_t)d.A, 0.5f));
+    SQ_NEED(sq_gen_f(c, r, "v", (size_t)d.A, 1.0f));
+    if (sq_shape_int(s, "bv", 1)) SQ_NEED(sq_gen_f(c, r, "bv", 1, 1.0f));
+  } else if (d.kind == SQ_SCORE_GENERAL) {
+    SQ_NEED(sq_gen_f(c, r, "Wq", (size_t)d.He * d.Hd, 1.0f / sqrtf((float)d.Hd)));
+    if (sq_shape_int(s, "bq", 1)) SQ_NEED(sq_gen_f(c, r, "bq", (size_t)d.He, 0.5f));
+  }
+  SQ_NEED(sq_gen_lens(c, r, "lens", d.N, d.S, sq_shape_int(s, "lens", 1)));
+  if (sq_shape_int(s, "mask", 0)) SQ_TRY(gen_mask(c, r, d.N, d.S));
+  return SEQCL_OK;
+}
+
+/* Uploads the inputs, projects the query (and the keys for additive) with
+ * sq_linear, and fills the argument block every attention front takes. */
+static seqcl_status attn_prepare(sq_arena *a, const sq_case *c, const attn_dims *d,
+                                 sq_attn_args *args) {
+  memset(args, 0, sizeof *args);
+  args->kind = d->kind;
+  args->N = d->N;
+  args->S = d->S;
+  args->He = d->He;
+  args->A = d->A;
+  args->scale = d->kind == SQ_SCORE_SCALED_DOT ? 1.0f / sqrtf((float)d->He) : 1.0f;
+  args->keys = sq_arena_in_named(a, c, "keys");
+  sq_ref q = sq_arena_in_named(a, c, "q");
+  args->lens = sq_arena_in_named(a, c, "lens");
+  args->mask = sq_arena_in_named(a, c, "mask");
+  if (d->kind == SQ_SCORE_ADDITIVE) {
+    sq_ref Wk = sq_arena_in_named(a, c, "Wk"), bk = sq_arena_in_named(a, c, "bk");
+    sq_ref Wq = sq_arena_in_named(a, c, "Wq"), bq = sq_arena_in_named(a, c, "bq");
+    args->v = sq_arena_in_named(a, c, "v");
+    args->bv = sq_arena_in_named(a, c, "bv");
+    args->pkeys = sq_arena_scratch(a, "pkeys", (size_t)d->N * d->S * d->A);
+    args->qp = sq_arena_scratch(a, "qp", (size_t)d->N * d->A);
+    args->ld_qp = d->A;
+    SQ_TRY(a->st);
+    SQ_TRY(sq_linear(a->ctx, d->N * d->S, d->He, d->A, args->keys, d->He, Wk, bk, args->pkeys,
+                     d->A));
+    SQ_TRY(sq_linear(a->ctx, d->N, d->Hd, d->A, q, d->Hd, Wq, bq, args->qp, d->A));
+  } else if (d->kind == SQ_SCORE_GENERAL) {
+    sq_ref Wq = sq_arena_in_named(a, c, "Wq"), bq = sq_arena_in_named(a, c, "bq");
+    args->qp = sq_arena_scratch(a, "qp", (size_t)d->N * d->He);
+    args->ld_qp = d->He;
+    SQ_TRY(a->st);
+    SQ_TRY(sq_linear(a->ctx, d->N, d->Hd, d->He, q, d->Hd, Wq, bq, args->qp, d->He));
+  } else {
+    args->qp = q;
+    args->ld_qp = d->He;
+  }
+  return a->st;
+}
+
+/* The error bound of the raw score e[n, j] (see the entries' tolerance texts). */
+static double score_tol(const sq_case *c, const attn_dims *d, int n, int j) {
+  const float *keys = sq_case_inf(c, "keys") + ((size_t)n * d->S + j) * d->He;
+  const float *q = sq_case_inf(c, "q") + (size_t)n * d->Hd;
+  const float *Wq = sq_case_inf(c, "Wq"), *bq = sq_case_inf(c, "bq");
+  double t = 0;
+  if (d->kind == SQ_SCORE_ADDITIVE) {
+    const float *Wk = sq_case_inf(c, "Wk"), *bk = sq_case_inf(c, "bk");
+    const float *v = sq_case_inf(c, "v"), *bv = sq_case_inf(c, "bv");
+    double fk = sq_dot_factor((d->He > d->Hd ? d->He : d->Hd) + 1), sv = 0;
+    for (int x = 0; x < d->A; x++) {
+      double m = (bk ? fabs(bk[x]) : 0) + (bq ? fabs(bq[x]) : 0);
+      for (int i = 0; i < d->He; i++) m += fabs(Wk[(size_t)x * d->He + i] * keys[i]);
+      for (int i = 0; i < d->Hd; i++) m += fabs(Wq[(size_t)x * d->Hd + i] * q[i]);
+      /* the argument's error passes through tanh (slope <= 1); tanh itself is
+       * allowed 5 ulp in OpenCL C, one more for the add */
+      t += fabs(v[x]) * (fk * m + 6 * SQ_EPS);
+      sv += fabs(v[x]);
+    }
+    t += sq_dot_factor(d->A) * (sv + (bv ? fabs(bv[0]) : 0));
+  } else if (d->kind == SQ_SCORE_GENERAL) {
+    double f = sq_dot_factor(d->He) + sq_dot_factor(d->Hd);
+    for (int i = 0; i < d->He; i++) {
+      double m = bq ? fabs(bq[i]) : 0;
+      for (int k = 0; k < d->Hd; k++) m += fabs(Wq[(size_t)i * d->Hd + k] * q[k]);
+      t += f * fabs(keys[i]) * m;
+    }
+  } else {
+    double scale = d->kind == SQ_SCORE_SCALED_DOT ? 1.0 / sqrt((double)d->He) : 1.0;
+    for (int i = 0; i < d->He; i++) t += fabs(keys[i] * q[i]);
+    t *= sq_dot_factor(d->He + 1) * scale; /* +1: the float rounding of the scale */
+  }
+  return t;
+}
+
+/* ------------------------------------------------------ attn_scores.* ---- */
+static seqcl_status scores_gen(sq_case *c, sq_rng *r) {
+  SQ_TRY(attn_gen_inputs(c, r));
+  attn_dims d;
+  attn_dims_of(c, &d);
+  SQ_NEED(sq_case_out(c, "scores", (size_t)d.N * d.S, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status scores_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                  size_t cap) {
+  attn_dims d;
+  attn_dims_of(c, &d);
+  sq_attn_args args;
+  SQ_TRY(attn_prepare(a, c, &d, &args));
+  sq_ref e = sq_arena_out(a, "scores", (size_t)d.N * d.S, NULL);
+  SQ_TRY(a->st);
+  SQ_TRY(sq_attn_scores(a->ctx, &args, sq_case_ini(c, "lens"), sq_case_ini(c, "mask"), e));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  return sq_arena_fetch(a, e, c->out[0].n, 0, got[0]);
+}
+
+static seqcl_status scores_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+                               size_t cap) {
+  sq_arena a;
+  sq_arena_init(&a, ctx);
+  seqcl_status st = scores_run_in(&a, c, got, fault, cap);
+  sq_arena_release(&a);
+  return st;
+}
+
+static void scores_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  (void)k, (void)ref;
+  attn_dims d;
+  attn_dims_of(c, &d);
+  const int32_t *lens = sq_case_ini(c, "lens");
+  for (int n = 0; n < d.N; n++)
+    for (int j = 0; j < d.S; j++)
+      /* raw energies past a row's length may hold anything finite */
+      tol[(size_t)n * d.S + j] = j < lens[n] ? score_tol(c, &d, n, j) : INFINITY;
+}
+
+static const char *const additive_shapes[] = {
+    "N=1,S=1,He=1,Hd=1,A=1",
+    "N=3,S=7,He=13,Hd=5,A=11",
+    "N=5,S=37,He=61,Hd=13,A=33,bk=0",
+    "N=2,S=13,He=8,Hd=16,A=7,bq=0",
+    "N=4,S=61,He=24,Hd=40,A=65,bv=0",
+    "N=3,S=13,He=7,Hd=7,A=13,bk=0,bq=0,bv=0,mask=1",
+    "N=2,S=256,He=512,Hd=512,A=512",
+    NULL};
+static const char *const general_shapes[] = {"N=1,S=1,He=1,Hd=1",   "N=3,S=7,He=13,Hd=5",
+                                             "N=5,S=37,He=61,Hd=29,bq=0",
+                                             "N=4,S=61,He=33,Hd=64,mask=1",
+                                             "N=2,S=256,He=512,Hd=512", NULL};
+static const char *const dot_shapes[] = {"N=1,S=1,He=1",         "N=3,S=7,He=13",
+                                         "N=5,S=37,He=61",       "N=4,S=61,He=64,mask=1",
+                                         "N=2,S=300,He=512", NULL};
+static const char *const additive_quick[] = {"N=3,S=7,He=13,Hd=5,A=11", NULL};
+static const char *const general_quick[] = {"N=3,S=7,He=13,Hd=5", NULL};
+static const char *const dot_quick[] = {"N=3,S=7,He=13", NULL};
+
+#define ADDITIVE_TOL                                                                          \
+  "sum_a |v_a| (2(K+3)u (sum|W_k h| + sum|W_q q| + |b_k| + |b_q|)_a + 6 eps) + 2(A+2)u "      \
+  "(sum|v| + |b_v|), K = max(He, Hd): the projections' GEMM bound through tanh (slope <= 1, "  \
+  "5 ulp allowed by OpenCL C), then the A-term dot with v; scaled by magnitudes, not by the "  \
+  "score, because the terms cancel"
+#define GENERAL_TOL                                                                           \
+  "(2(He+2)u + 2(Hd+2)u) sum_i |h_i| (sum_k |W_q,ik q_k| + |b_q,i|): the query projection's " \
+  "GEMM bound carried through the dot with h"
+#define DOT_TOL "2(He+3)u sum_i |h_i q_i| (times 1/sqrt(He) for scaled_dot): the dot product bound"
+
+const sq_op sq_op_scores_additive = {"attn_scores.additive", ADDITIVE_TOL " (positions past a row's length: any finite value)", additive_shapes, additive_quick, SQ_SCORE_ADDITIVE, scores_gen, scores_run, scores_tol, NULL};
+const sq_op sq_op_scores_general = {"attn_scores.general", GENERAL_TOL, general_shapes, general_quick, SQ_SCORE_GENERAL, scores_gen, scores_run, scores_tol, NULL};
+const sq_op sq_op_scores_dot = {"attn_scores.dot", DOT_TOL, dot_shapes, dot_quick, SQ_SCORE_DOT, scores_gen, scores_run, scores_tol, NULL};
+const sq_op sq_op_scores_scaled_dot = {"attn_scores.scaled_dot", DOT_TOL, dot_shapes, dot_quick, SQ_SCORE_SCALED_DOT, scores_gen, scores_run, scores_tol, NULL};
+
+/* ------------------------------------------------------ masked_softmax ---- */
+/* Relative tolerance of one softmax weight: (8 + 2 ceil(log2 S)) eps for the
+ * exponentials and the sum (a tree-reduced sum's bound, which also covers a
+ * sequential sum at the sizes listed: 15 eps was seen at S = 1024), plus
+ * u (|d_j| + max_k |d_k|) for the rounding of d = x - max before exp. */
+static void softmax_tol_row(const float *x, int S, int valid_of(const sq_case *, int, int, int),
+                            const sq_case *c, int n, const double *ref, double *tol) {
+  double mx = -INFINITY, dmax = 0;
+  for (int j = 0; j < S; j++)
+    if (valid_of(c, S, n, j) && x[j] > mx) mx = x[j];
+  for (int j = 0; j < S; j++) {
+    double dj = mx - x[j];
+    if (valid_of(c, S, n, j) && dj < 104 && dj > dmax) dmax = dj; /* e^-104 underflows */
+  }
+  double rel0 = (8 + 2 * sq_ceil_log2(S)) * SQ_EPS;
+  for (int j = 0; j < S; j++) {
+    if (!valid_of(c, S, n, j)) {
+      tol[j] = 0; /* masked weights are exactly 0 */
+      continue;
+    }
+    double rel = rel0 + SQ_U * ((mx - x[j] < 104 ? mx - x[j] : 104) + dmax);
+    tol[j] = fabs(ref[j]) > 1e-5 ? rel * fabs(ref[j]) : SQ_EPS;
+  }
+}
+
+static seqcl_status softmax_gen(sq_case *c, sq_rng *r) {
+  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, S, "S", 1, 1, SQ_MAXDIM);
+  float scale = (float)sq_shape_get(&c->shape, "scale", 4.0);
+  float *x = sq_gen_f(c, r, "x", (size_t)N * S, scale);
+  SQ_NEED(x);
+  if (sq_shape_int(&c->shape, "big", 0)) {
+    /* Row 0 near +1e4 (a naive exp overflows), row 1 a mix of +-1e4 (half of
+     * the weights underflow to 0 exactly). */
+    for (int j = 0; j < S; j++) x[j] += 1e4f;
+    if (N > 1)
+      for (int j = 0; j < S; j++) x[S + j] += sq_rng_int(r, 0, 1) ? 1e4f : -1e4f;
+  }
+  SQ_NEED(sq_gen_lens(c, r, "lens", N, S, sq_shape_int(&c->shape, "lens", 1)));
+  if (sq_shape_int(&c->shape, "mask", 0)) SQ_TRY(gen_mask(c, r, N, S));
+  SQ_NEED(sq_case_out(c, "y", (size_t)N * S, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status softmax_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                   size_t cap) {
+  int N = sq_shape_int(&c->shape, "N", 1), S = sq_shape_int(&c->shape, "S", 1);
+  sq_ref x = sq_arena_in_named(a, c, "x"), lens = sq_arena_in_named(a, c, "lens");
+  sq_ref mask = sq_arena_in_named(a, c, "mask");
+  sq_ref y = sq_arena_out(a, "y", (size_t)N * S, NULL);
+  SQ_TRY(a->st);
+  SQ_TRY(sq_masked_softmax(a->ctx, N, S, x, lens, sq_case_ini(c, "lens"), mask,
+                           sq_case_ini(c, "mask"), y));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  return sq_arena_fetch(a, y, c->out[0].n, 0, got[0]);
+}
+
+static seqcl_status softmax_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+                                size_t cap) {
+  sq_arena a;
+  sq_arena_init(&a, ctx);
+  seqcl_status st = softmax_run_in(&a, c, got, fault, cap);
+  sq_arena_release(&a);
+  return st;
+}
+
+static void softmax_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  int N = sq_shape_int(&c->shape, "N", 1), S = sq_shape_int(&c->shape, "S", 1);
+  const float *x = sq_case_inf(c, "x");
+  for (int n = 0; n < N; n++)
+    softmax_tol_row(x + (size_t)n * S, S, attn_valid, c, n, ref[k] + (size_t)n * S,
+                    tol + (size_t)n * S);
+}
+
+static const char *const softmax_shapes[] = {
+    "N=1,S=1",       "N=3,S=7",          "N=5,S=37,mask=1", "N=4,S=61,big=1", "N=7,S=13,scale=30",
+    "N=3,S=257,mask=1", "N=2,S=1000,big=1", "N=6,S=64,lens=0", NULL};
+static const char *const softmax_quick[] = {"N=4,S=61,big=1", NULL};
+
+const sq_op sq_op_masked_softmax = {
+    "masked_softmax",
+    "relative (8 + 2 ceil(log2 S)) eps + u (|x_j - max| + max_k |x_k - max|) where |ref| > 1e-5, "
+    "else absolute eps: exp and a tree-reduced sum, plus the rounding of x - max (S <= 1000 "
+    "keeps a sequential sum inside it); masked weights exactly 0",
+    softmax_shapes, softmax_quick, 0, softmax_gen, softmax_run, softmax_tol, NULL};
+
+/* ------------------------------------------------------------- context ---- */
+static seqcl_status context_gen(sq_case *c, sq_rng *r) {
+  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, S, "S", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, He, "He", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, pad, "pad", 0, 0, 4096);
+  (void)pad;
+  SQ_NEED(sq_gen_f(c, r, "keys", (size_t)N * S * He, 1.0f));
+  int32_t *lens = sq_gen_lens(c, r, "lens", N, S, 1);
+  float *alpha = sq_case_f(c, "alpha", (size_t)N * S);
+  SQ_NEED(lens && alpha);
+  for (int n = 0; n < N; n++) { /* a weight row as softmax leaves it: >= 0, sum 1, 0 past len */
+    double sum = 0;
+    for (int j = 0; j < lens[n]; j++) sum += alpha[(size_t)n * S + j] = fabsf(sq_rng_unit(r));
+    for (int j = 0; j < S; j++)
+      alpha[(size_t)n * S + j] = j < lens[n] ? (float)(alpha[(size_t)n * S + j] / sum) : 0.0f;
+  }
+  SQ_NEED(sq_case_out(c, "c", (size_t)N * He, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status context_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                   size_t cap) {
+  int N = sq_shape_int(&c->shape, "N", 1), S = sq_shape_int(&c->shape, "S", 1);
+  int He = sq_shape_int(&c->shape, "He", 1), pad = sq_shape_int(&c->shape, "pad", 0);
+  sq_ref alpha = sq_arena_in_named(a, c, "alpha"), keys = sq_arena_in_named(a, c, "keys");
+  sq_ref out = sq_arena_out2d(a, "c", (size_t)N, (size_t)He, (size_t)He + pad, NULL);
+  SQ_TRY(a->st);
+  SQ_TRY(sq_context(a->ctx, N, S, He, alpha, keys, out, He + pad));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  return sq_arena_fetch(a, out, c->out[0].n, 0, got[0]);
+}
+
+static seqcl_status context_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+                                size_t cap) {
+  sq_arena a;
+  sq_arena_init(&a, ctx);
+  seqcl_status st = context_run_in(&a, c, got, fault, cap);
+  sq_arena_release(&a);
+  return st;
+}
+
+static void context_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  (void)k, (void)ref;
+  int N = sq_shape_int(&c->shape, "N", 1), S = sq_shape_int(&c->shape, "S", 1);
+  int He = sq_shape_int(&c->shape, "He", 1);
+  const float *alpha = sq_case_inf(c, "alpha"), *keys = sq_case_inf(c, "keys");
+  for (int n = 0; n < N; n++)
+    for (int i = 0; i < He; i++) {
+      double m = 0;
+      for (int j = 0; j < S; j++)
+        m += fabs(alpha[(size_t)n * S + j] * keys[((size_t)n * S + j) * He + i]);
+      tol[(size_t)n * He + i] = sq_dot_factor(S) * m;
+    }
+}
+
+static const char *const context_shapes[] = {"N=1,S=1,He=1", "N=3,S=7,He=13",
+                                              "N=5,S=37,He=61,pad=3", "N=4,S=61,He=64",
+                                              "N=2,S=256,He=512", NULL};
+static const char *const context_quick[] = {"N=3,S=7,He=13,pad=3", NULL};
+
+const sq_op sq_op_context = {
+    "context", "2(S+2)u sum_j |alpha_j h_j,i|: an S-term dot product bound", context_shapes,
+    context_quick, 0, context_gen, context_run, context_tol, NULL};
+
+/* ------------------------------------------------------- attn_fused.* ---- */
+/* Outputs: c, alpha (fused), then c and alpha of the unfused composition
+ * scores -> masked_softmax -> context on the same device, which must agree
+ * with the reference and with the fused outputs. */
+static seqcl_status fused_gen(sq_case *c, sq_rng *r) {
+  SQ_TRY(attn_gen_inputs(c, r));
+  attn_dims d;
+  attn_dims_of(c, &d);
+  SQ_NEED(sq_case_out(c, "c", (size_t)d.N * d.He, 0) >= 0);
+  SQ_NEED(sq_case_out(c, "alpha", (size_t)d.N * d.S, 0) >= 0);
+  int cu = sq_case_out(c, "c_unfused", (size_t)d.N * d.He, 0);
+  int au = sq_case_out(c, "alpha_unfused", (size_t)d.N * d.S, 0);
+  SQ_NEED(cu >= 0 && au >= 0);
+  c->out[cu].twin = 0;
+  c->out[au].twin = 1;
+  return SEQCL_OK;
+}
+
+static seqcl_status fused_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                 size_t cap) {
+  attn_dims d;
+  attn_dims_of(c, &d);
+  sq_attn_args args;
+  SQ_TRY(attn_prepare(a, c, &d, &args));
+  int ldc = d.He + d.pad;
+  sq_ref cf = sq_arena_out2d(a, "c", (size_t)d.N, (size_t)d.He, (size_t)ldc, NULL);
+  sq_ref af = sq_arena_out(a, "alpha", (size_t)d.N * d.S, NULL);
+  sq_ref e = sq_arena_scratch(a, "scores", (size_t)d.N * d.S);
+  sq_ref cu = sq_arena_out2d(a, "c_unfused", (size_t)d.N, (size_t)d.He, (size_t)ldc, NULL);
+  sq_ref au = sq_arena_out(a, "alpha_unfused", (size_t)d.N * d.S, NULL);
+  SQ_TRY(a->st);
+  const int32_t *lens = sq_case_ini(c, "lens"), *mask = sq_case_ini(c, "mask");
+  SQ_TRY(sq_attn_fused(a->ctx, &args, lens, mask, cf, ldc, af));
+  SQ_TRY(sq_attn_scores(a->ctx, &args, lens, mask, e));
+  SQ_TRY(sq_masked_softmax(a->ctx, d.N, d.S, e, args.lens, lens, args.mask, mask, au));
+  SQ_TRY(sq_context(a->ctx, d.N, d.S, d.He, au, args.keys, cu, ldc));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  SQ_TRY(sq_arena_fetch(a, cf, c->out[0].n, 0, got[0]));
+  SQ_TRY(sq_arena_fetch(a, af, c->out[1].n, 0, got[1]));
+  SQ_TRY(sq_arena_fetch(a, cu, c->out[2].n, 0, got[2]));
+  return sq_arena_fetch(a, au, c->out[3].n, 0, got[3]);
+}
+
+static seqcl_status fused_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+                              size_t cap) {
+  sq_arena a;
+  sq_arena_init(&a, ctx);
+  seqcl_status st = fused_run_in(&a, c, got, fault, cap);
+  sq_arena_release(&a);
+  return st;
+}
+
+/* alpha: a score error de moves weight j by alpha_j (de_j - sum_k alpha_k de_k),
+ * so |d alpha_j| <= 2 alpha_j max|de| on top of the softmax's own tolerance.
+ * c: the context bound plus sum_j |d alpha_j| |h_j|. */
+static void fused_alpha_tol(const sq_case *c, const attn_dims *d, int n, const double *alpha,
+                            double *tol) {
+  double emax = 0;
+  for (int j = 0; j < d->S; j++)
+    if (attn_valid(c, d->S, n, j)) {
+      double t = score_tol(c, d, n, j);
+      if (t > emax) emax = t;
+    }
+  double rel = (8 + 2 * sq_ceil_log2(d->S)) * SQ_EPS + 2 * emax;
+  for (int j = 0; j < d->S; j++)
+    tol[j] = attn_valid(c, d->S, n, j) ? rel * fabs(alpha[j]) + SQ_EPS : 0;
+}
+
+static void fused_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  attn_dims d;
+  attn_dims_of(c, &d);
+  const double *alpha = ref[k < 2 ? 1 : 3];
+  double *at = malloc((size_t)d.S * sizeof *at);
+  const float *keys = sq_case_inf(c, "keys");
+  for (int n = 0; n < d.N; n++) {
+    const double *an = alpha + (size_t)n * d.S;
+    if (k == 1 || k == 3) {
+      fused_alpha_tol(c, &d, n, an, tol + (size_t)n * d.S);
+      continue;
+    }
+    if (!at) { /* out of memory: fall back to a loose bound rather than none */
+      for (int i = 0; i < d.He; i++) tol[(size_t)n * d.He + i] = 1e-2;
+      continue;
+    }
+    fused_alpha_tol(c, &d, n, an, at);
+    for (int i = 0; i < d.He; i++) {
+      double m = 0, da = 0;
+      for (int j = 0; j < d.S; j++) {
+        double h = fabs(keys[((size_t)n * d.S + j) * d.He + i]);
+        m += fabs(an[j]) * h;
+        da += at[j] * h;
+      }
+      tol[(size_t)n * d.He + i] = sq_dot_factor(d.S) * m + da;
+    }
+  }
+  free(at);
+}
+
+static const char *const additive_fused_shapes[] = {
+    "N=1,S=1,He=1,Hd=1,A=1",
+    "N=3,S=7,He=13,Hd=5,A=11,pad=2",
+    "N=5,S=37,He=61,Hd=13,A=33,bk=0",
+    "N=4,S=61,He=24,Hd=40,A=65,bq=0,bv=0,mask=1",
+    "N=2,S=256,He=512,Hd=512,A=512",
+    NULL};
+static const char *const general_fused_shapes[] = {"N=1,S=1,He=1,Hd=1", "N=3,S=7,He=13,Hd=5,pad=2",
+                                                   "N=5,S=37,He=61,Hd=29,bq=0",
+                                                   "N=4,S=61,He=33,Hd=64,mask=1",
+                                                   "N=2,S=256,He=512,Hd=512", NULL};
+static const char *const dot_fused_shapes[] = {"N=1,S=1,He=1",  "N=3,S=7,He=13,pad=2",
+                                               "N=5,S=37,He=61", "N=4,S=61,He=64,mask=1",
+                                               "N=2,S=300,He=512", NULL};
+
+#define FUSED_TOL                                                                             \
+  "alpha: (8 + 2 ceil(log2 S)) eps |alpha_j| + 2 |alpha_j| max_k tol(e_k) + eps (a score "    \
+  "error de shifts alpha_j by alpha_j (de_j - E[de])), masked weights exactly 0; c: 2(S+2)u "  \
+  "sum_j |alpha_j h_j| + sum_j tol(alpha_j) |h_j|; the unfused composition on the same "      \
+  "device must meet the same bounds against the reference and against the fused outputs"
+
+const sq_op sq_op_fused_additive = {"attn_fused.additive", FUSED_TOL, additive_fused_shapes, additive_quick, SQ_SCORE_ADDITIVE, fused_gen, fused_run, fused_tol, NULL};
+const sq_op sq_op_fused_general = {"attn_fused.general", FUSED_TOL, general_fused_shapes, general_quick, SQ_SCORE_GENERAL, fused_gen, fused_run, fused_tol, NULL};
+const sq_op sq_op_fused_dot = {"attn_fused.dot", FUSED_TOL, dot_fused_shapes, dot_quick, SQ_SCORE_DOT, fused_gen, fused_run, fused_tol, NULL};
+const sq_op sq_op_fused_scaled_dot = {"attn_fused.scaled_dot", FUSED_TOL, dot_fused_shapes, dot_quick, SQ_SCORE_SCALED_DOT, fused_gen, fused_run, fused_tol, NULL};
+
+/* ------------------------------------------------------ attn_seed000 ------ */
+/* DESIGN.md §3: energies [0, ln 2, ln 3] over h = [1,0], [0,2], [2,2] give
+ * weights [1/6, 2/6, 3/6] and context [7/6, 5/3]; with the third position
+ * invalid, [1/3, 2/3, 0] and [1/3, 4/3]. Checked through masked_softmax +
+ * context and through the fused dot score with q = (x, y), x = ln(1.5)/2,
+ * y = (ln 2 + x)/2, whose energies are those above shifted by x. */
+static seqcl_status hand_gen(sq_case *c, sq_rng *r) {
+  (void)r;
+  static const float h[] = {1, 0, 0, 2, 2, 2};
+  float *e = sq_case_f(c, "x", 6), *keys = sq_case_f(c, "keys", 12), *q = sq_case_f(c, "q", 4);
+  int32_t *lens = sq_case_i(c, "lens", 2);
+  SQ_NEED(e && keys && q && lens);
+  double x = 0.5 * log(1.5), y = 0.5 * (log(2.0) + x);
+  for (int n = 0; n < 2; n++) {
+    e[3 * n] = 0.0f;
+    e[3 * n + 1] = (float)log(2.0);
+    e[3 * n + 2] = (float)log(3.0);
+    memcpy(keys + 6 * n, h, sizeof h);
+    q[2 * n] = (float)x;
+    q[2 * n + 1] = (float)y;
+  }
+  lens[0] = 3;
+  lens[1] = 2;
+  static const double alpha[] = {1.0 / 6, 2.0 / 6, 3.0 / 6, 1.0 / 3, 2.0 / 3, 0};
+  static const double ctx[] = {7.0 / 6, 5.0 / 3, 1.0 / 3, 4.0 / 3};
+  const char *names[4] = {"alpha_softmax", "c_context", "alpha_fused_dot", "c_fused_dot"};
+  for (int k = 0; k < 4; k++) {
+    int o = sq_case_out(c, names[k], k % 2 ? 4 : 6, 0);
+    double *want = sq_case_expect(c, o);
+    SQ_NEED(o >= 0 && want);
+    memcpy(want, k % 2 ? ctx : alpha, (k % 2 ? 4 : 6) * sizeof(double));
+  }
+  return SEQCL_OK;
+}
+
+static seqcl_status hand_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                size_t cap) {
+  sq_ref x = sq_arena_in_named(a, c, "x"), keys = sq_arena_in_named(a, c, "keys");
+  sq_ref q = sq_arena_in_named(a, c, "q"), lens = sq_arena_in_named(a, c, "lens");
+  sq_ref as = sq_arena_out(a, "alpha_softmax", 6, NULL), cs = sq_arena_out(a, "c_context", 4, NULL);
+  sq_ref af = sq_arena_out(a, "alpha_fused_dot", 6, NULL);
+  sq_ref cf = sq_arena_out(a, "c_fused_dot", 4, NULL);
+  SQ_TRY(a->st);
+  const int32_t *lens_host = sq_case_ini(c, "lens");
+  SQ_TRY(sq_masked_softmax(a->ctx, 2, 3, x, lens, lens_host, sq_none(), NULL, as));
+  SQ_TRY(sq_context(a->ctx, 2, 3, 2, as, keys, cs, 2));
+  sq_attn_args args;
+  memset(&args, 0, sizeof args);
+  args.kind = SQ_SCORE_DOT;
+  args.N = 2;
+  args.S = 3;
+  args.He = 2;
+  args.qp = q;
+  args.ld_qp = 2;
+  args.keys = keys;
+  args.scale = 1.0f;
+  args.lens = lens;
+  SQ_TRY(sq_attn_fused(a->ctx, &args, lens_host, NULL, cf, 2, af));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  sq_ref outs[4] = {as, cs, af, cf};
+  for (int k = 0; k < 4; k++) SQ_TRY(sq_arena_fetch(a, outs[k], c->out[k].n, 0, got[k]));
+  return SEQCL_OK;
+}
+
+static seqcl_status hand_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
+  sq_arena a;
+  sq_arena_init(&a, ctx);
+  seqcl_status st = hand_run_in(&a, c, got, fault, cap);
+  sq_arena_release(&a);
+  return st;
+}
+
+static void hand_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  for (size_t e = 0; e < c->out[k].n; e++)
+    tol[e] = ref[k][e] == 0 ? 0 : 32 * SQ_EPS * (fabs(ref[k][e]) > 1 ? fabs(ref[k][e]) : 1);
+}
+
+static const char *const hand_shapes[] = {"N=2,S=3,He=2", NULL};
+
+const sq_op sq_op_attn_seed000 = {
+    "attn_seed000",
+    "hand-computed values (1/6, 2/6, 3/6; 7/6, 5/3; masked 1/3, 2/3, 0; 1/3, 4/3): 32 eps "
+    "max(1, |v|), since ln 2, ln 3 and 1/6 are rounded in float32; the masked weight exactly 0",
+    hand_shapes, hand_shapes, 0, hand_gen, hand_run, hand_tol, NULL};

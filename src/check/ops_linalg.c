@@ -1,0 +1,184 @@
+/* Op list entries: gemm and linear. */
+#include <stdlib.h>
+
+#include "check/opdefs.h"
+#include "check/ops_all.h"
+
+/* ---------------------------------------------------------------- gemm ---- */
+/* Shape keys: M N K, ta tb (transposes), batch, alpha beta, pad (extra leading
+ * dimension of A, B and C), int=1 (small integers: the result must be exact). */
+typedef struct gemm_dims {
+  int M, N, K, ta, tb, batch, pad, exact;
+  double alpha, beta;
+  int lda, ldb, ldc;
+  size_t sa, sb, sc;
+} gemm_dims;
+
+static void gemm_dims_of(const sq_case *c, gemm_dims *d) {
+  const sq_shape *s = &c->shape;
+  d->M = sq_shape_int(s, "M", 1);
+  d->N = sq_shape_int(s, "N", 1);
+  d->K = sq_shape_int(s, "K", 1);
+  d->ta = sq_shape_int(s, "ta", 0) != 0;
+  d->tb = sq_shape_int(s, "tb", 0) != 0;
+  d->batch = sq_shape_int(s, "batch", 1);
+  d->pad = sq_shape_int(s, "pad", 0);
+  d->exact = sq_shape_int(s, "int", 0) != 0;
+  d->alpha = sq_shape_get(s, "alpha", 1.0);
+  d->beta = sq_shape_get(s, "beta", 0.0);
+  d->lda = (d->ta ? d->M : d->K) + d->pad;
+  d->ldb = (d->tb ? d->K : d->N) + d->pad;
+  d->ldc = d->N + d->pad;
+  d->sa = (size_t)(d->ta ? d->K : d->M) * d->lda;
+  d->sb = (size_t)(d->tb ? d->N : d->K) * d->ldb;
+  d->sc = (size_t)d->M * d->ldc;
+}
+
+static seqcl_status gemm_gen(sq_case *c, sq_rng *r) {
+  SQ_DIM(c, M, "M", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, K, "K", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, batch, "batch", 1, 1, 4096);
+  SQ_DIM(c, pad, "pad", 0, 0, 4096);
+  (void)M, (void)N, (void)K, (void)batch, (void)pad;
+  gemm_dims d;
+  gemm_dims_of(c, &d);
+  if (d.exact && (d.alpha != 1.0 || (d.beta != 0.0 && d.beta != 1.0) || d.K * 64L + 8 > (1L << 24)))
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT,
+                   "gemm: int=1 needs alpha=1, beta 0 or 1 and K*64 + 8 <= 2^24");
+  float *A = sq_gen_f(c, r, "A", d.sa * d.batch, 1.0f);
+  float *B = sq_gen_f(c, r, "B", d.sb * d.batch, 1.0f);
+  float *C0 = sq_gen_f(c, r, "C0", d.sc * d.batch, 1.0f);
+  SQ_NEED(A && B && C0);
+  if (d.exact) { /* integers in [-8, 8] \ {0}: every partial sum is exact in float32 */
+    float *all[3] = {A, B, C0};
+    size_t n[3] = {d.sa * d.batch, d.sb * d.batch, d.sc * d.batch};
+    for (int t = 0; t < 3; t++)
+      for (size_t i = 0; i < n[t]; i++) {
+        int v = sq_rng_int(r, -8, 7);
+        all[t][i] = (float)(v >= 0 ? v + 1 : v);
+      }
+  }
+  SQ_NEED(sq_case_out(c, "C", (size_t)d.batch * d.M * d.N, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status gemm_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                size_t cap) {
+  gemm_dims d;
+  gemm_dims_of(c, &d);
+  sq_ref A = sq_arena_in_named(a, c, "A"), B = sq_arena_in_named(a, c, "B");
+  sq_ref C = sq_arena_out2d(a, "C", (size_t)d.batch * d.M, d.N, d.ldc, sq_case_inf(c, "C0"));
+  SQ_TRY(a->st);
+  SQ_TRY(sq_gemm(a->ctx, d.ta, d.tb, d.M, d.N, d.K, (float)d.alpha, A, d.lda, d.sa, B, d.ldb,
+                 d.sb, (float)d.beta, C, d.ldc, d.sc, d.batch));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  return sq_arena_fetch(a, C, c->out[0].n, 0, got[0]);
+}
+
+static seqcl_status gemm_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
+  sq_arena a;
+  sq_arena_init(&a, ctx);
+  seqcl_status st = gemm_run_in(&a, c, got, fault, cap);
+  sq_arena_release(&a);
+  return st;
+}
+
+static void gemm_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  (void)k, (void)ref;
+  gemm_dims d;
+  gemm_dims_of(c, &d);
+  const float *A = sq_case_inf(c, "A"), *B = sq_case_inf(c, "B"), *C0 = sq_case_inf(c, "C0");
+  double f = sq_dot_factor(d.K);
+  for (int b = 0; b < d.batch; b++)
+    for (int i = 0; i < d.M; i++)
+      for (int j = 0; j < d.N; j++) {
+        double m = 0;
+        for (int p = 0; p < d.K; p++) {
+          double x = A[b * d.sa + (d.ta ? (size_t)p * d.lda + i : (size_t)i * d.lda + p)];
+          double y = B[b * d.sb + (d.tb ? (size_t)j * d.ldb + p : (size_t)p * d.ldb + j)];
+          m += fabs(x * y);
+        }
+        double c0 = C0[b * d.sc + (size_t)i * d.ldc + j];
+        tol[((size_t)b * d.M + i) * d.N + j] =
+            d.exact ? 0 : f * (fabs(d.alpha) * m + fabs(d.beta * c0));
+      }
+}
+
+static const char *const gemm_shapes[] = {
+    "M=1,N=1,K=1",
+    "M=7,N=13,K=37",
+    "M=61,N=37,K=13,ta=1",
+    "M=13,N=61,K=7,tb=1",
+    "M=33,N=17,K=65,ta=1,tb=1,alpha=0.5,beta=-1.25",
+    "M=9,N=31,K=127,batch=3,beta=1,pad=3",
+    "M=64,N=63,K=65,tb=1,batch=2",
+    "M=20,N=24,K=100,int=1",
+    "M=17,N=5,K=999,int=1,beta=1,batch=2,tb=1",
+    "M=256,N=512,K=512,tb=1",
+    NULL};
+static const char *const gemm_quick[] = {"M=7,N=13,K=37,tb=1", "M=20,N=24,K=100,int=1,beta=1",
+                                         NULL};
+
+const sq_op sq_op_gemm = {
+    "gemm",
+    "|diff| <= 2(K+2)u (|alpha| (|A||B|)ij + |beta C0ij|), u = 2^-24: the worst-case bound of a "
+    "K-term float sum in any order; integer-filled cases (K*64 < 2^24) are exact",
+    gemm_shapes, gemm_quick, 0, gemm_gen, gemm_run, gemm_tol, NULL};
+
+/* -------------------------------------------------------------- linear ---- */
+/* Shape keys: R (rows), I (in), O (out), bias (default 1), pad (extra row stride of x and y). */
+static seqcl_status linear_gen(sq_case *c, sq_rng *r) {
+  SQ_DIM(c, R, "R", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, I, "I", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, O, "O", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, pad, "pad", 0, 0, 4096);
+  int bias = sq_shape_int(&c->shape, "bias", 1);
+  SQ_NEED(sq_gen_f(c, r, "x", (size_t)R * (I + pad), 1.0f));
+  SQ_NEED(sq_gen_f(c, r, "W", (size_t)O * I, 1.0f));
+  if (bias) SQ_NEED(sq_gen_f(c, r, "b", (size_t)O, 1.0f));
+  SQ_NEED(sq_case_out(c, "y", (size_t)R * O, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status linear_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                  size_t cap) {
+  int R = sq_shape_int(&c->shape, "R", 1), I = sq_shape_int(&c->shape, "I", 1);
+  int O = sq_shape_int(&c->shape, "O", 1), pad = sq_shape_int(&c->shape, "pad", 0);
+  sq_ref x = sq_arena_in_named(a, c, "x"), W = sq_arena_in_named(a, c, "W");
+  sq_ref b = sq_arena_in_named(a, c, "b");
+  sq_ref y = sq_arena_out2d(a, "y", (size_t)R, (size_t)O, (size_t)O + pad, NULL);
+  SQ_TRY(a->st);
+  SQ_TRY(sq_linear(a->ctx, R, I, O, x, I + pad, W, b, y, O + pad));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  return sq_arena_fetch(a, y, c->out[0].n, 0, got[0]);
+}
+
+static seqcl_status linear_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+                               size_t cap) {
+  sq_arena a;
+  sq_arena_init(&a, ctx);
+  seqcl_status st = linear_run_in(&a, c, got, fault, cap);
+  sq_arena_release(&a);
+  return st;
+}
+
+static void linear_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  (void)k, (void)ref;
+  int R = sq_shape_int(&c->shape, "R", 1), I = sq_shape_int(&c->shape, "I", 1);
+  int O = sq_shape_int(&c->shape, "O", 1), pad = sq_shape_int(&c->shape, "pad", 0);
+  sq_abs_linear(R, I, O, sq_case_inf(c, "x"), I + pad, sq_case_inf(c, "W"), sq_case_inf(c, "b"),
+                tol);
+  for (size_t e = 0; e < (size_t)R * O; e++) tol[e] *= sq_dot_factor(I);
+}
+
+static const char *const linear_shapes[] = {
+    "R=1,I=1,O=1",  "R=7,I=13,O=37",       "R=61,I=37,O=13,bias=0", "R=5,I=64,O=33,pad=5",
+    "R=13,I=129,O=7,pad=1", "R=256,I=512,O=96", NULL};
+static const char *const linear_quick[] = {"R=7,I=13,O=37", NULL};
+
+const sq_op sq_op_linear = {
+    "linear",
+    "|diff| <= 2(I+2)u (sum_i |x_i||W_oi| + |b_o|): the GEMM bound with the bias as one more term",
+    linear_shapes, linear_quick, 0, linear_gen, linear_run, linear_tol, NULL};

@@ -1,0 +1,27 @@
+/* Fault injection for tests: make the Nth allocation, program build or kernel
+ * enqueue fail, so error paths can be exercised without a broken driver.
+ * Compiled in only with -Dfault_injection=true (SEQCL_FAULT_INJECTION); otherwise
+ * sq_fault_hit is a constant 0 and costs nothing. */
+#ifndef SQ_CORE_FAULT_H
+#define SQ_CORE_FAULT_H
+
+typedef enum sq_fault_kind {
+  SQ_FAULT_ALLOC = 0,  /* buffer allocation */
+  SQ_FAULT_BUILD = 1,  /* program build */
+  SQ_FAULT_LAUNCH = 2, /* kernel enqueue */
+  SQ_FAULT_KINDS_ = 3
+} sq_fault_kind;
+
+#ifdef SEQCL_FAULT_INJECTION
+/* The nth (1-based) next event of this kind fails; n = 0 disarms. Process-wide. */
+void sq_fault_arm(sq_fault_kind kind, unsigned n);
+/* Counts one event of this kind; 1 when it is the armed one (which disarms it). */
+int sq_fault_hit(sq_fault_kind kind);
+#else
+static inline int sq_fault_hit(sq_fault_kind kind) {
+  (void)kind;
+  return 0;
+}
+#endif
+
+#endif

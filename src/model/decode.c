@@ -1,0 +1,142 @@
+/* seqcl_model_decode: splits the lines into batches, runs the greedy loop or
+ * beam search on each, and assembles ids, scores and alignments [N, T, S]. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/seq2seq.h"
+
+void seqcl_decode_options_init(seqcl_decode_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->beam = 1;
+  o->batch_size = 64;
+}
+
+void seqcl_decode_result_free(seqcl_decode_result *r) {
+  if (!r) return;
+  if (r->hyps)
+    for (size_t i = 0; i < r->count * (size_t)r->nbest; i++) free(r->hyps[i].ids);
+  free(r->hyps);
+  free(r->hyp_counts);
+  free(r->ids);
+  free(r->offsets);
+  free(r->steps);
+  free(r->scores);
+  free(r->alignments);
+  free(r);
+}
+
+static seqcl_status check_options(seqcl_ctx *ctx, const seqcl_decode_options *o) {
+  if (o->beam < 1 || o->beam > 1024)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "decode: beam %d is not in [1, 1024]", o->beam);
+  if (o->nbest < 0 || o->nbest > o->beam)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "decode: nbest %d is not in [0, beam = %d]",
+                   o->nbest, o->beam);
+  if (o->max_steps < 0 || o->max_steps > 1000000)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "decode: max_steps %d is out of range",
+                   o->max_steps);
+  if (o->batch_size < 0)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "decode: batch_size %d is negative",
+                   o->batch_size);
+  if (!isfinite(o->length_penalty))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "decode: length penalty is not finite");
+  return SEQCL_OK;
+}
+
+/* Flattens the best hypotheses and the per-line alignments into r. */
+static seqcl_status assemble(seqcl_ctx *ctx, const seqcl_seqs *src, seqcl_decode_result *r,
+                             float **line_align) {
+  const size_t N = r->count, slots = (size_t)r->nbest;
+  size_t total = 0;
+  for (size_t i = 0; i < N; i++) total += r->hyps[i * slots].len;
+  r->ids = malloc((total ? total : 1) * sizeof(int32_t));
+  r->offsets = malloc((N + 1) * sizeof(size_t));
+  r->steps = malloc(N * sizeof(int));
+  r->scores = malloc(N * sizeof(double));
+  if (!r->ids || !r->offsets || !r->steps || !r->scores)
+    return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "decode: out of host memory for the result");
+  r->offsets[0] = 0;
+  r->T = 0;
+  r->S = 0;
+  for (size_t i = 0; i < N; i++) {
+    const seqcl_hypothesis *h = &r->hyps[i * slots];
+    memcpy(r->ids + r->offsets[i], h->ids, h->len * sizeof(int32_t));
+    r->offsets[i + 1] = r->offsets[i] + h->len;
+    r->steps[i] = h->steps;
+    r->scores[i] = h->score;
+    if (h->steps > r->T) r->T = h->steps;
+    if ((int)sq_seq_len_of(src, i) > r->S) r->S = (int)sq_seq_len_of(src, i);
+  }
+  if (!line_align) return SEQCL_OK;
+  r->alignments = calloc(N * (size_t)r->T * r->S + 1, sizeof(float));
+  if (!r->alignments)
+    return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "decode: out of host memory for alignments");
+  for (size_t i = 0; i < N; i++) {
+    const size_t L = sq_seq_len_of(src, i);
+    for (int t = 0; t < r->steps[i]; t++)
+      memcpy(r->alignments + (i * r->T + t) * r->S, line_align[i] + (size_t)t * L,
+             L * sizeof(float));
+  }
+  return SEQCL_OK;
+}
+
+seqcl_status seqcl_model_decode(seqcl_model *m, const seqcl_seqs *src,
+                                const seqcl_decode_options *opts, seqcl_decode_result **out) {
+  if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_decode: out is NULL");
+  *out = NULL;
+  if (!m || !src)
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_decode: NULL argument");
+  seqcl_ctx *ctx = m->ctx;
+  sq_clear_message();
+  seqcl_decode_options o;
+  if (opts)
+    o = *opts;
+  else
+    seqcl_decode_options_init(&o);
+  SQ_TRY(check_options(ctx, &o));
+  if (src->count == 0) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "decode: no lines");
+  SQ_TRY(sq_check_seqs(ctx, src, m->cfg.src_vocab, 1, "source"));
+  const size_t N = src->count;
+  size_t longest = 0;
+  for (size_t i = 0; i < N; i++)
+    if (sq_seq_len_of(src, i) > longest) longest = sq_seq_len_of(src, i);
+  const int max_steps = o.max_steps ? o.max_steps : (int)(2 * longest + 10);
+  const int use_beam = o.beam > 1 || o.nbest > 0;
+  const int slots = use_beam ? (o.nbest > 0 ? o.nbest : 1) : 1;
+  const size_t bs = o.batch_size > 0 ? (size_t)o.batch_size : 64;
+
+  seqcl_decode_result *r = calloc(1, sizeof *r);
+  float **line_align = o.want_alignments ? calloc(N, sizeof(float *)) : NULL;
+  if (r) {
+    r->count = N;
+    r->nbest = slots;
+    r->hyps = calloc(N * (size_t)slots, sizeof *r->hyps);
+    r->hyp_counts = calloc(N, sizeof(int));
+  }
+  seqcl_status st = SEQCL_OK;
+  if (!r || !r->hyps || !r->hyp_counts || (o.want_alignments && !line_align))
+    st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "decode: out of host memory");
+  for (size_t first = 0; first < N && st == SEQCL_OK; first += bs) {
+    const int n = (int)(N - first < bs ? N - first : bs);
+    float **la = line_align ? line_align + first : NULL;
+    if (use_beam) {
+      st = sq_decode_beam(m, src, first, n, o.beam, o.length_penalty, max_steps, slots,
+                          r->hyps + first * slots, r->hyp_counts + first, la);
+    } else {
+      st = sq_decode_greedy(m, src, first, n, max_steps, r->hyps + first, la);
+      for (int i = 0; i < n; i++) r->hyp_counts[first + i] = 1;
+    }
+  }
+  if (st == SEQCL_OK) st = assemble(ctx, src, r, line_align);
+  if (line_align)
+    for (size_t i = 0; i < N; i++) free(line_align[i]);
+  free(line_align);
+  if (st != SEQCL_OK) {
+    seqcl_decode_result_free(r);
+    return st;
+  }
+  *out = r;
+  return SEQCL_OK;
+}

@@ -1,0 +1,146 @@
+/* The encoder (SPEC §1): embedding, stacked (bi)directional GRU layers with
+ * pack_padded_sequence semantics, the once-per-batch attention key projection
+ * and the decoder's initial state. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/seq2seq.h"
+
+void sq_encoded_free(sq_encoded *e) {
+  if (!e) return;
+  free(e->lens_host);
+  sq_buf_free(e->lens);
+  sq_buf_free(e->keys);
+  sq_buf_free(e->pkeys);
+  sq_buf_free(e->s0);
+  memset(e, 0, sizeof *e);
+}
+
+static seqcl_status alloc_f32(seqcl_ctx *ctx, size_t count, sq_buf **out) {
+  return sq_buf_alloc(ctx, (count ? count : 1) * sizeof(float), out);
+}
+
+/* s0 = tanh(W_b [h_fwd ; h_bwd] + b_b). The concatenation is never built: the
+ * two halves of W_b (columns 0..H-1 and H..2H-1) are applied by two GEMMs. */
+static seqcl_status bridge(seqcl_model *m, int n, sq_buf *hfin, sq_buf *s0) {
+  seqcl_ctx *ctx = m->ctx;
+  const int H = m->cfg.enc_hidden, Hd = m->cfg.dec_hidden;
+  if (!m->cfg.bidirectional) {
+    SQ_TRY(sq_linear(ctx, n, H, Hd, sq_at(hfin, 0), H, m->bridge_w, m->bridge_b, sq_at(s0, 0),
+                     Hd));
+  } else {
+    SQ_TRY(sq_gemm(ctx, 0, 1, n, Hd, H, 1.0f, sq_at(hfin, 0), H, 0, m->bridge_w, m->He, 0, 0.0f,
+                   sq_at(s0, 0), Hd, 0, 1));
+    SQ_TRY(sq_gemm(ctx, 0, 1, n, Hd, H, 1.0f, sq_at(hfin, (size_t)n * H), H, 0,
+                   sq_ref_add(m->bridge_w, (size_t)H), m->He, 0, 1.0f, sq_at(s0, 0), Hd, 0, 1));
+    SQ_TRY(sq_add_bias(ctx, n, Hd, sq_at(s0, 0), Hd, m->bridge_b));
+  }
+  return sq_tanh_inplace(ctx, (size_t)n * Hd, sq_at(s0, 0));
+}
+
+static seqcl_status encode_batch(seqcl_model *m, const seqcl_seqs *src, size_t first, int n,
+                                 sq_encoded *e, int32_t *ids_host, sq_buf **tmp) {
+  seqcl_ctx *ctx = m->ctx;
+  const sq_config *c = &m->cfg;
+  const int S = e->S, D = c->embed_dim, H = c->enc_hidden, He = m->He;
+  const int dirs = c->bidirectional ? 2 : 1;
+  const size_t NS = (size_t)n * S;
+  for (int i = 0; i < n; i++) {
+    const int32_t *ids = src->ids + src->offsets[first + i];
+    for (int j = 0; j < S; j++) ids_host[(size_t)i * S + j] = j < e->lens_host[i] ? ids[j] : 0;
+  }
+  sq_buf **ids = &tmp[0], **emb = &tmp[1], **other = &tmp[2], **hfin = &tmp[3], **ws = &tmp[4];
+  SQ_TRY(sq_buf_alloc(ctx, (size_t)n * sizeof(int32_t), &e->lens));
+  SQ_TRY(sq_buf_alloc(ctx, NS * sizeof(int32_t), ids));
+  SQ_TRY(alloc_f32(ctx, NS * D, emb));
+  SQ_TRY(alloc_f32(ctx, NS * He, &e->keys));
+  if (c->enc_layers > 1) SQ_TRY(alloc_f32(ctx, NS * He, other));
+  SQ_TRY(alloc_f32(ctx, (size_t)dirs * n * H, hfin));
+  SQ_TRY(alloc_f32(ctx, NS * 3 * H + (size_t)n * 3 * H, ws));
+  SQ_TRY(sq_write(ctx, sq_at(e->lens, 0), e->lens_host, (size_t)n * sizeof(int32_t)));
+  SQ_TRY(sq_write(ctx, sq_at(*ids, 0), ids_host, NS * sizeof(int32_t)));
+  SQ_TRY(sq_embedding(ctx, (int)NS, D, c->src_vocab, sq_at(*ids, 0), ids_host, m->enc_emb,
+                      sq_at(*emb, 0), D));
+  /* Layers alternate between two buffers so that the last one lands in keys. */
+  sq_buf *in = *emb;
+  int in_dim = D;
+  for (int l = 0; l < c->enc_layers; l++) {
+    sq_buf *cur = ((c->enc_layers - 1 - l) % 2 == 0) ? e->keys : *other;
+    SQ_TRY(sq_fill(ctx, sq_at(cur, 0), NS * He, 0.0f));
+    SQ_TRY(sq_fill(ctx, sq_at(*hfin, 0), (size_t)dirs * n * H, 0.0f));
+    for (int d = 0; d < dirs; d++) {
+      const sq_gru_params *p = &m->enc[l * dirs + d];
+      SQ_TRY(sq_gru_layer(ctx, n, S, in_dim, H, sq_at(in, 0), p->w_ih, p->w_hh, p->b_ih, p->b_hh,
+                          sq_at(e->lens, 0), e->lens_host, d, sq_at(*hfin, (size_t)d * n * H),
+                          sq_at(cur, 0), He, d * H, sq_at(*ws, 0)));
+    }
+    in = cur;
+    in_dim = He;
+  }
+  if (c->score == SQ_SCORE_ADDITIVE) {
+    SQ_TRY(alloc_f32(ctx, NS * c->attn_dim, &e->pkeys));
+    SQ_TRY(sq_linear(ctx, (int)NS, He, c->attn_dim, sq_at(e->keys, 0), He, m->key_w, m->key_b,
+                     sq_at(e->pkeys, 0), c->attn_dim));
+  }
+  SQ_TRY(alloc_f32(ctx, (size_t)n * c->dec_hidden, &e->s0));
+  if (c->init == SQ_INIT_BRIDGE) return bridge(m, n, *hfin, e->s0);
+  return sq_fill(ctx, sq_at(e->s0, 0), (size_t)n * c->dec_hidden, 0.0f);
+}
+
+seqcl_status sq_encode(seqcl_model *m, const seqcl_seqs *src, size_t first, int n,
+                       sq_encoded *out) {
+  memset(out, 0, sizeof *out);
+  out->n = n;
+  out->lens_host = malloc((size_t)n * sizeof(int32_t));
+  if (!out->lens_host) return sq_fail(m->ctx, SEQCL_ERR_OUT_OF_MEMORY, "encoder: out of memory");
+  int S = 1;
+  for (int i = 0; i < n; i++) {
+    out->lens_host[i] = (int32_t)sq_seq_len_of(src, first + i);
+    if (out->lens_host[i] > S) S = out->lens_host[i];
+  }
+  out->S = S;
+  int32_t *ids_host = malloc((size_t)n * S * sizeof(int32_t));
+  sq_buf *tmp[5] = {0};
+  seqcl_status st = ids_host ? encode_batch(m, src, first, n, out, ids_host, tmp)
+                             : sq_fail(m->ctx, SEQCL_ERR_OUT_OF_MEMORY, "encoder: out of memory");
+  for (int i = 0; i < 5; i++) sq_buf_free(tmp[i]);
+  free(ids_host);
+  if (st != SEQCL_OK) sq_encoded_free(out);
+  return st;
+}
+
+seqcl_status sq_encoded_repeat(seqcl_model *m, const sq_encoded *e, int k, sq_encoded *out) {
+  seqcl_ctx *ctx = m->ctx;
+  memset(out, 0, sizeof *out);
+  const int n = e->n * k, S = e->S, He = m->He, Hd = m->cfg.dec_hidden;
+  const int A = m->cfg.score == SQ_SCORE_ADDITIVE ? m->cfg.attn_dim : 0;
+  out->n = n;
+  out->S = S;
+  seqcl_status st = SEQCL_OK;
+  out->lens_host = malloc((size_t)n * sizeof(int32_t));
+  if (!out->lens_host) {
+    st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "beam search: out of memory");
+    goto done;
+  }
+  for (int i = 0; i < n; i++) out->lens_host[i] = e->lens_host[i / k];
+  if ((st = sq_buf_alloc(ctx, (size_t)n * sizeof(int32_t), &out->lens)) != SEQCL_OK) goto done;
+  if ((st = sq_write(ctx, sq_at(out->lens, 0), out->lens_host, (size_t)n * sizeof(int32_t))))
+    goto done;
+  if ((st = alloc_f32(ctx, (size_t)n * S * He, &out->keys))) goto done;
+  if (A && (st = alloc_f32(ctx, (size_t)n * S * A, &out->pkeys))) goto done;
+  if ((st = alloc_f32(ctx, (size_t)n * Hd, &out->s0))) goto done;
+  for (int i = 0; i < n && st == SEQCL_OK; i++) {
+    const size_t from = (size_t)(i / k), to = (size_t)i;
+    st = sq_copy(ctx, sq_at(out->keys, to * S * He), sq_at(e->keys, from * S * He),
+                 (size_t)S * He);
+    if (st == SEQCL_OK && A)
+      st = sq_copy(ctx, sq_at(out->pkeys, to * S * A), sq_at(e->pkeys, from * S * A),
+                   (size_t)S * A);
+    if (st == SEQCL_OK)
+      st = sq_copy(ctx, sq_at(out->s0, to * Hd), sq_at(e->s0, from * Hd), (size_t)Hd);
+  }
+done:
+  if (st != SEQCL_OK) sq_encoded_free(out);
+  return st;
+}

@@ -1,0 +1,160 @@
+/* Teacher forcing (SPEC §1, §4 `seqcl forward`): decoder inputs y_0..y_{L-1},
+ * labels y_1..y_L, mean cross-entropy over every label of every line. Each
+ * batch keeps its logits and alignments on the device step-major ([t][n]) so
+ * that every step writes one contiguous block; they are read back once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/seq2seq.h"
+
+typedef struct fw_batch {
+  int32_t *in_host, *lab_host;
+  float *logits_host, *alpha_host;
+  sq_buf *ids, *labels, *logits, *alpha, *loss;
+} fw_batch;
+
+static void fw_batch_free(fw_batch *b) {
+  free(b->in_host);
+  free(b->lab_host);
+  free(b->logits_host);
+  free(b->alpha_host);
+  sq_buf_free(b->ids);
+  sq_buf_free(b->labels);
+  sq_buf_free(b->logits);
+  sq_buf_free(b->alpha);
+  sq_buf_free(b->loss);
+}
+
+static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const seqcl_seqs *tgt,
+                              size_t first, int n, seqcl_forward_result *r, double *loss_sum,
+                              sq_encoded *e, sq_dec_ws *ws, fw_batch *b) {
+  seqcl_ctx *ctx = m->ctx;
+  const int V = m->cfg.tgt_vocab;
+  SQ_TRY(sq_encode(m, src, first, n, e));
+  SQ_TRY(sq_dec_ws_init(m, n, ws));
+  const int S = e->S;
+  int T = 0;
+  for (int i = 0; i < n; i++)
+    if (r->steps[first + i] > T) T = r->steps[first + i];
+  const size_t rows = (size_t)T * n;
+  b->in_host = malloc(rows * sizeof(int32_t));
+  b->lab_host = malloc(rows * sizeof(int32_t));
+  b->logits_host = malloc(rows * V * sizeof(float));
+  b->alpha_host = malloc(rows * S * sizeof(float));
+  if (!b->in_host || !b->lab_host || !b->logits_host || !b->alpha_host)
+    return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "forward: out of host memory");
+  size_t labels = 0;
+  for (int i = 0; i < n; i++) {
+    const int32_t *y = tgt->ids + tgt->offsets[first + i];
+    const int L = r->steps[first + i];
+    for (int t = 0; t < T; t++) {
+      /* Past a line's end the input is BOS (any valid id would do) and the label
+       * is ignored; those rows are dropped when the result is assembled. */
+      b->in_host[(size_t)t * n + i] = t < L ? y[t] : m->cfg.bos_id;
+      b->lab_host[(size_t)t * n + i] = t < L ? y[t + 1] : -1;
+    }
+    labels += (size_t)L;
+  }
+  SQ_TRY(sq_buf_alloc(ctx, rows * sizeof(int32_t), &b->ids));
+  SQ_TRY(sq_buf_alloc(ctx, rows * sizeof(int32_t), &b->labels));
+  SQ_TRY(sq_buf_alloc(ctx, rows * V * sizeof(float), &b->logits));
+  SQ_TRY(sq_buf_alloc(ctx, rows * S * sizeof(float), &b->alpha));
+  SQ_TRY(sq_buf_alloc(ctx, sizeof(float), &b->loss));
+  SQ_TRY(sq_write(ctx, sq_at(b->ids, 0), b->in_host, rows * sizeof(int32_t)));
+  SQ_TRY(sq_write(ctx, sq_at(b->labels, 0), b->lab_host, rows * sizeof(int32_t)));
+
+  SQ_TRY(sq_dec_start(m, e, ws));
+  for (int t = 0; t < T; t++) {
+    const size_t row0 = (size_t)t * n;
+    SQ_TRY(sq_dec_step(m, e, ws, sq_at(b->ids, row0), b->in_host + row0,
+                       sq_at(b->alpha, row0 * S), sq_at(b->logits, row0 * V)));
+  }
+  SQ_TRY(sq_cross_entropy(ctx, (int)rows, V, sq_at(b->logits, 0), sq_at(b->labels, 0),
+                          b->lab_host, sq_at(b->loss, 0)));
+  float loss = 0.0f;
+  SQ_TRY(sq_read(ctx, sq_at(b->loss, 0), &loss, sizeof loss));
+  SQ_TRY(sq_read(ctx, sq_at(b->logits, 0), b->logits_host, rows * V * sizeof(float)));
+  SQ_TRY(sq_read(ctx, sq_at(b->alpha, 0), b->alpha_host, rows * S * sizeof(float)));
+  *loss_sum += (double)loss * (double)labels;
+
+  for (int i = 0; i < n; i++) {
+    const size_t line = first + i;
+    for (int t = 0; t < r->steps[line]; t++) {
+      const size_t row = (size_t)t * n + i;
+      memcpy(r->logits + (line * r->T + t) * V, b->logits_host + row * V, (size_t)V * sizeof(float));
+      memcpy(r->alignments + (line * r->T + t) * r->S, b->alpha_host + row * S,
+             (size_t)S * sizeof(float));
+    }
+  }
+  return SEQCL_OK;
+}
+
+seqcl_status seqcl_model_forward(seqcl_model *m, const seqcl_seqs *src, const seqcl_seqs *tgt,
+                                 int batch_size, seqcl_forward_result **out) {
+  if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_forward: out is NULL");
+  *out = NULL;
+  if (!m || !src || !tgt)
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_forward: NULL argument");
+  seqcl_ctx *ctx = m->ctx;
+  sq_clear_message();
+  if (src->count != tgt->count)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "forward: %zu source lines but %zu target lines", src->count, tgt->count);
+  if (src->count == 0) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "forward: no lines");
+  SQ_TRY(sq_check_seqs(ctx, src, m->cfg.src_vocab, 1, "source"));
+  SQ_TRY(sq_check_seqs(ctx, tgt, m->cfg.tgt_vocab, 2, "target"));
+
+  const size_t N = src->count;
+  seqcl_forward_result *r = calloc(1, sizeof *r);
+  if (!r) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "forward: out of host memory");
+  r->N = N;
+  r->V = m->cfg.tgt_vocab;
+  r->steps = malloc(N * sizeof(int));
+  for (size_t i = 0; r->steps && i < N; i++) {
+    const int s = (int)sq_seq_len_of(src, i), t = (int)sq_seq_len_of(tgt, i) - 1;
+    r->steps[i] = t;
+    if (s > r->S) r->S = s;
+    if (t > r->T) r->T = t;
+    r->labels += (size_t)t;
+  }
+  if (r->steps) {
+    r->logits = calloc(N * r->T * (size_t)r->V, sizeof(float));
+    r->alignments = calloc(N * r->T * (size_t)r->S, sizeof(float));
+  }
+  if (!r->steps || !r->logits || !r->alignments) {
+    seqcl_forward_result_free(r);
+    return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "forward: out of host memory for the result");
+  }
+  const size_t bs = batch_size > 0 ? (size_t)batch_size : N;
+  double loss_sum = 0.0;
+  seqcl_status st = SEQCL_OK;
+  for (size_t first = 0; first < N && st == SEQCL_OK; first += bs) {
+    const int n = (int)(N - first < bs ? N - first : bs);
+    sq_encoded e;
+    sq_dec_ws ws;
+    fw_batch b;
+    memset(&e, 0, sizeof e);
+    memset(&ws, 0, sizeof ws);
+    memset(&b, 0, sizeof b);
+    st = run_batch(m, src, tgt, first, n, r, &loss_sum, &e, &ws, &b);
+    fw_batch_free(&b);
+    sq_dec_ws_free(&ws);
+    sq_encoded_free(&e);
+  }
+  if (st != SEQCL_OK) {
+    seqcl_forward_result_free(r);
+    return st;
+  }
+  r->loss = (float)(loss_sum / (double)r->labels);
+  *out = r;
+  return SEQCL_OK;
+}
+
+void seqcl_forward_result_free(seqcl_forward_result *r) {
+  if (!r) return;
+  free(r->steps);
+  free(r->logits);
+  free(r->alignments);
+  free(r);
+}

@@ -1,0 +1,287 @@
+/* Loading a model directory (SPEC §2): config.json and model.safetensors are
+ * parsed and checked against each other completely before the device is
+ * touched; then every tensor is converted to float32 and uploaded in one write. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/safetensors.h"
+#include "model/seq2seq.h"
+
+/* Device offsets of tensors are rounded up to this many floats (128 bytes) so
+ * every weight starts on a boundary any device's loads like. */
+#define WEIGHT_ALIGN 32
+
+typedef struct tensor_spec {
+  char name[80];
+  int ndim;
+  int64_t shape[2];
+  int required;
+  sq_ref *dst;
+  const sq_st_tensor *found;
+} tensor_spec;
+
+typedef struct spec_list {
+  tensor_spec *v;
+  size_t count, cap;
+} spec_list;
+
+static int spec_add(spec_list *l, const char *name, int ndim, int64_t d0, int64_t d1, int required,
+                    sq_ref *dst) {
+  if (l->count == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 32;
+    tensor_spec *v = realloc(l->v, cap * sizeof *v);
+    if (!v) return -1;
+    l->v = v;
+    l->cap = cap;
+  }
+  tensor_spec *t = &l->v[l->count++];
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->ndim = ndim;
+  t->shape[0] = d0;
+  t->shape[1] = d1;
+  t->required = required;
+  t->dst = dst;
+  t->found = NULL;
+  return 0;
+}
+
+/* The tensors a config asks for (SPEC §2 table), each with its destination ref. */
+static int build_specs(seqcl_model *m, spec_list *l) {
+  const sq_config *c = &m->cfg;
+  const int64_t D = c->embed_dim, H = c->enc_hidden, He = m->He, Hd = c->dec_hidden;
+  const int dirs = c->bidirectional ? 2 : 1;
+  char name[80];
+  int bad = spec_add(l, "encoder.embedding.weight", 2, c->src_vocab, D, 1, &m->enc_emb);
+  for (int layer = 0; layer < c->enc_layers; layer++) {
+    for (int d = 0; d < dirs; d++) {
+      sq_gru_params *p = &m->enc[layer * dirs + d];
+      const char *suf = d ? "_reverse" : "";
+      int64_t in = layer == 0 ? D : He;
+      snprintf(name, sizeof name, "encoder.rnn.weight_ih_l%d%s", layer, suf);
+      bad |= spec_add(l, name, 2, 3 * H, in, 1, &p->w_ih);
+      snprintf(name, sizeof name, "encoder.rnn.weight_hh_l%d%s", layer, suf);
+      bad |= spec_add(l, name, 2, 3 * H, H, 1, &p->w_hh);
+      snprintf(name, sizeof name, "encoder.rnn.bias_ih_l%d%s", layer, suf);
+      bad |= spec_add(l, name, 1, 3 * H, 0, 1, &p->b_ih);
+      snprintf(name, sizeof name, "encoder.rnn.bias_hh_l%d%s", layer, suf);
+      bad |= spec_add(l, name, 1, 3 * H, 0, 1, &p->b_hh);
+    }
+  }
+  if (c->init == SQ_INIT_BRIDGE) {
+    bad |= spec_add(l, "bridge.weight", 2, Hd, He, 1, &m->bridge_w);
+    bad |= spec_add(l, "bridge.bias", 1, Hd, 0, 1, &m->bridge_b);
+  }
+  bad |= spec_add(l, "decoder.embedding.weight", 2, c->tgt_vocab, D, 1, &m->dec_emb);
+  if (c->score == SQ_SCORE_ADDITIVE) {
+    const int64_t A = c->attn_dim;
+    bad |= spec_add(l, "decoder.attention.key.weight", 2, A, He, 1, &m->key_w);
+    bad |= spec_add(l, "decoder.attention.key.bias", 1, A, 0, 0, &m->key_b);
+    bad |= spec_add(l, "decoder.attention.query.weight", 2, A, Hd, 1, &m->query_w);
+    bad |= spec_add(l, "decoder.attention.query.bias", 1, A, 0, 0, &m->query_b);
+    bad |= spec_add(l, "decoder.attention.energy.weight", 2, 1, A, 1, &m->energy_w);
+    bad |= spec_add(l, "decoder.attention.energy.bias", 1, 1, 0, 0, &m->energy_b);
+  } else if (c->score == SQ_SCORE_GENERAL) {
+    bad |= spec_add(l, "decoder.attention.query.weight", 2, He, Hd, 1, &m->query_w);
+    bad |= spec_add(l, "decoder.attention.query.bias", 1, He, 0, 0, &m->query_b);
+  }
+  bad |= spec_add(l, "decoder.rnn.weight_ih", 2, 3 * Hd, D + He, 1, &m->dec.w_ih);
+  bad |= spec_add(l, "decoder.rnn.weight_hh", 2, 3 * Hd, Hd, 1, &m->dec.w_hh);
+  bad |= spec_add(l, "decoder.rnn.bias_ih", 1, 3 * Hd, 0, 1, &m->dec.b_ih);
+  bad |= spec_add(l, "decoder.rnn.bias_hh", 1, 3 * Hd, 0, 1, &m->dec.b_hh);
+  int64_t out_in = c->output == SQ_OUTPUT_STATE_CONTEXT ? Hd + He : Hd;
+  bad |= spec_add(l, "decoder.output.weight", 2, c->tgt_vocab, out_in, 1, &m->out_w);
+  bad |= spec_add(l, "decoder.output.bias", 1, c->tgt_vocab, 0, 1, &m->out_b);
+  return bad;
+}
+
+static void shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
+  size_t used = (size_t)snprintf(buf, cap, "[");
+  for (int i = 0; i < ndim && used < cap; i++)
+    used += (size_t)snprintf(buf + used, cap - used, "%s%" PRId64, i ? ", " : "", shape[i]);
+  if (used < cap) snprintf(buf + used, cap - used, "]");
+}
+
+/* Matches the file's tensors with the specs: unknown names, missing required
+ * tensors and wrong shapes are SEQCL_ERR_BAD_MODEL naming the tensor. */
+static seqcl_status match_tensors(const sq_st_file *f, spec_list *l) {
+  for (size_t i = 0; i < f->count; i++) {
+    const sq_st_tensor *t = &f->tensors[i];
+    tensor_spec *s = NULL;
+    for (size_t k = 0; k < l->count && !s; k++)
+      if (!strcmp(l->v[k].name, t->name)) s = &l->v[k];
+    if (!s)
+      return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                     "%s: unknown tensor '%s' (not part of a model with this config.json)",
+                     f->path, t->name);
+    int same = t->ndim == s->ndim;
+    for (int d = 0; same && d < s->ndim; d++) same = t->shape[d] == s->shape[d];
+    if (!same) {
+      char got[128], want[128];
+      shape_str(got, sizeof got, t->ndim, t->shape);
+      shape_str(want, sizeof want, s->ndim, s->shape);
+      return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                     "%s: tensor '%s' has shape %s, expected %s from config.json", f->path,
+                     t->name, got, want);
+    }
+    s->found = t;
+  }
+  for (size_t k = 0; k < l->count; k++) {
+    if (l->v[k].required && !l->v[k].found) {
+      char want[128];
+      shape_str(want, sizeof want, l->v[k].ndim, l->v[k].shape);
+      return sq_fail(NULL, SEQCL_ERR_BAD_MODEL, "%s: missing tensor '%s' (shape %s)", f->path,
+                     l->v[k].name, want);
+    }
+  }
+  return SEQCL_OK;
+}
+
+/* Converts every found tensor into one host array and uploads it. */
+static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
+  size_t total = 0;
+  for (size_t k = 0; k < l->count; k++) {
+    *l->v[k].dst = sq_none();
+    if (l->v[k].found) total += (l->v[k].found->nelem + WEIGHT_ALIGN - 1) / WEIGHT_ALIGN * WEIGHT_ALIGN;
+  }
+  if (total == 0) total = WEIGHT_ALIGN;
+  float *host = calloc(total, sizeof *host);
+  if (!host)
+    return sq_fail(m->ctx, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu weights",
+                   f->path, total);
+  seqcl_status st = sq_buf_alloc(m->ctx, total * sizeof(float), &m->weights);
+  if (st != SEQCL_OK) {
+    free(host);
+    return sq_fail_wrap(m->ctx, st, "%s: weights (%zu bytes)", f->path, total * sizeof(float));
+  }
+  size_t off = 0;
+  for (size_t k = 0; k < l->count; k++) {
+    const sq_st_tensor *t = l->v[k].found;
+    if (!t) continue;
+    sq_st_to_f32(f, t, host + off);
+    *l->v[k].dst = sq_at(m->weights, off);
+    off += (t->nelem + WEIGHT_ALIGN - 1) / WEIGHT_ALIGN * WEIGHT_ALIGN;
+  }
+  st = sq_write(m->ctx, sq_at(m->weights, 0), host, total * sizeof(float));
+  free(host);
+  if (st == SEQCL_OK) st = sq_finish(m->ctx);
+  return st;
+}
+
+static char *join_path(const char *dir, const char *file) {
+  size_t n = strlen(dir) + strlen(file) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", dir, file);
+  return p;
+}
+
+seqcl_status seqcl_model_load(seqcl_ctx *ctx, const char *dir, seqcl_model **out) {
+  if (!out) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_load: out is NULL");
+  *out = NULL;
+  if (!ctx || !dir)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_load: ctx or dir is NULL");
+  sq_clear_message();
+  seqcl_model *m = calloc(1, sizeof *m);
+  char *cfg_path = join_path(dir, "config.json");
+  char *st_path = join_path(dir, "model.safetensors");
+  sq_st_file *f = NULL;
+  spec_list specs = {0};
+  seqcl_status st = SEQCL_OK;
+  if (!m || !cfg_path || !st_path) {
+    st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "seqcl_model_load: out of host memory");
+    goto done;
+  }
+  m->ctx = ctx;
+  st = sq_config_load(cfg_path, &m->cfg);
+  if (st != SEQCL_OK) goto done;
+  m->He = sq_config_enc_width(&m->cfg);
+  m->enc = calloc((size_t)m->cfg.enc_layers * (m->cfg.bidirectional ? 2 : 1), sizeof *m->enc);
+  if (!m->enc || build_specs(m, &specs)) {
+    st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "seqcl_model_load: out of host memory");
+    goto done;
+  }
+  st = sq_st_read(st_path, 0, &f);
+  if (st != SEQCL_OK) goto done;
+  st = match_tensors(f, &specs);
+  if (st != SEQCL_OK) goto done;
+  /* Everything checked: only now does the device see the model. */
+  st = upload(m, f, &specs);
+done:
+  /* Loader failures recorded the thread message only; the context keeps it too. */
+  if (st != SEQCL_OK) snprintf(ctx->message, sizeof ctx->message, "%s", seqcl_last_message());
+  sq_st_free(f);
+  free(specs.v);
+  free(cfg_path);
+  free(st_path);
+  if (st != SEQCL_OK) {
+    seqcl_model_free(m);
+    return st;
+  }
+  *out = m;
+  return SEQCL_OK;
+}
+
+void seqcl_model_free(seqcl_model *m) {
+  if (!m) return;
+  sq_buf_free(m->weights);
+  free(m->enc);
+  free(m);
+}
+
+seqcl_status seqcl_model_get_config(const seqcl_model *m, seqcl_model_config *out) {
+  if (!m || !out)
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_get_config: NULL argument");
+  const sq_config *c = &m->cfg;
+  memset(out, 0, sizeof *out);
+  out->src_vocab_size = c->src_vocab;
+  out->tgt_vocab_size = c->tgt_vocab;
+  out->embed_dim = c->embed_dim;
+  out->bos_id = c->bos_id;
+  out->eos_id = c->eos_id;
+  out->pad_id = c->pad_id;
+  out->encoder_hidden = c->enc_hidden;
+  out->encoder_layers = c->enc_layers;
+  out->bidirectional = c->bidirectional;
+  out->encoder_width = m->He;
+  out->decoder_hidden = c->dec_hidden;
+  out->decoder_init_bridge = c->init == SQ_INIT_BRIDGE;
+  out->score = (seqcl_attention_score)c->score;
+  out->attention_dim = c->score == SQ_SCORE_ADDITIVE ? c->attn_dim : 0;
+  out->output_state_context = c->output == SQ_OUTPUT_STATE_CONTEXT;
+  return SEQCL_OK;
+}
+
+int seqcl_model_src_vocab_size(const seqcl_model *m) { return m ? m->cfg.src_vocab : 0; }
+int seqcl_model_tgt_vocab_size(const seqcl_model *m) { return m ? m->cfg.tgt_vocab : 0; }
+int seqcl_model_bos_id(const seqcl_model *m) { return m ? m->cfg.bos_id : -1; }
+int seqcl_model_eos_id(const seqcl_model *m) { return m ? m->cfg.eos_id : -1; }
+seqcl_ctx *seqcl_model_ctx(const seqcl_model *m) { return m ? m->ctx : NULL; }
+
+seqcl_status sq_check_seqs(seqcl_ctx *ctx, const seqcl_seqs *s, int vocab, size_t min_len,
+                           const char *what) {
+  if (!s || (s->count && (!s->ids || !s->offsets)))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s sequences: NULL array", what);
+  if (s->count && s->offsets[0] != 0)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s sequences: offsets[0] must be 0", what);
+  for (size_t i = 0; i < s->count; i++) {
+    if (s->offsets[i + 1] < s->offsets[i])
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s sequences: offsets decrease at line %zu",
+                     what, i + 1);
+    size_t len = s->offsets[i + 1] - s->offsets[i];
+    if (len < min_len)
+      return sq_fail(ctx, SEQCL_ERR_EMPTY_SEQUENCE,
+                     "%s line %zu has %zu token(s); at least %zu needed%s", what, i + 1, len,
+                     min_len, min_len == 2 ? " (BOS and one label)" : "");
+    if (len > (size_t)1 << 24)
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s line %zu: %zu tokens is too long", what,
+                     i + 1, len);
+    for (size_t k = s->offsets[i]; k < s->offsets[i + 1]; k++)
+      if (s->ids[k] < 0 || s->ids[k] >= vocab)
+        return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                       "%s line %zu, token %zu: id %" PRId32 " is outside the vocabulary [0, %d)",
+                       what, i + 1, k - s->offsets[i] + 1, s->ids[k], vocab);
+  }
+  return SEQCL_OK;
+}

@@ -1,0 +1,380 @@
+/* safetensors reader: validates everything the format promises before any byte
+ * of tensor data is trusted (header bounds, JSON, dtypes, shapes, byte ranges
+ * tiling the data section), then converts F16/BF16 to float32 exactly. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "core/error.h"
+#include "model/safetensors.h"
+#include "model/tokens.h"
+
+static const struct {
+  const char *name;
+  sq_dtype dtype;
+  size_t size;
+} DTYPES[] = {{"F32", SQ_DT_F32, 4}, {"F16", SQ_DT_F16, 2}, {"BF16", SQ_DT_BF16, 2}, {"I32", SQ_DT_I32, 4}};
+
+static size_t dtype_size(sq_dtype d) {
+  for (size_t i = 0; i < sizeof DTYPES / sizeof DTYPES[0]; i++)
+    if (DTYPES[i].dtype == d) return DTYPES[i].size;
+  return 0;
+}
+
+static uint64_t load_le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+void sq_st_free(sq_st_file *f) {
+  if (!f) return;
+  for (size_t i = 0; i < f->count; i++) free(f->tensors[i].name);
+  free(f->tensors);
+  free(f->data);
+  free(f->path);
+  free(f);
+}
+
+const sq_st_tensor *sq_st_find(const sq_st_file *f, const char *name) {
+  if (!f || !name) return NULL;
+  for (size_t i = 0; i < f->count; i++)
+    if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
+  return NULL;
+}
+
+/* A non-negative JSON integer as uint64. */
+static int get_u64(const json_t *v, uint64_t *out) {
+  if (!json_is_integer(v) || json_integer_value(v) < 0) return 0;
+  *out = (uint64_t)json_integer_value(v);
+  return 1;
+}
+
+static seqcl_status parse_metadata(const char *name, const json_t *meta) {
+  if (!json_is_object(meta))
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                   "%s: __metadata__ must be an object mapping strings to strings", name);
+  const char *key;
+  json_t *value;
+  json_object_foreach((json_t *)meta, key, value) {
+    if (!json_is_string(value))
+      return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                     "%s: __metadata__ must map strings to strings; the value of '%s' is not a string",
+                     name, key);
+  }
+  return SEQCL_OK;
+}
+
+/* Fills t from the header entry of tensor tname (name already copied). */
+static seqcl_status parse_entry(const char *name, const char *tname, const json_t *entry,
+                                int allow_i32, sq_st_tensor *t) {
+  if (!json_is_object(entry))
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                   "%s: tensor '%s': header entry must be an object with dtype, shape, data_offsets",
+                   name, tname);
+  const json_t *dtype = json_object_get(entry, "dtype");
+  if (!json_is_string(dtype))
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL, "%s: tensor '%s': dtype %s", name, tname,
+                   dtype ? "must be a string" : "is missing");
+  const char *ds = json_string_value(dtype);
+  int found = 0;
+  for (size_t i = 0; i < sizeof DTYPES / sizeof DTYPES[0] && !found; i++) {
+    if (strcmp(ds, DTYPES[i].name) == 0 && (DTYPES[i].dtype != SQ_DT_I32 || allow_i32)) {
+      t->dtype = DTYPES[i].dtype;
+      found = 1;
+    }
+  }
+  if (!found)
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                   "%s: tensor '%s': dtype %.32s is not supported (F32, F16 or BF16%s expected)",
+                   name, tname, ds, allow_i32 ? " or I32" : "");
+
+  const json_t *shape = json_object_get(entry, "shape");
+  if (!json_is_array(shape))
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL, "%s: tensor '%s': shape %s", name, tname,
+                   shape ? "must be an array of non-negative integers" : "is missing");
+  size_t ndim = json_array_size(shape);
+  if (ndim > SQ_ST_MAX_DIMS)
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL, "%s: tensor '%s': %zu dimensions (at most %d supported)",
+                   name, tname, ndim, SQ_ST_MAX_DIMS);
+  t->ndim = (int)ndim;
+  int has_zero = 0;
+  for (size_t d = 0; d < ndim; d++) {
+    uint64_t n;
+    if (!get_u64(json_array_get(shape, d), &n))
+      return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                     "%s: tensor '%s': shape[%zu] must be a non-negative integer", name, tname, d);
+    t->shape[d] = (int64_t)n;
+    has_zero |= n == 0;
+  }
+  /* A zero anywhere makes the tensor empty whatever the other extents are;
+   * otherwise every partial product must stay below SIZE_MAX / element size. */
+  size_t esize = dtype_size(t->dtype);
+  size_t nelem = has_zero ? 0 : 1;
+  for (size_t d = 0; d < ndim && !has_zero; d++) {
+    uint64_t n = (uint64_t)t->shape[d];
+    if (n > (uint64_t)(SIZE_MAX / esize) || nelem > SIZE_MAX / esize / (size_t)n)
+      return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                     "%s: tensor '%s': the shape's element count overflows (dimension %zu)", name,
+                     tname, d);
+    nelem *= (size_t)n;
+  }
+  t->nelem = nelem;
+
+  const json_t *offs = json_object_get(entry, "data_offsets");
+  uint64_t b, e;
+  if (!json_is_array(offs) || json_array_size(offs) != 2 || !get_u64(json_array_get(offs, 0), &b) ||
+      !get_u64(json_array_get(offs, 1), &e))
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                   "%s: tensor '%s': data_offsets %s", name, tname,
+                   offs ? "must be [begin, end] with non-negative integers" : "is missing");
+  if (e < b)
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                   "%s: tensor '%s': data_offsets [%llu, %llu] end before they begin", name, tname,
+                   (unsigned long long)b, (unsigned long long)e);
+  if (e - b != (uint64_t)(nelem * esize))
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                   "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes but dtype %s x shape "
+                   "needs %zu",
+                   name, tname, (unsigned long long)b, (unsigned long long)e,
+                   (unsigned long long)(e - b), ds, nelem * esize);
+  t->begin = (size_t)b;
+  t->end = (size_t)e;
+  return SEQCL_OK;
+}
+
+static int by_range(const void *pa, const void *pb) {
+  const sq_st_tensor *a = pa, *b = pb;
+  if (a->begin != b->begin) return a->begin < b->begin ? -1 : 1;
+  if (a->end != b->end) return a->end < b->end ? -1 : 1;
+  return strcmp(a->name, b->name);
+}
+
+/* The tensors' byte ranges, sorted, must cover [0, data_bytes) exactly. */
+static seqcl_status check_tiling(const char *name, const sq_st_file *f, size_t data_start) {
+  size_t expected = 0;
+  for (size_t i = 0; i < f->count; i++) {
+    const sq_st_tensor *t = &f->tensors[i];
+    if (t->end > f->data_bytes)
+      return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                     "%s: tensor '%s': bytes [%zu, %zu) of the data section run past the end of the "
+                     "file (it ends at byte offset %zu; the tensor would end at %zu)",
+                     name, t->name, t->begin, t->end, data_start + f->data_bytes, data_start + t->end);
+    if (t->begin < expected)
+      return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                     "%s: tensor '%s': bytes [%zu, %zu) overlap tensor '%s' (byte offset %zu)", name,
+                     t->name, t->begin, t->end, f->tensors[i - 1].name, data_start + t->begin);
+    if (t->begin > expected)
+      return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                     "%s: gap in the data section: bytes [%zu, %zu) (byte offset %zu) belong to no "
+                     "tensor, before tensor '%s'",
+                     name, expected, t->begin, data_start + expected, t->name);
+    expected = t->end;
+  }
+  if (expected != f->data_bytes)
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                   "%s: %zu trailing bytes at byte offset %zu belong to no tensor (the data section "
+                   "is %zu bytes, the tensors cover %zu)",
+                   name, f->data_bytes - expected, data_start + expected, f->data_bytes, expected);
+  return SEQCL_OK;
+}
+
+static seqcl_status parse_header(const char *name, const unsigned char *hdr, size_t hlen,
+                                 int allow_i32, sq_st_file *f) {
+  json_error_t err;
+  json_t *root = json_loadb((const char *)hdr, hlen, JSON_REJECT_DUPLICATES, &err);
+  if (!root)
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL, "%s: malformed JSON header at byte offset %d: %s", name,
+                   err.position + 8, err.text);
+  seqcl_status st = SEQCL_OK;
+  if (!json_is_object(root)) {
+    st = sq_fail(NULL, SEQCL_ERR_BAD_MODEL, "%s: the JSON header (byte offset 8) is not an object",
+                 name);
+    goto done;
+  }
+  size_t n = json_object_size(root);
+  f->tensors = calloc(n ? n : 1, sizeof *f->tensors);
+  if (!f->tensors) {
+    st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
+    goto done;
+  }
+  const char *key;
+  json_t *value;
+  json_object_foreach(root, key, value) {
+    if (strcmp(key, "__metadata__") == 0) {
+      st = parse_metadata(name, value);
+    } else {
+      sq_st_tensor *t = &f->tensors[f->count];
+      t->name = strdup(key);
+      if (!t->name) {
+        st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
+        break;
+      }
+      f->count++;
+      st = parse_entry(name, key, value, allow_i32, t);
+    }
+    if (st != SEQCL_OK) break;
+  }
+done:
+  json_decref(root);
+  return st;
+}
+
+/* Parses bytes[0..len). When owned is non-NULL, it is the malloc'd buffer holding
+ * bytes, and becomes the data section storage (moved to its front) instead of a
+ * copy; it is freed on failure either way. */
+static seqcl_status parse_impl(const unsigned char *bytes, size_t len, const char *name,
+                               int allow_i32, unsigned char *owned, sq_st_file **out) {
+  *out = NULL;
+  seqcl_status st;
+  sq_st_file *f = calloc(1, sizeof *f);
+  if (!f || !(f->path = strdup(name))) {
+    st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
+    goto fail;
+  }
+  if (len < 8) {
+    st = sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                 "%s: file is %zu bytes, too short for the 8-byte header length at byte offset 0",
+                 name, len);
+    goto fail;
+  }
+  uint64_t hlen = load_le64(bytes);
+  if (hlen == 0) {
+    st = sq_fail(NULL, SEQCL_ERR_BAD_MODEL, "%s: header length at byte offset 0 is 0", name);
+    goto fail;
+  }
+  if (hlen > SQ_ST_MAX_HEADER) {
+    st = sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                 "%s: header length %llu at byte offset 0 exceeds the format's limit of %u bytes",
+                 name, (unsigned long long)hlen, SQ_ST_MAX_HEADER);
+    goto fail;
+  }
+  if (hlen > len - 8) {
+    st = sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                 "%s: the %llu-byte header starting at byte offset 8 runs past the end of the file "
+                 "(%zu bytes)",
+                 name, (unsigned long long)hlen, len);
+    goto fail;
+  }
+  size_t data_start = 8 + (size_t)hlen;
+  f->data_bytes = len - data_start;
+  st = parse_header(name, bytes + 8, (size_t)hlen, allow_i32, f);
+  if (st != SEQCL_OK) goto fail;
+  qsort(f->tensors, f->count, sizeof *f->tensors, by_range);
+  st = check_tiling(name, f, data_start);
+  if (st != SEQCL_OK) goto fail;
+
+  if (owned) {
+    memmove(owned, owned + data_start, f->data_bytes);
+    f->data = owned;
+    owned = NULL;
+  } else {
+    f->data = malloc(f->data_bytes ? f->data_bytes : 1);
+    if (!f->data) {
+      st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
+      goto fail;
+    }
+    if (f->data_bytes) memcpy(f->data, bytes + data_start, f->data_bytes);
+  }
+  *out = f;
+  return SEQCL_OK;
+fail:
+  free(owned);
+  sq_st_free(f);
+  return st;
+}
+
+seqcl_status sq_st_parse(const unsigned char *bytes, size_t len, const char *name, int allow_i32,
+                         sq_st_file **out) {
+  if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_st_parse: out is NULL");
+  *out = NULL;
+  if (!bytes && len) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_st_parse: bytes is NULL");
+  static const unsigned char none[1] = {0};
+  return parse_impl(bytes ? bytes : none, len, name ? name : "safetensors", allow_i32, NULL, out);
+}
+
+seqcl_status sq_st_read(const char *path, int allow_i32, sq_st_file **out) {
+  if (!out || !path) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_st_read: NULL argument");
+  *out = NULL;
+  unsigned char *buf = NULL;
+  size_t len = 0;
+  SQ_TRY(sq_file_read_all(path, &buf, &len));
+  return parse_impl(buf, len, path, allow_i32, buf, out);
+}
+
+/* IEEE binary16 -> binary32, exact for every input (subnormals normalised,
+ * inf kept, NaN payloads kept in the high mantissa bits). */
+static uint32_t half_to_bits(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return sign | 0x7f800000u | (mant << 13);
+  if (exp == 0) {
+    if (mant == 0) return sign;
+    int shift = 0;
+    while (!(mant & 0x400u)) {
+      mant <<= 1;
+      shift++;
+    }
+    mant &= 0x3ffu;
+    return sign | ((uint32_t)(113 - shift) << 23) | (mant << 13);
+  }
+  return sign | ((exp + 112u) << 23) | (mant << 13);
+}
+
+float sq_half_to_float(uint16_t h) {
+  uint32_t bits = half_to_bits(h);
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+float sq_bf16_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+void sq_st_to_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst) {
+  if (!f || !t || !dst) return;
+  const unsigned char *p = f->data + t->begin;
+  for (size_t i = 0; i < t->nelem; i++) {
+    switch (t->dtype) {
+    case SQ_DT_F32: {
+      const unsigned char *q = p + 4 * i;
+      uint32_t bits = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+      memcpy(&dst[i], &bits, sizeof bits);
+      break;
+    }
+    case SQ_DT_F16:
+      dst[i] = sq_half_to_float((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+      break;
+    case SQ_DT_BF16:
+      dst[i] = sq_bf16_to_float((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+      break;
+    case SQ_DT_I32: {
+      const unsigned char *q = p + 4 * i;
+      uint32_t bits = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+      int32_t v;
+      memcpy(&v, &bits, sizeof v);
+      dst[i] = (float)v;
+      break;
+    }
+    }
+  }
+}
+
+int sq_st_to_i32(const sq_st_file *f, const sq_st_tensor *t, int32_t *dst) {
+  if (!f || !t || !dst || t->dtype != SQ_DT_I32) return -1;
+  const unsigned char *p = f->data + t->begin;
+  for (size_t i = 0; i < t->nelem; i++) {
+    const unsigned char *q = p + 4 * i;
+    uint32_t bits = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+    memcpy(&dst[i], &bits, sizeof bits);
+  }
+  return 0;
+}

@@ -1,0 +1,62 @@
+/* safetensors files (https://github.com/huggingface/safetensors): 8-byte little-
+ * endian header length, JSON header, raw little-endian data. */
+#ifndef SQ_MODEL_SAFETENSORS_H
+#define SQ_MODEL_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <seqcl/seqcl.h>
+
+#define SQ_ST_MAX_DIMS 8
+#define SQ_ST_MAX_HEADER (100u * 1000u * 1000u) /* 100 MB, the format's own limit */
+
+typedef enum sq_dtype { SQ_DT_F32, SQ_DT_F16, SQ_DT_BF16, SQ_DT_I32 } sq_dtype;
+
+typedef struct sq_st_tensor {
+  char *name;
+  sq_dtype dtype;
+  int ndim;
+  int64_t shape[SQ_ST_MAX_DIMS];
+  size_t nelem;
+  size_t begin, end; /* byte range within the data section */
+} sq_st_tensor;
+
+typedef struct sq_st_file {
+  char *path;
+  size_t count;
+  sq_st_tensor *tensors; /* sorted by begin offset */
+  unsigned char *data;   /* the data section (owned) */
+  size_t data_bytes;
+} sq_st_file;
+
+/* Reads and validates the whole file: header length bounded and inside the
+ * file, JSON well formed (duplicate keys rejected), __metadata__ a string map,
+ * dtypes F32/F16/BF16 (I32 too when allow_i32), shapes non-negative with
+ * products computed without overflow, byte sizes matching dtype x shape, byte
+ * ranges tiling the data section exactly. Errors are SEQCL_ERR_BAD_MODEL naming
+ * the file and tensor or byte offset (SEQCL_ERR_IO for unreadable files). */
+seqcl_status sq_st_read(const char *path, int allow_i32, sq_st_file **out);
+seqcl_status sq_st_parse(const unsigned char *bytes, size_t len, const char *name, int allow_i32,
+                         sq_st_file **out);
+void sq_st_free(sq_st_file *f);
+const sq_st_tensor *sq_st_find(const sq_st_file *f, const char *name);
+/* Converts tensor t to float32 into dst (t->nelem floats). */
+void sq_st_to_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst);
+/* Copies an I32 tensor into dst (t->nelem values); -1 when t is not I32. */
+int sq_st_to_i32(const sq_st_file *f, const sq_st_tensor *t, int32_t *dst);
+/* Exact conversions of one IEEE half / bfloat16 value (subnormals, inf, NaN kept). */
+float sq_half_to_float(uint16_t h);
+float sq_bf16_to_float(uint16_t h);
+
+/* Writing: F32 tensors only, written to a temporary file in the same folder and
+ * renamed into place, so a failure leaves nothing at path. */
+typedef struct sq_st_out {
+  const char *name;
+  int ndim;
+  int64_t shape[SQ_ST_MAX_DIMS];
+  const float *data;
+} sq_st_out;
+seqcl_status sq_st_write(const char *path, const sq_st_out *tensors, size_t count);
+
+#endif

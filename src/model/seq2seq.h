@@ -1,0 +1,95 @@
+/* Internals of the seq2seq model shared by model.c, encoder.c, decoder.c,
+ * forward.c, greedy.c and beam.c. */
+#ifndef SQ_MODEL_SEQ2SEQ_H
+#define SQ_MODEL_SEQ2SEQ_H
+
+#include <seqcl/seqcl.h>
+
+#include "model/config.h"
+#include "ops/ops.h"
+
+static inline size_t sq_seq_len_of(const seqcl_seqs *s, size_t i) {
+  return s->offsets[i + 1] - s->offsets[i];
+}
+
+/* One GRU direction's parameters (refs into the model's weight buffer). */
+typedef struct sq_gru_params {
+  sq_ref w_ih, w_hh, b_ih, b_hh;
+} sq_gru_params;
+
+struct seqcl_model {
+  seqcl_ctx *ctx;
+  sq_config cfg;
+  int He;             /* encoder output width */
+  sq_buf *weights;    /* every tensor, float32, one upload */
+  sq_ref enc_emb;
+  sq_gru_params *enc; /* [layers][directions], index l * dirs + d */
+  sq_ref bridge_w, bridge_b;
+  sq_ref dec_emb;
+  sq_ref key_w, key_b, query_w, query_b, energy_w, energy_b; /* absent biases: sq_none() */
+  sq_gru_params dec;
+  sq_ref out_w, out_b;
+};
+
+/* A batch of n source sequences, padded to S, encoded on the device. */
+typedef struct sq_encoded {
+  int n, S;
+  int32_t *lens_host; /* [n] */
+  sq_buf *lens;       /* int32 [n] */
+  sq_buf *keys;       /* encoder outputs H [n, S, He], exactly 0 past each length */
+  sq_buf *pkeys;      /* additive: W_k H + b_k [n, S, A], else NULL */
+  sq_buf *s0;         /* decoder initial state [n, H_d] */
+} sq_encoded;
+
+/* Encodes sequences first..first+n-1 of src (lengths >= 1 already checked). */
+seqcl_status sq_encode(seqcl_model *m, const seqcl_seqs *src, size_t first, int n,
+                       sq_encoded *out);
+/* Repeats every row of e k times (row i becomes rows i*k .. i*k+k-1): beam search
+ * runs k hypotheses per sentence against the same source. */
+seqcl_status sq_encoded_repeat(seqcl_model *m, const sq_encoded *e, int k, sq_encoded *out);
+void sq_encoded_free(sq_encoded *e);
+
+/* Decoder workspace for n rows, allocated once per batch. */
+typedef struct sq_dec_ws {
+  int n;
+  sq_buf *h;      /* state s [n, H_d] */
+  sq_buf *xin;    /* GRU input [n, D + He]: embedding at 0, context at D */
+  sq_buf *qp;     /* projected query [n, A or He] (general/additive) */
+  sq_buf *gru_ws; /* 6 n H_d */
+} sq_dec_ws;
+
+seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws);
+void sq_dec_ws_free(sq_dec_ws *ws);
+/* ws->h = e->s0. */
+seqcl_status sq_dec_start(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws);
+
+/* One decoder step for every row: reads y_{t-1} from ids (int32 [n]; ids_host,
+ * when not NULL, is its host copy for validation), s_{t-1} from ws->h.
+ * Writes alpha_t [n, S] (optional), updates ws->h to s_t and writes logits_t
+ * [n, V_tgt]. Launches: embedding 1, query projection 0-1 (+bias), attention 1,
+ * GRU cell 3 (+bias), output 1 (+1 for state_context) (+bias). */
+seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ids,
+                         const int32_t *ids_host, sq_ref alpha, sq_ref logits);
+
+/* Decoding slots with a fallback to the backend's own implementation. */
+seqcl_status sq_greedy_update(seqcl_ctx *ctx, int N, sq_ref ids, sq_ref finished, int eos,
+                              sq_ref hist);
+seqcl_status sq_tanh_inplace(seqcl_ctx *ctx, size_t count, sq_ref x);
+
+/* Checks every sequence has >= min_len tokens and ids < vocab ("what" names
+ * the input in messages: "source", "target"). */
+seqcl_status sq_check_seqs(seqcl_ctx *ctx, const seqcl_seqs *s, int vocab, size_t min_len,
+                           const char *what);
+
+/* greedy.c / beam.c: decode lines first..first+n-1 of src. Line i (0-based
+ * within the batch) gets its hypotheses at hyps[i * slots ...] (best first,
+ * hyp_counts[i] of them; greedy: exactly one, slots = 1) and, when line_align
+ * is not NULL, line_align[i] = malloc'd alignments [steps, len_i] of its best
+ * hypothesis (row stride = its own source length). */
+seqcl_status sq_decode_greedy(seqcl_model *m, const seqcl_seqs *src, size_t first, int n,
+                              int max_steps, seqcl_hypothesis *hyps, float **line_align);
+seqcl_status sq_decode_beam(seqcl_model *m, const seqcl_seqs *src, size_t first, int n, int K,
+                            double length_penalty, int max_steps, int slots,
+                            seqcl_hypothesis *hyps, int *hyp_counts, float **line_align);
+
+#endif

@@ -1,0 +1,71 @@
+/* Token files (SPEC §4): one sequence per line, whitespace-separated decimal ids
+ * or, with a vocabulary, words. */
+#ifndef SQ_MODEL_TOKENS_H
+#define SQ_MODEL_TOKENS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <seqcl/seqcl.h>
+
+/* Ragged sequences stored flat: sequence i is ids[offsets[i] .. offsets[i+1]). */
+typedef struct sq_seqs {
+  size_t count;
+  int32_t *ids;
+  size_t *offsets; /* count + 1 entries */
+} sq_seqs;
+
+static inline size_t sq_seq_len(const sq_seqs *s, size_t i) { return s->offsets[i + 1] - s->offsets[i]; }
+
+typedef struct sq_vocab {
+  size_t count;
+  char **words; /* id -> word */
+  /* private lookup table */
+  size_t *hash_ids;
+  size_t hash_cap;
+} sq_vocab;
+
+/* Reads a vocabulary file: one token per line, id = line number - 1; empty
+ * lines, duplicates and tokens with whitespace are errors. */
+seqcl_status sq_vocab_read(const char *path, sq_vocab **out);
+void sq_vocab_free(sq_vocab *v);
+/* id of word, or -1. */
+long sq_vocab_lookup(const sq_vocab *v, const char *word, size_t len);
+
+/* Reads a token file ("-" = standard input). Every id must be < vocab_size
+ * (vocab_size <= 0: any id up to INT32_MAX; when vocab is non-NULL, words are
+ * looked up instead, and their ids must still be < vocab_size). Errors are
+ * SEQCL_ERR_BAD_TOKENS (SEQCL_ERR_IO for unreadable files) naming the file and
+ * line: signs or other characters, an empty or whitespace-only line, an id out
+ * of range, an unknown word, an empty file. CRLF and a missing final newline
+ * are accepted. */
+seqcl_status sq_tokens_read(const char *path, long vocab_size, const sq_vocab *vocab,
+                            sq_seqs *out);
+seqcl_status sq_tokens_parse(const char *text, size_t len, const char *name, long vocab_size,
+                             const sq_vocab *vocab, sq_seqs *out);
+void sq_seqs_free(sq_seqs *s); /* frees the arrays, zeroes *s */
+
+/* Writes one line: ids separated by single spaces (words with vocab), then '\n'.
+ * Returns 0, or -1 after sq_fail recorded why (a write error, or an id that the
+ * vocabulary does not have). */
+int sq_tokens_write_line(FILE *f, const int32_t *ids, size_t n, const sq_vocab *vocab);
+
+/* Reads a whole file ("-" = standard input) into a malloc'd buffer with a NUL
+ * after the last byte (not counted in *len). Reads until end of file, so a file
+ * that shrinks or grows while being read yields the bytes actually read.
+ * Errors are SEQCL_ERR_IO naming the file. */
+seqcl_status sq_file_read_all(const char *path, unsigned char **buf, size_t *len);
+
+/* Output files written safely: opens "path.tmp.XXXXXX" in the same folder;
+ * commit renames it to path; abort removes it. path "-" writes to stdout. */
+typedef struct sq_outfile {
+  FILE *f;
+  char *path;
+  char *tmp;
+} sq_outfile;
+seqcl_status sq_outfile_open(const char *path, sq_outfile *out);
+seqcl_status sq_outfile_commit(sq_outfile *o);
+void sq_outfile_abort(sq_outfile *o);
+
+#endif

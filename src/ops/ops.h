@@ -1,0 +1,69 @@
+/* One front per operation: validate shapes, lengths and ids (returning a clear
+ * status + message on bad input), then call the context's backend table.
+ * Model code and the op list call these, never the table directly.
+ *
+ * Where an op reads per-sequence lengths, the caller passes both the device
+ * copy (lens, int32 [N]) and the host copy (lens_host) that the front validates
+ * (1 <= len <= S; SEQCL_ERR_EMPTY_SEQUENCE for a zero length). Where an op
+ * takes a mask, mask_host (int32 [N,S] or NULL) is validated the same way
+ * (a row with no valid position is SEQCL_ERR_EMPTY_SEQUENCE). */
+#ifndef SQ_OPS_H
+#define SQ_OPS_H
+
+#include "backend/backend.h"
+#include "core/ctx.h"
+
+static inline sq_backend *sq_be(seqcl_ctx *ctx) { return ctx->be; }
+
+seqcl_status sq_buf_alloc(seqcl_ctx *ctx, size_t bytes, sq_buf **out);
+void sq_buf_free(sq_buf *buf); /* accepts NULL */
+seqcl_status sq_write(seqcl_ctx *ctx, sq_ref dst, const void *src, size_t bytes);
+seqcl_status sq_read(seqcl_ctx *ctx, sq_ref src, void *dst, size_t bytes);
+seqcl_status sq_copy(seqcl_ctx *ctx, sq_ref dst, sq_ref src, size_t count);
+seqcl_status sq_fill(seqcl_ctx *ctx, sq_ref dst, size_t count, float value);
+seqcl_status sq_fill_i32(seqcl_ctx *ctx, sq_ref dst, size_t count, int32_t value);
+seqcl_status sq_finish(seqcl_ctx *ctx);
+
+seqcl_status sq_gemm(seqcl_ctx *ctx, int ta, int tb, int M, int N, int K, float alpha, sq_ref A,
+                     int lda, size_t sa, sq_ref B, int ldb, size_t sb, float beta, sq_ref C, int ldc,
+                     size_t sc, int batch);
+/* y[rows, out] = x[rows, in] W^T + b, W [out, in] row-major (nn.Linear); b optional. */
+seqcl_status sq_linear(seqcl_ctx *ctx, int rows, int in, int out, sq_ref x, int ldx, sq_ref W,
+                       sq_ref b, sq_ref y, int ldy);
+seqcl_status sq_add_bias(seqcl_ctx *ctx, int rows, int cols, sq_ref y, int ld, sq_ref bias);
+
+seqcl_status sq_attn_scores(seqcl_ctx *ctx, const sq_attn_args *a, const int32_t *lens_host,
+                            const int32_t *mask_host, sq_ref scores);
+seqcl_status sq_masked_softmax(seqcl_ctx *ctx, int N, int S, sq_ref x, sq_ref lens,
+                               const int32_t *lens_host, sq_ref mask, const int32_t *mask_host,
+                               sq_ref y);
+seqcl_status sq_context(seqcl_ctx *ctx, int N, int S, int He, sq_ref alpha, sq_ref keys, sq_ref c,
+                        int ld_c);
+seqcl_status sq_attn_fused(seqcl_ctx *ctx, const sq_attn_args *a, const int32_t *lens_host,
+                           const int32_t *mask_host, sq_ref c, int ld_c, sq_ref alpha);
+seqcl_status sq_gru_gates(seqcl_ctx *ctx, const sq_gru_args *g, const int32_t *lens_host);
+seqcl_status sq_embedding(seqcl_ctx *ctx, int N, int D, int V, sq_ref ids, const int32_t *ids_host,
+                          sq_ref table, sq_ref out, int ld_out);
+seqcl_status sq_argmax(seqcl_ctx *ctx, int N, int V, sq_ref x, int ld, sq_ref bias, sq_ref ids);
+seqcl_status sq_log_softmax(seqcl_ctx *ctx, int N, int V, sq_ref x, sq_ref y);
+seqcl_status sq_cross_entropy(seqcl_ctx *ctx, int N, int V, sq_ref x, sq_ref labels,
+                              const int32_t *labels_host, sq_ref loss);
+
+/* GRU cell: h <- GRUCell(x, h) for N rows. x [N, In] (row stride ldx),
+ * W_ih [3H, In], W_hh [3H, H], biases [3H] optional. ws must hold 6*N*H floats. */
+seqcl_status sq_gru_cell(seqcl_ctx *ctx, int N, int In, int H, sq_ref x, int ldx, sq_ref W_ih,
+                         sq_ref W_hh, sq_ref b_ih, sq_ref b_hh, sq_ref h, sq_ref ws);
+
+/* One GRU layer direction over time with pack_padded_sequence semantics.
+ * x [N, T, In], out [N, T, out_width] written at column offset out_col (so a
+ * bidirectional layer writes forward at 0 and reverse at H); positions t >= len
+ * of out are left untouched (callers zero out first). h [N, H] holds the
+ * initial state on entry and the final state (after each row's last valid
+ * step) on return. ws must hold N*T*3H + N*3H floats (the hoisted input GEMM
+ * over all time steps, then one recurrent GEMM [N,H]x[H,3H] per step). */
+seqcl_status sq_gru_layer(seqcl_ctx *ctx, int N, int T, int In, int H, sq_ref x, sq_ref W_ih,
+                          sq_ref W_hh, sq_ref b_ih, sq_ref b_hh, sq_ref lens,
+                          const int32_t *lens_host, int reverse, sq_ref h, sq_ref out,
+                          int out_width, int out_col, sq_ref ws);
+
+#endif

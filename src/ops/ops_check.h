@@ -1,0 +1,47 @@
+/* Argument checks shared by the op fronts. Each returns SEQCL_OK or the status
+ * after recording "op: what is wrong with which argument". Statuses:
+ *   missing ctx / required ref, foreign buffer, bad flag   SEQCL_ERR_INVALID_ARGUMENT
+ *   non-positive size, stride too small, ref past its end  SEQCL_ERR_SHAPE
+ *   length > S                                             SEQCL_ERR_SHAPE
+ *   zero length, mask row with no valid position           SEQCL_ERR_EMPTY_SEQUENCE
+ *   negative length, id or label out of range              SEQCL_ERR_INVALID_ARGUMENT */
+#ifndef SQ_OPS_CHECK_H
+#define SQ_OPS_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "core/ctx.h"
+
+/* Sizes computed with saturation at SIZE_MAX, so a huge shape fails the range
+ * check instead of wrapping around. */
+size_t sq_mul_sat(size_t a, size_t b);
+size_t sq_add_sat(size_t a, size_t b);
+/* Elements spanned by `rows` rows of `cols` elements with row stride ld:
+ * (rows - 1) * ld + cols. rows >= 1. */
+size_t sq_span2(size_t rows, size_t ld, size_t cols);
+
+seqcl_status sq_chk_ctx(seqcl_ctx *ctx, const char *op);
+/* value >= 1 */
+seqcl_status sq_chk_dim(seqcl_ctx *ctx, const char *op, const char *name, long long value);
+/* ld >= width (the row width it must hold) */
+seqcl_status sq_chk_ld(seqcl_ctx *ctx, const char *op, const char *name, long long ld,
+                       long long width);
+/* r holds `elems` 4-byte elements from its offset; an absent r fails only when
+ * required. */
+seqcl_status sq_chk_ref(seqcl_ctx *ctx, const char *op, const char *name, sq_ref r, size_t elems,
+                        int required);
+/* Same for a byte count (write/read). */
+seqcl_status sq_chk_bytes(seqcl_ctx *ctx, const char *op, const char *name, sq_ref r,
+                          size_t bytes);
+/* lens_host[n] in [1, S] for n < N (S <= 0 means no upper bound). */
+seqcl_status sq_chk_lens(seqcl_ctx *ctx, const char *op, const int32_t *lens_host, int N, int S);
+/* The device mask and its host copy come together; each row has a valid
+ * position among its first lens_host[n] entries. */
+seqcl_status sq_chk_mask(seqcl_ctx *ctx, const char *op, sq_ref mask, const int32_t *mask_host,
+                         const int32_t *lens_host, int N, int S);
+
+#define SQ_CHK(expr) SQ_TRY(expr)
+
+#endif

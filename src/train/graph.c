@@ -1,0 +1,449 @@
+/* Forward with saved activations and backpropagation through time over one
+ * padded batch, written against the op fronts and the backward slots only, so
+ * it runs on any backend that fills both tables.
+ *
+ * Layouts: encoder tensors are batch-major [N, S, *] (as the attention reads
+ * them); decoder tensors are step-major [T, N, *] so that every per-step
+ * operand is one contiguous [N, *] block and the weight gradients of all steps
+ * are one GEMM each (K = T*N) after the loop. What the forward keeps:
+ *   encoder: input GEMM gi [N,S,3H], per-step recurrent GEMM gh [S,N,3H], the
+ *            states hist [S+1,N,H] (hist[s+1] = state after step s);
+ *   decoder: inputs X [T,N,D+He] = [embedding ; context], query projection qp,
+ *            weights alpha [T,N,S], gi/gh [T,N,3Hd], states [T+1,N,Hd].
+ * The GRU gates are recomputed in the backward slot from gi, gh and h_prev. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops.h"
+#include "train/grad.h"
+#include "train/tmodel.h"
+
+struct sq_graph {
+  seqcl_ctx *ctx;
+  sq_tlayout L;
+  int max_n, S, T, N;
+  int D, H, He, Hd, A, qw, V, ndir, G, Gd, Xw;
+  sq_buf *fb, *ib;
+  /* float offsets into fb */
+  size_t params, grads;
+  size_t enc_x, enc_sv[2], enc_gi[2], enc_gh[2], enc_hist[2], enc_dgi[2], enc_dgh[2];
+  size_t enc_out, denc_out, denc_x, pkeys, dpkeys, enc_dh[2], hfinal, dpre;
+  size_t X, qp, alpha, u, sv, gi, gh, st, logits, dlogits, dS, ds, dX, dgi, dgh, dqp, loss;
+  /* int32 offsets into ib */
+  size_t src, lens, dec_in, labels, pred;
+  /* host copies for the fronts' validation */
+  int32_t *src_h, *lens_h, *dec_in_h, *labels_h;
+  int valid;
+  int full; /* every source has length S (no padding) */
+};
+
+static inline sq_ref F(sq_graph *g, size_t off) { return sq_at(g->fb, off); }
+static inline sq_ref I(sq_graph *g, size_t off) { return sq_at(g->ib, off); }
+static inline sq_ref P(sq_graph *g, size_t off) { return sq_at(g->fb, g->params + off); }
+static inline sq_ref Gr(sq_graph *g, size_t off) { return sq_at(g->fb, g->grads + off); }
+static inline sq_ref Popt(sq_graph *g, size_t off) {
+  return off == (size_t)-1 ? sq_none() : P(g, off);
+}
+
+seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int S, int T,
+                             sq_graph **out) {
+  *out = NULL;
+  sq_graph *g = calloc(1, sizeof *g);
+  if (!g) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
+  const sq_config *c = &L->cfg;
+  g->ctx = ctx;
+  g->L = *L;
+  g->max_n = max_n, g->S = S, g->T = T;
+  g->D = c->embed_dim, g->H = c->enc_hidden, g->He = sq_config_enc_width(c);
+  g->Hd = c->dec_hidden, g->A = c->attn_dim, g->V = c->tgt_vocab;
+  g->ndir = c->bidirectional ? 2 : 1;
+  g->G = 3 * g->H, g->Gd = 3 * g->Hd, g->Xw = g->D + g->He;
+  g->qw = c->score == SQ_SCORE_ADDITIVE ? g->A : g->He;
+  const size_t N = (size_t)max_n;
+  size_t f = 0;
+#define TAKE(field, count) (g->field = f, f += (count))
+  TAKE(params, L->total);
+  TAKE(grads, L->total);
+  TAKE(enc_x, N * S * g->D);
+  for (int d = 0; d < g->ndir; d++) {
+    TAKE(enc_gi[d], N * S * g->G);
+    TAKE(enc_sv[d], N * S * 4 * g->H);
+    TAKE(enc_gh[d], (size_t)S * N * g->G);
+    TAKE(enc_hist[d], (size_t)(S + 1) * N * g->H);
+    TAKE(enc_dgi[d], N * S * g->G);
+    TAKE(enc_dgh[d], (size_t)S * N * g->G);
+    TAKE(enc_dh[d], N * g->H);
+  }
+  TAKE(enc_out, N * S * g->He);
+  TAKE(denc_out, N * S * g->He);
+  TAKE(denc_x, N * S * g->D);
+  TAKE(pkeys, N * S * (g->A > 0 ? g->A : 1));
+  TAKE(dpkeys, N * S * (g->A > 0 ? g->A : 1));
+  TAKE(hfinal, N * g->He);
+  TAKE(dpre, N * g->Hd);
+  TAKE(X, (size_t)T * N * g->Xw);
+  TAKE(qp, (size_t)T * N * g->qw);
+  TAKE(alpha, (size_t)T * N * S);
+  TAKE(u, (size_t)T * N * S * (g->A > 0 ? g->A : 1));
+  TAKE(gi, (size_t)T * N * g->Gd);
+  TAKE(sv, (size_t)T * N * 4 * g->Hd);
+  TAKE(gh, (size_t)T * N * g->Gd);
+  TAKE(st, (size_t)(T + 1) * N * g->Hd);
+  TAKE(logits, (size_t)T * N * g->V);
+  TAKE(dlogits, (size_t)T * N * g->V);
+  TAKE(dS, (size_t)T * N * g->Hd);
+  TAKE(ds, N * g->Hd);
+  TAKE(dX, (size_t)T * N * g->Xw);
+  TAKE(dgi, (size_t)T * N * g->Gd);
+  TAKE(dgh, (size_t)T * N * g->Gd);
+  TAKE(dqp, (size_t)T * N * g->qw);
+  TAKE(loss, 4);
+  size_t nf = f;
+  f = 0;
+  TAKE(src, N * S);
+  TAKE(lens, N);
+  TAKE(dec_in, (size_t)T * N);
+  TAKE(labels, (size_t)T * N);
+  TAKE(pred, N);
+  size_t ni = f;
+#undef TAKE
+  seqcl_status st = sq_buf_alloc(ctx, nf * sizeof(float), &g->fb);
+  if (st == SEQCL_OK) st = sq_buf_alloc(ctx, ni * sizeof(int32_t), &g->ib);
+  if (st == SEQCL_OK) st = sq_fill(ctx, F(g, 0), nf, 0.0f);
+  if (st == SEQCL_OK) st = sq_fill_i32(ctx, I(g, 0), ni, 0);
+  g->src_h = malloc(sizeof(int32_t) * ni);
+  if (st == SEQCL_OK && !g->src_h)
+    st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
+  if (st != SEQCL_OK) {
+    sq_graph_free(g);
+    return st;
+  }
+  g->lens_h = g->src_h + N * S;
+  g->dec_in_h = g->lens_h + N;
+  g->labels_h = g->dec_in_h + (size_t)T * N;
+  *out = g;
+  return SEQCL_OK;
+}
+
+void sq_graph_free(sq_graph *g) {
+  if (!g) return;
+  sq_buf_free(g->fb);
+  sq_buf_free(g->ib);
+  free(g->src_h);
+  free(g);
+}
+
+sq_ref sq_graph_params(sq_graph *g) { return F(g, g->params); }
+sq_ref sq_graph_grads(sq_graph *g) { return F(g, g->grads); }
+
+seqcl_status sq_graph_set_batch(sq_graph *g, int N, const int32_t *src, const int32_t *lens,
+                                const int32_t *tgt) {
+  if (N < 1 || N > g->max_n)
+    return sq_fail(g->ctx, SEQCL_ERR_SHAPE, "training: batch of %d rows (room for %d)", N,
+                   g->max_n);
+  const int S = g->S, T = g->T;
+  g->N = N;
+  g->valid = 0;
+  g->full = 1;
+  for (int n = 0; n < N; n++) g->full &= lens[n] == S;
+  memcpy(g->src_h, src, sizeof(int32_t) * (size_t)N * S);
+  memcpy(g->lens_h, lens, sizeof(int32_t) * (size_t)N);
+  for (int n = 0; n < N; n++)
+    for (int j = lens[n]; j < S; j++) g->src_h[(size_t)n * S + j] = 0; /* padding reads row 0 */
+  for (int t = 0; t < T; t++)
+    for (int n = 0; n < N; n++) {
+      int32_t in = tgt ? tgt[(size_t)n * (T + 1) + t] : g->L.cfg.bos_id;
+      int32_t lab = tgt ? tgt[(size_t)n * (T + 1) + t + 1] : -1;
+      g->dec_in_h[(size_t)t * N + n] = in < 0 ? 0 : in;
+      g->labels_h[(size_t)t * N + n] = in < 0 ? -1 : lab;
+      g->valid += g->labels_h[(size_t)t * N + n] >= 0;
+    }
+  SQ_TRY(sq_write(g->ctx, I(g, g->src), g->src_h, sizeof(int32_t) * (size_t)N * S));
+  SQ_TRY(sq_write(g->ctx, I(g, g->lens), g->lens_h, sizeof(int32_t) * (size_t)N));
+  SQ_TRY(sq_write(g->ctx, I(g, g->dec_in), g->dec_in_h, sizeof(int32_t) * (size_t)T * N));
+  SQ_TRY(sq_write(g->ctx, I(g, g->labels), g->labels_h, sizeof(int32_t) * (size_t)T * N));
+  return SEQCL_OK;
+}
+
+/* Encoder forward: embedding, then each direction's GRU with saved gates, then
+ * the key projection (additive) and the decoder's initial state. */
+static seqcl_status encoder_forward(sq_graph *g) {
+  seqcl_ctx *ctx = g->ctx;
+  const sq_tlayout *L = &g->L;
+  const int N = g->N, S = g->S, D = g->D, H = g->H, He = g->He, G = g->G;
+  SQ_TRY(sq_embedding(ctx, N * S, D, L->cfg.src_vocab, I(g, g->src), g->src_h,
+                      P(g, L->enc_emb), F(g, g->enc_x), D));
+  SQ_TRY(sq_fill(ctx, F(g, g->enc_out), (size_t)N * S * He, 0.0f));
+  for (int d = 0; d < g->ndir; d++) {
+    SQ_TRY(sq_gemm(ctx, 0, 1, N * S, G, D, 1.0f, F(g, g->enc_x), D, 0, P(g, L->enc_wih[d]), D, 0,
+                   0.0f, F(g, g->enc_gi[d]), G, 0, 1));
+    SQ_TRY(sq_fill(ctx, F(g, g->enc_hist[d]), (size_t)N * H, 0.0f));
+    for (int s = 0; s < S; s++) {
+      sq_ref hprev = F(g, g->enc_hist[d] + (size_t)s * N * H);
+      sq_ref hnext = F(g, g->enc_hist[d] + (size_t)(s + 1) * N * H);
+      sq_ref gh = F(g, g->enc_gh[d] + (size_t)s * N * G);
+      SQ_TRY(sq_gemm(ctx, 0, 1, N, G, H, 1.0f, hprev, H, 0, P(g, L->enc_whh[d]), H, 0, 0.0f, gh,
+                     G, 0, 1));
+      SQ_TRY(sq_copy(ctx, hnext, hprev, (size_t)N * H));
+      sq_gru_args a = {.N = N, .H = H, .gi = F(g, g->enc_gi[d]), .gi_sn = (size_t)S * G,
+                       .gi_st = (size_t)G, .gh = gh, .ld_gh = G, .b_ih = P(g, L->enc_bih[d]),
+                       .b_hh = P(g, L->enc_bhh[d]), .h = hnext,
+                       .out = F(g, g->enc_out + (size_t)d * H), .out_sn = (size_t)S * He,
+                       .out_st = (size_t)He, .lens = I(g, g->lens), .step = s, .reverse = d};
+      SQ_TRY(sq_grad_gru_fwd(ctx, &a, F(g, g->enc_sv[d]), (size_t)S * 4 * H, (size_t)4 * H));
+    }
+  }
+  if (L->cfg.score == SQ_SCORE_ADDITIVE)
+    SQ_TRY(sq_linear(ctx, N * S, He, g->A, F(g, g->enc_out), He, P(g, L->key_w), P(g, L->key_b),
+                     F(g, g->pkeys), g->A));
+  sq_ref s0 = F(g, g->st);
+  if (L->cfg.init == SQ_INIT_BRIDGE) {
+    /* s0 = tanh(W_b [h_fwd_final ; h_bwd_final] + b_b); hist[S] holds each
+     * direction's state after its last valid step. */
+    for (int d = 0; d < g->ndir; d++)
+      SQ_TRY(sq_gemm(ctx, 0, 1, N, g->Hd, H, 1.0f, F(g, g->enc_hist[d] + (size_t)S * N * H), H, 0,
+                     P(g, L->bridge_w + (size_t)d * H), He, 0, d ? 1.0f : 0.0f, s0, g->Hd, 0, 1));
+    SQ_TRY(sq_add_bias(ctx, N, g->Hd, s0, g->Hd, P(g, L->bridge_b)));
+    if (!ctx->be->ops->tanh_inplace)
+      return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "training: the %s backend has no tanh",
+                     ctx->be->ops->name);
+    SQ_TRY(ctx->be->ops->tanh_inplace(ctx->be, (size_t)N * g->Hd, s0));
+  } else {
+    SQ_TRY(sq_fill(ctx, s0, (size_t)N * g->Hd, 0.0f));
+  }
+  return SEQCL_OK;
+}
+
+static sq_attn_args attn_args(sq_graph *g, int t) {
+  const sq_tlayout *L = &g->L;
+  const int N = g->N;
+  sq_attn_args a = {.kind = L->cfg.score, .N = N, .S = g->S, .He = g->He, .A = g->A,
+                    .keys = F(g, g->enc_out), .lens = I(g, g->lens), .mask = sq_none(),
+                    .scale = 1.0f, .pkeys = sq_none(), .v = sq_none(), .bv = sq_none()};
+  if (a.kind == SQ_SCORE_DOT || a.kind == SQ_SCORE_SCALED_DOT) {
+    a.qp = F(g, g->st + (size_t)(t - 1) * N * g->Hd);
+    a.ld_qp = g->Hd;
+    if (a.kind == SQ_SCORE_SCALED_DOT) a.scale = 1.0f / sqrtf((float)g->He);
+  } else {
+    a.qp = F(g, g->qp + (size_t)(t - 1) * N * g->qw);
+    a.ld_qp = g->qw;
+  }
+  if (a.kind == SQ_SCORE_ADDITIVE) {
+    a.pkeys = F(g, g->pkeys);
+    a.v = P(g, L->energy_w);
+    a.bv = Popt(g, L->energy_b);
+  }
+  return a;
+}
+
+/* Decoder step t (1-based): reads state t-1 and X[t-1]'s embedding part, whose
+ * input-side GEMM gi[t-1] already holds the embedding half when hoisted. */
+static sq_ref saved_u(sq_graph *g, int t) {
+  if (g->L.cfg.score != SQ_SCORE_ADDITIVE) return sq_none();
+  return F(g, g->u + (size_t)(t - 1) * g->N * g->S * g->A);
+}
+
+static seqcl_status decoder_step(sq_graph *g, int t, int hoisted) {
+  seqcl_ctx *ctx = g->ctx;
+  const sq_tlayout *L = &g->L;
+  const int N = g->N, D = g->D, He = g->He, Hd = g->Hd, Gd = g->Gd, Xw = g->Xw;
+  const size_t k = (size_t)(t - 1);
+  sq_ref sprev = F(g, g->st + k * N * Hd), snext = F(g, g->st + (k + 1) * N * Hd);
+  sq_ref X = F(g, g->X + k * N * Xw), gi = F(g, g->gi + k * N * Gd), gh = F(g, g->gh + k * N * Gd);
+  if (!hoisted)
+    SQ_TRY(sq_gemm(ctx, 0, 1, N, Gd, D, 1.0f, X, Xw, 0, P(g, L->dec_wih), Xw, 0, 0.0f, gi, Gd, 0,
+                   1));
+  if (L->cfg.score == SQ_SCORE_ADDITIVE || L->cfg.score == SQ_SCORE_GENERAL)
+    SQ_TRY(sq_linear(ctx, N, Hd, g->qw, sprev, Hd, P(g, L->query_w), Popt(g, L->query_b),
+                     F(g, g->qp + k * N * g->qw), g->qw));
+  sq_attn_args a = attn_args(g, t);
+  SQ_TRY(sq_grad_attn_fwd(ctx, &a, saved_u(g, t), sq_ref_add(X, (size_t)D), Xw,
+                          F(g, g->alpha + k * N * g->S)));
+  /* gi += c W_ih[:, D:]^T */
+  SQ_TRY(sq_gemm(ctx, 0, 1, N, Gd, He, 1.0f, sq_ref_add(X, (size_t)D), Xw, 0,
+                 P(g, L->dec_wih + (size_t)D), Xw, 0, 1.0f, gi, Gd, 0, 1));
+  SQ_TRY(sq_gemm(ctx, 0, 1, N, Gd, Hd, 1.0f, sprev, Hd, 0, P(g, L->dec_whh), Hd, 0, 0.0f, gh, Gd, 0,
+                 1));
+  SQ_TRY(sq_copy(ctx, snext, sprev, (size_t)N * Hd));
+  sq_gru_args ga = {.N = N, .H = Hd, .gi = gi, .gi_sn = (size_t)Gd, .gi_st = 0, .gh = gh,
+                    .ld_gh = Gd, .b_ih = P(g, L->dec_bih), .b_hh = P(g, L->dec_bhh), .h = snext,
+                    .out = sq_none(), .lens = sq_none(), .step = 0, .reverse = 0};
+  return sq_grad_gru_fwd(ctx, &ga, F(g, g->sv + k * N * 4 * Hd), (size_t)4 * Hd, 0);
+}
+
+seqcl_status sq_graph_forward(sq_graph *g, float *loss) {
+  seqcl_ctx *ctx = g->ctx;
+  const sq_tlayout *L = &g->L;
+  const int N = g->N, T = g->T, D = g->D, Hd = g->Hd, Gd = g->Gd, Xw = g->Xw, V = g->V;
+  SQ_TRY(encoder_forward(g));
+  /* Teacher forcing: every step's input embedding and its half of the input
+   * GEMM are known up front, so both are one call over all T*N rows. */
+  SQ_TRY(sq_embedding(ctx, T * N, D, L->cfg.tgt_vocab, I(g, g->dec_in), g->dec_in_h,
+                      P(g, L->dec_emb), F(g, g->X), Xw));
+  SQ_TRY(sq_gemm(ctx, 0, 1, T * N, Gd, D, 1.0f, F(g, g->X), Xw, 0, P(g, L->dec_wih), Xw, 0, 0.0f,
+                 F(g, g->gi), Gd, 0, 1));
+  for (int t = 1; t <= T; t++) SQ_TRY(decoder_step(g, t, 1));
+  SQ_TRY(sq_linear(ctx, T * N, Hd, V, F(g, g->st + (size_t)N * Hd), Hd, P(g, L->out_w),
+                   P(g, L->out_b), F(g, g->logits), V));
+  SQ_TRY(sq_cross_entropy(ctx, T * N, V, F(g, g->logits), I(g, g->labels), g->labels_h,
+                          F(g, g->loss)));
+  if (loss) SQ_TRY(sq_read(ctx, F(g, g->loss), loss, sizeof(float)));
+  return SEQCL_OK;
+}
+
+static seqcl_status encoder_backward(sq_graph *g) {
+  seqcl_ctx *ctx = g->ctx;
+  const sq_tlayout *L = &g->L;
+  const int N = g->N, S = g->S, D = g->D, H = g->H, He = g->He, G = g->G;
+  for (int d = 0; d < g->ndir; d++) {
+    sq_ref dh = F(g, g->enc_dh[d]);
+    if (!g->full) /* padding positions of dgi must read 0 in the weight GEMMs */
+      SQ_TRY(sq_fill(ctx, F(g, g->enc_dgi[d]), (size_t)N * S * G, 0.0f));
+    for (int s = S - 1; s >= 0; s--) {
+      sq_ref dgh = F(g, g->enc_dgh[d] + (size_t)s * N * G);
+      sq_gru_bwd_args b = {.N = N, .H = H, .gi = F(g, g->enc_gi[d]), .gi_sn = (size_t)S * G,
+                           .gi_st = (size_t)G, .gh = F(g, g->enc_gh[d] + (size_t)s * N * G),
+                           .ld_gh = G, .b_ih = P(g, L->enc_bih[d]), .b_hh = P(g, L->enc_bhh[d]),
+                           .h_prev = F(g, g->enc_hist[d] + (size_t)s * N * H), .dh = dh,
+                           .dout = F(g, g->denc_out + (size_t)d * H), .dout_sn = (size_t)S * He,
+                           .dout_st = (size_t)He, .dgi = F(g, g->enc_dgi[d]), .dgh = dgh,
+                           .ld_dgh = G, .lens = I(g, g->lens), .step = s, .reverse = d,
+                           .saved = F(g, g->enc_sv[d]), .sv_sn = (size_t)S * 4 * H,
+                           .sv_st = (size_t)4 * H};
+      SQ_TRY(sq_grad_gru_gates(ctx, &b));
+      if (s > 0) /* every row starts at step 0 from the constant zero state */
+        SQ_TRY(sq_gemm(ctx, 0, 0, N, H, G, 1.0f, dgh, G, 0, P(g, L->enc_whh[d]), H, 0, 1.0f, dh, H,
+                       0, 1));
+    }
+    /* weight gradients of all steps at once */
+    SQ_TRY(sq_gemm(ctx, 1, 0, G, D, N * S, 1.0f, F(g, g->enc_dgi[d]), G, 0, F(g, g->enc_x), D, 0,
+                   1.0f, Gr(g, L->enc_wih[d]), D, 0, 1));
+    SQ_TRY(sq_gemm(ctx, 1, 0, G, H, S * N, 1.0f, F(g, g->enc_dgh[d]), G, 0, F(g, g->enc_hist[d]),
+                   H, 0, 1.0f, Gr(g, L->enc_whh[d]), H, 0, 1));
+    SQ_TRY(sq_grad_bias(ctx, N * S, G, F(g, g->enc_dgi[d]), G, Gr(g, L->enc_bih[d])));
+    SQ_TRY(sq_grad_bias(ctx, S * N, G, F(g, g->enc_dgh[d]), G, Gr(g, L->enc_bhh[d])));
+    SQ_TRY(sq_gemm(ctx, 0, 0, N * S, D, G, 1.0f, F(g, g->enc_dgi[d]), G, 0, P(g, L->enc_wih[d]), D,
+                   0, d ? 1.0f : 0.0f, F(g, g->denc_x), D, 0, 1));
+  }
+  return sq_grad_embedding(ctx, N * S, D, I(g, g->src), F(g, g->denc_x), D, L->cfg.pad_id,
+                           Gr(g, L->enc_emb));
+}
+
+seqcl_status sq_graph_backward(sq_graph *g) {
+  seqcl_ctx *ctx = g->ctx;
+  const sq_tlayout *L = &g->L;
+  const int N = g->N, S = g->S, T = g->T, D = g->D, H = g->H, He = g->He, Hd = g->Hd;
+  const int Gd = g->Gd, Xw = g->Xw, V = g->V, qw = g->qw;
+  const sq_score kind = L->cfg.score;
+  const int projected = kind == SQ_SCORE_ADDITIVE || kind == SQ_SCORE_GENERAL;
+  const size_t TN = (size_t)T * N;
+  /* output layer: dlogits, then dS (all steps) and the output weights */
+  SQ_TRY(sq_grad_cross_entropy(ctx, T * N, V, F(g, g->logits), I(g, g->labels),
+                               g->valid ? 1.0f / (float)g->valid : 0.0f, F(g, g->dlogits)));
+  SQ_TRY(sq_linear_bwd(ctx, T * N, Hd, V, F(g, g->st + (size_t)N * Hd), Hd, P(g, L->out_w),
+                       F(g, g->dlogits), V, F(g, g->dS), Hd, 0.0f, Gr(g, L->out_w),
+                       Gr(g, L->out_b)));
+  SQ_TRY(sq_fill(ctx, F(g, g->ds), (size_t)N * Hd, 0.0f));
+  SQ_TRY(sq_fill(ctx, F(g, g->denc_out), (size_t)N * S * He, 0.0f));
+  if (kind == SQ_SCORE_ADDITIVE)
+    SQ_TRY(sq_fill(ctx, F(g, g->dpkeys), (size_t)N * S * g->A, 0.0f));
+  if (projected) SQ_TRY(sq_fill(ctx, F(g, g->dqp), TN * qw, 0.0f));
+  sq_ref ds = F(g, g->ds);
+  for (int t = T; t >= 1; t--) {
+    const size_t k = (size_t)(t - 1);
+    sq_ref dgi = F(g, g->dgi + k * N * Gd), dgh = F(g, g->dgh + k * N * Gd);
+    sq_ref dc = F(g, g->dX + k * N * Xw + (size_t)D);
+    sq_gru_bwd_args b = {.N = N, .H = Hd, .gi = F(g, g->gi + k * N * Gd), .gi_sn = (size_t)Gd,
+                         .gi_st = 0, .gh = F(g, g->gh + k * N * Gd), .ld_gh = Gd,
+                         .b_ih = P(g, L->dec_bih), .b_hh = P(g, L->dec_bhh),
+                         .h_prev = F(g, g->st + k * N * Hd), .dh = ds,
+                         .dout = F(g, g->dS + k * N * Hd), .dout_sn = (size_t)Hd, .dout_st = 0,
+                         .dgi = dgi, .dgh = dgh, .ld_dgh = Gd, .lens = sq_none(), .step = 0,
+                         .reverse = 0, .saved = F(g, g->sv + k * N * 4 * Hd),
+                         .sv_sn = (size_t)4 * Hd, .sv_st = 0};
+    SQ_TRY(sq_grad_gru_gates(ctx, &b));
+    SQ_TRY(sq_gemm(ctx, 0, 0, N, Hd, Gd, 1.0f, dgh, Gd, 0, P(g, L->dec_whh), Hd, 0, 1.0f, ds, Hd,
+                   0, 1));
+    /* dc = dgi W_ih[:, D:] */
+    SQ_TRY(sq_gemm(ctx, 0, 0, N, He, Gd, 1.0f, dgi, Gd, 0, P(g, L->dec_wih + (size_t)D), Xw, 0,
+                   0.0f, dc, Xw, 0, 1));
+    sq_attn_args a = attn_args(g, t);
+    sq_ref dqp = projected ? F(g, g->dqp + k * N * qw) : ds;
+    SQ_TRY(sq_grad_attn(ctx, &a, F(g, g->alpha + k * N * S), saved_u(g, t), dc, Xw, dqp, projected ? qw : Hd,
+                        F(g, g->denc_out), kind == SQ_SCORE_ADDITIVE ? F(g, g->dpkeys) : sq_none(),
+                        kind == SQ_SCORE_ADDITIVE ? Gr(g, L->energy_w) : sq_none(),
+                        kind == SQ_SCORE_ADDITIVE && L->energy_b != (size_t)-1
+                            ? Gr(g, L->energy_b)
+                            : sq_none()));
+    if (projected)
+      SQ_TRY(sq_gemm(ctx, 0, 0, N, Hd, qw, 1.0f, dqp, qw, 0, P(g, L->query_w), Hd, 0, 1.0f, ds, Hd,
+                     0, 1));
+  }
+  /* decoder weight gradients of all steps at once */
+  SQ_TRY(sq_gemm(ctx, 1, 0, Gd, Xw, T * N, 1.0f, F(g, g->dgi), Gd, 0, F(g, g->X), Xw, 0, 1.0f,
+                 Gr(g, L->dec_wih), Xw, 0, 1));
+  SQ_TRY(sq_gemm(ctx, 1, 0, Gd, Hd, T * N, 1.0f, F(g, g->dgh), Gd, 0, F(g, g->st), Hd, 0, 1.0f,
+                 Gr(g, L->dec_whh), Hd, 0, 1));
+  SQ_TRY(sq_grad_bias(ctx, T * N, Gd, F(g, g->dgi), Gd, Gr(g, L->dec_bih)));
+  SQ_TRY(sq_grad_bias(ctx, T * N, Gd, F(g, g->dgh), Gd, Gr(g, L->dec_bhh)));
+  /* embedding half of dX, then the decoder embedding */
+  SQ_TRY(sq_gemm(ctx, 0, 0, T * N, D, Gd, 1.0f, F(g, g->dgi), Gd, 0, P(g, L->dec_wih), Xw, 0, 0.0f,
+                 F(g, g->dX), Xw, 0, 1));
+  SQ_TRY(sq_grad_embedding(ctx, T * N, D, I(g, g->dec_in), F(g, g->dX), Xw, L->cfg.pad_id,
+                           Gr(g, L->dec_emb)));
+  if (projected) {
+    SQ_TRY(sq_gemm(ctx, 1, 0, qw, Hd, T * N, 1.0f, F(g, g->dqp), qw, 0, F(g, g->st), Hd, 0, 1.0f,
+                   Gr(g, L->query_w), Hd, 0, 1));
+    if (L->query_b != (size_t)-1)
+      SQ_TRY(sq_grad_bias(ctx, T * N, qw, F(g, g->dqp), qw, Gr(g, L->query_b)));
+  }
+  if (kind == SQ_SCORE_ADDITIVE)
+    SQ_TRY(sq_linear_bwd(ctx, N * S, He, g->A, F(g, g->enc_out), He, P(g, L->key_w),
+                         F(g, g->dpkeys), g->A, F(g, g->denc_out), He, 1.0f, Gr(g, L->key_w),
+                         Popt(g, L->key_b).buf ? Gr(g, L->key_b) : sq_none()));
+  /* the initial state: ds = dL/ds_0 */
+  for (int d = 0; d < g->ndir; d++) SQ_TRY(sq_fill(ctx, F(g, g->enc_dh[d]), (size_t)N * H, 0.0f));
+  if (L->cfg.init == SQ_INIT_BRIDGE) {
+    sq_ref dpre = F(g, g->dpre);
+    SQ_TRY(sq_grad_tanh(ctx, (size_t)N * Hd, F(g, g->st), ds, dpre));
+    SQ_TRY(sq_grad_bias(ctx, N, Hd, dpre, Hd, Gr(g, L->bridge_b)));
+    for (int d = 0; d < g->ndir; d++) {
+      sq_ref hfin = F(g, g->enc_hist[d] + (size_t)S * N * H);
+      /* dW_b[:, dH:(d+1)H] += dpre^T h_final_d; dh_final_d = dpre W_b[:, dH:(d+1)H] */
+      SQ_TRY(sq_gemm(ctx, 1, 0, Hd, H, N, 1.0f, dpre, Hd, 0, hfin, H, 0, 1.0f,
+                     Gr(g, L->bridge_w + (size_t)d * H), He, 0, 1));
+      SQ_TRY(sq_gemm(ctx, 0, 0, N, H, Hd, 1.0f, dpre, Hd, 0, P(g, L->bridge_w + (size_t)d * H), He,
+                     0, 0.0f, F(g, g->enc_dh[d]), H, 0, 1));
+    }
+  }
+  return encoder_backward(g);
+}
+
+seqcl_status sq_graph_greedy(sq_graph *g, int32_t *out) {
+  seqcl_ctx *ctx = g->ctx;
+  const sq_tlayout *L = &g->L;
+  const int N = g->N, T = g->T, D = g->D, Hd = g->Hd, Xw = g->Xw, V = g->V;
+  SQ_TRY(encoder_forward(g));
+  int32_t *ids = g->dec_in_h; /* the current input token per row */
+  for (int n = 0; n < N; n++) ids[n] = L->cfg.bos_id;
+  SQ_TRY(sq_write(ctx, I(g, g->pred), ids, sizeof(int32_t) * (size_t)N));
+  for (int t = 1; t <= T; t++) {
+    const size_t k = (size_t)(t - 1);
+    SQ_TRY(sq_embedding(ctx, N, D, L->cfg.tgt_vocab, I(g, g->pred), ids, P(g, L->dec_emb),
+                        F(g, g->X + k * N * Xw), Xw));
+    SQ_TRY(decoder_step(g, t, 0));
+    sq_ref logit = F(g, g->logits + k * N * V);
+    SQ_TRY(sq_linear(ctx, N, Hd, V, F(g, g->st + (k + 1) * N * Hd), Hd, P(g, L->out_w),
+                     P(g, L->out_b), logit, V));
+    SQ_TRY(sq_argmax(ctx, N, V, logit, V, sq_none(), I(g, g->pred)));
+    SQ_TRY(sq_read(ctx, I(g, g->pred), ids, sizeof(int32_t) * (size_t)N));
+    for (int n = 0; n < N; n++) {
+      /* a finished line keeps producing EOS (SPEC §1, greedy decoding) */
+      if (t > 1 && out[(size_t)n * T + k - 1] == L->cfg.eos_id) ids[n] = L->cfg.eos_id;
+      out[(size_t)n * T + k] = ids[n];
+    }
+    SQ_TRY(sq_write(ctx, I(g, g->pred), ids, sizeof(int32_t) * (size_t)N));
+  }
+  return SEQCL_OK;
+}

@@ -1,0 +1,52 @@
+/* Saving a trained model as a directory `seqcl decode` reads: config.json and
+ * model.safetensors with the SPEC §2 tensor names. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model/safetensors.h"
+#include "model/tokens.h"
+#include "train/tmodel.h"
+
+seqcl_status sq_tlayout_save(seqcl_ctx *ctx, const sq_tlayout *L, const float *params,
+                             const char *dir) {
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    return sq_fail(ctx, SEQCL_ERR_IO, "training: cannot create model directory %s: %s", dir,
+                   strerror(errno));
+  size_t cap = strlen(dir) + 32;
+  char *path = malloc(cap);
+  if (!path) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
+  char *json = NULL;
+  seqcl_status st = sq_config_to_json(&L->cfg, &json);
+  if (st == SEQCL_OK) {
+    snprintf(path, cap, "%s/config.json", dir);
+    sq_outfile o;
+    st = sq_outfile_open(path, &o);
+    if (st == SEQCL_OK) {
+      if (fputs(json, o.f) < 0 || fputc('\n', o.f) < 0) {
+        sq_outfile_abort(&o);
+        st = sq_fail(ctx, SEQCL_ERR_IO, "training: cannot write %s: %s", path, strerror(errno));
+      } else {
+        st = sq_outfile_commit(&o);
+      }
+    }
+  }
+  free(json);
+  if (st == SEQCL_OK) {
+    sq_st_out t[SQ_TPARAM_MAX];
+    for (int i = 0; i < L->nparams; i++) {
+      const sq_tparam *p = &L->p[i];
+      memset(&t[i], 0, sizeof t[i]);
+      t[i].name = p->name;
+      t[i].ndim = p->ndim;
+      t[i].shape[0] = p->shape[0];
+      t[i].shape[1] = p->shape[1];
+      t[i].data = params + p->off;
+    }
+    snprintf(path, cap, "%s/model.safetensors", dir);
+    st = sq_st_write(path, t, (size_t)L->nparams);
+  }
+  free(path);
+  return st;
+}

@@ -1,0 +1,163 @@
+/* The training loop for the reversal task: fresh weights, a new seeded batch
+ * per step, forward + backward + (clip) + Adam, then greedy evaluation on
+ * held-out samples drawn after the training batches, then saving. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <seqcl/train.h>
+
+#include "ops/ops.h"
+#include "train/grad.h"
+#include "train/optim.h"
+#include "train/task.h"
+#include "train/tmodel.h"
+
+#define EVAL_SAMPLES 256
+
+void seqcl_train_options_default(seqcl_train_options *o) {
+  memset(o, 0, sizeof *o);
+  o->length = 6;
+  o->score = "additive";
+  o->steps = 1200;
+  o->batch_size = 64;
+  o->lr = 1e-3;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static seqcl_status parse_score(seqcl_ctx *ctx, const char *s, sq_score *out) {
+  static const char *names[] = {"additive", "general", "dot", "scaled_dot"};
+  for (int i = 0; i < 4; i++)
+    if (s && !strcmp(s, names[i])) {
+      *out = (sq_score)i;
+      return SEQCL_OK;
+    }
+  return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                 "train: unknown score '%s' (additive, general, dot, scaled_dot)", s ? s : "");
+}
+
+static seqcl_status check_options(seqcl_ctx *ctx, const seqcl_train_options *o, sq_config *c) {
+  sq_score score = SQ_SCORE_ADDITIVE;
+  SQ_TRY(parse_score(ctx, o->score, &score));
+  if (o->length < 1 || o->length > 4096)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --length %d is outside 1..4096",
+                   o->length);
+  if (o->steps < 0) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --steps is negative");
+  if (o->batch_size < 1 || o->batch_size > 1 << 20)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --batch-size %d is outside 1..%d",
+                   o->batch_size, 1 << 20);
+  if (!(o->lr > 0.0) || !isfinite(o->lr))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --lr must be a positive number");
+  if (!(o->clip >= 0.0) || !isfinite(o->clip))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --clip must be >= 0");
+  if (o->bidirectional && (score == SQ_SCORE_DOT || score == SQ_SCORE_SCALED_DOT))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: --score %s needs encoder width == decoder hidden (64), so it cannot "
+                   "be used with --bidirectional",
+                   o->score);
+  memset(c, 0, sizeof *c);
+  c->src_vocab = 12, c->tgt_vocab = 12, c->embed_dim = 32;
+  c->bos_id = 10, c->eos_id = 11, c->pad_id = -1;
+  c->enc_hidden = 64, c->enc_layers = 1, c->bidirectional = o->bidirectional ? 1 : 0;
+  c->dec_hidden = 64, c->init = SQ_INIT_ZEROS, c->score = score;
+  c->attn_dim = score == SQ_SCORE_ADDITIVE ? 64 : 0;
+  c->output = SQ_OUTPUT_STATE;
+  return SEQCL_OK;
+}
+
+typedef struct run {
+  sq_tlayout L;
+  sq_graph *g;
+  sq_adam adam;
+  int32_t *src, *lens, *tgt, *pred;
+  float *host_params;
+} run;
+
+static seqcl_status train_run(seqcl_ctx *ctx, const seqcl_train_options *o, run *R,
+                              seqcl_train_result *res) {
+  sq_config cfg;
+  SQ_TRY(check_options(ctx, o, &cfg));
+  SQ_TRY(sq_tlayout_make(ctx, &cfg, &R->L));
+  const int S = o->length, T = o->length + 1, B = o->batch_size;
+  const int maxn = B > EVAL_SAMPLES ? B : EVAL_SAMPLES;
+  SQ_TRY(sq_graph_create(ctx, &R->L, maxn, S, T, &R->g));
+  R->src = malloc(sizeof(int32_t) * (size_t)maxn * (S + 1 + (T + 1) + T));
+  R->host_params = malloc(sizeof(float) * R->L.total);
+  if (!R->src || !R->host_params)
+    return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
+  R->lens = R->src + (size_t)maxn * S;
+  R->tgt = R->lens + maxn;
+  R->pred = R->tgt + (size_t)maxn * (T + 1);
+
+  sq_graph *g = R->g;
+  sq_ref params = sq_graph_params(g), grads = sq_graph_grads(g);
+  const size_t total = R->L.total;
+  sq_tlayout_init(&R->L, o->seed, R->host_params);
+  SQ_TRY(sq_write(ctx, params, R->host_params, sizeof(float) * total));
+  SQ_TRY(sq_adam_create(ctx, total, (float)o->lr, &R->adam));
+  sq_buf *scratch = NULL;
+  sq_trng data;
+  /* the data stream is independent of the weight stream */
+  sq_trng_seed(&data, o->seed ^ 0x5EED0DA7A5EED0DAull);
+  double t0 = now_seconds();
+  float loss = 0.0f;
+  seqcl_status st = sq_buf_alloc(ctx, sizeof(float), &scratch);
+  for (int step = 0; st == SEQCL_OK && step < o->steps; step++) {
+    sq_task_reverse_batch(&data, B, S, cfg.bos_id, cfg.eos_id, R->src, R->lens, R->tgt);
+    st = sq_graph_set_batch(g, B, R->src, R->lens, R->tgt);
+    if (st == SEQCL_OK) st = sq_fill(ctx, grads, total, 0.0f);
+    if (st == SEQCL_OK) st = sq_graph_forward(g, &loss);
+    if (st == SEQCL_OK && !isfinite(loss))
+      st = sq_fail(ctx, SEQCL_ERR_NON_FINITE, "train: the loss became %g at step %d",
+                   (double)loss, step + 1);
+    if (st == SEQCL_OK) st = sq_graph_backward(g);
+    if (st == SEQCL_OK && o->clip > 0.0)
+      st = sq_clip_grad_norm(ctx, total, grads, (float)o->clip, sq_at(scratch, 0), NULL);
+    if (st == SEQCL_OK) st = sq_adam_step(ctx, &R->adam, params, grads);
+    if (st == SEQCL_OK && o->progress && o->progress(o->user, step + 1, o->steps, loss))
+      st = sq_fail(ctx, SEQCL_ERR_CANCELLED, "train: cancelled at step %d", step + 1);
+  }
+  sq_buf_free(scratch);
+  SQ_TRY(st);
+  SQ_TRY(sq_finish(ctx));
+  res->final_loss = loss;
+  res->train_seconds = now_seconds() - t0;
+
+  /* held-out samples: the next draws of the data stream */
+  sq_task_reverse_batch(&data, EVAL_SAMPLES, S, cfg.bos_id, cfg.eos_id, R->src, R->lens, R->tgt);
+  SQ_TRY(sq_graph_set_batch(g, EVAL_SAMPLES, R->src, R->lens, NULL));
+  SQ_TRY(sq_graph_greedy(g, R->pred));
+  res->evaluated = EVAL_SAMPLES;
+  res->correct = 0;
+  for (int n = 0; n < EVAL_SAMPLES; n++) {
+    int ok = 1;
+    for (int j = 0; j < S; j++) ok &= R->pred[(size_t)n * T + j] == R->tgt[(size_t)n * (T + 1) + 1 + j];
+    res->correct += ok;
+  }
+  if (o->save_dir) {
+    SQ_TRY(sq_read(ctx, params, R->host_params, sizeof(float) * total));
+    SQ_TRY(sq_tlayout_save(ctx, &R->L, R->host_params, o->save_dir));
+  }
+  return SEQCL_OK;
+}
+
+seqcl_status seqcl_train_reverse(seqcl_ctx *ctx, const seqcl_train_options *o,
+                                 seqcl_train_result *out) {
+  if (!ctx || !o || !out)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_train_reverse: NULL argument");
+  memset(out, 0, sizeof *out);
+  run R;
+  memset(&R, 0, sizeof R);
+  seqcl_status st = train_run(ctx, o, &R, out);
+  sq_graph_free(R.g);
+  sq_adam_free(&R.adam);
+  free(R.src);
+  free(R.host_params);
+  return st;
+}

@@ -1,0 +1,68 @@
+/* Shared pieces of the device-area tests: opening an OpenCL device as a bare
+ * context (no dependence on the ops layer), seeded random numbers. */
+#ifndef SQ_TEST_DEVICE_UTIL_H
+#define SQ_TEST_DEVICE_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+
+/* xorshift64*: reproducible inputs from a seed. */
+static uint64_t test_rng_state = 0x9e3779b97f4a7c15ull;
+static inline void test_seed(uint64_t s) { test_rng_state = s * 0x9e3779b97f4a7c15ull + 1; }
+static inline uint64_t test_next(void) {
+  test_rng_state ^= test_rng_state >> 12;
+  test_rng_state ^= test_rng_state << 25;
+  test_rng_state ^= test_rng_state >> 27;
+  return test_rng_state * 0x2545f4914f6cdd1dull;
+}
+/* Uniform in [-1, 1], never exactly 0. */
+static inline float test_uniform(void) {
+  float x;
+  do x = (float)((double)(test_next() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+  while (x == 0.0f);
+  return x;
+}
+/* Integer in [lo, hi]. */
+static inline int test_int(int lo, int hi) {
+  return lo + (int)(test_next() % (uint64_t)(hi - lo + 1));
+}
+
+#ifdef SEQCL_HAVE_OPENCL
+/* The OpenCL devices of this machine (the host entry removed). */
+static inline size_t test_opencl_devices(seqcl_device_info **out) {
+  seqcl_device_info *all = NULL;
+  size_t n = 0;
+  *out = NULL;
+  if (seqcl_devices_list(&all, &n) != SEQCL_OK) return 0;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (all[i].type != SEQCL_DEVICE_HOST) all[k++] = all[i];
+  *out = all;
+  return k;
+}
+
+/* A context whose backend is the OpenCL backend of `info`. */
+static inline seqcl_status test_open(const seqcl_device_info *info, seqcl_ctx **out) {
+  *out = calloc(1, sizeof **out);
+  if (!*out) return SEQCL_ERR_OUT_OF_MEMORY;
+  (*out)->info = *info;
+  seqcl_status st = sq_opencl_backend_create(*out, &(*out)->be);
+  if (st != SEQCL_OK) {
+    free(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+static inline void test_close(seqcl_ctx *ctx) {
+  if (!ctx) return;
+  if (ctx->be) ctx->be->ops->destroy(ctx->be);
+  free(ctx);
+}
+#endif
+
+#endif

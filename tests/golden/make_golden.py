@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Regenerates the golden fixtures of tests/golden (layout: README.md here).
+
+    python3 tests/golden/make_golden.py [--out DIR] [--only NAME ...]
+
+Needs PyTorch (Debian: apt-get install python3-torch); the fixtures are
+committed, so the C tests and CI never run this. Every model is drawn from a
+fixed seed; for each fixture the first seed (from its base seed upwards) whose
+model decodes without near-ties and with varied output lengths is kept, so
+the output is deterministic for a given PyTorch build.
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+import export_pytorch  # noqa: E402
+import seq2seq_reference as ref  # noqa: E402
+
+BEAM = 3
+LENGTH_PENALTY = 1.0
+SEED_TRIES = 400
+WANTED_GAP = 0.003  # prefer models whose decisions are this far from a tie (3x SPEC's 1e-3)
+
+
+def V12():
+    return dict(src_vocab_size=12, tgt_vocab_size=12, bos_id=10, eos_id=11)
+
+
+def V9_13():  # BOS/EOS at the start of the vocabulary, V_src != V_tgt
+    return dict(src_vocab_size=9, tgt_vocab_size=13, bos_id=0, eos_id=1)
+
+
+def V7_8():
+    return dict(src_vocab_size=7, tgt_vocab_size=8, bos_id=6, eos_id=7)
+
+
+# name, base seed, config, attention biases (key, query, energy), storage dtype,
+# source lengths, target step counts (labels per line), max_steps (None = default)
+FIXTURES = [
+    ("uni1_additive_zeros_state", 100,
+     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=8, enc_layers=1, bidirectional=False,
+          dec_hidden=8, init="zeros", score="additive", attn_dim=8, output="state"),
+     (True, True, True), "f32", [4, 1, 6, 3, 5], [4, 1, 6, 3, 2], None),
+    ("uni2_additive_nobias_bridge_ctx", 200,
+     dict(V9_13(), pad_id=2, embed_dim=5, enc_hidden=7, enc_layers=2, bidirectional=False,
+          dec_hidden=9, init="bridge", score="additive", attn_dim=6, output="state_context"),
+     (False, False, False), "f32", [3, 5, 2, 5, 1], [2, 5, 3, 4, 1], None),
+    ("bi1_additive_seed000_bridge_ctx", 300,
+     dict(V12(), pad_id=0, embed_dim=6, enc_hidden=6, enc_layers=1, bidirectional=True,
+          dec_hidden=10, init="bridge", score="additive", attn_dim=7, output="state_context"),
+     (False, False, True), "f32", [5, 2, 7, 1, 4], [3, 2, 7, 1, 5], None),
+    ("bi2_additive_zeros_state", 400,
+     dict(V7_8(), pad_id=None, embed_dim=5, enc_hidden=5, enc_layers=2, bidirectional=True,
+          dec_hidden=8, init="zeros", score="additive", attn_dim=6, output="state"),
+     (True, True, True), "f32", [2, 6, 4, 1, 3], [3, 6, 4, 2, 1], None),
+    ("uni1_general_bias_bridge_state", 500,
+     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=8, enc_layers=1, bidirectional=False,
+          dec_hidden=12, init="bridge", score="general", attn_dim=None, output="state"),
+     (False, True, False), "f32", [6, 3, 1, 4, 2], [5, 3, 1, 4, 2], None),
+    ("bi2_general_nobias_zeros_ctx", 600,
+     dict(V9_13(), pad_id=None, embed_dim=5, enc_hidden=4, enc_layers=2, bidirectional=True,
+          dec_hidden=6, init="zeros", score="general", attn_dim=None, output="state_context"),
+     (False, False, False), "f32", [1, 4, 3, 5, 2], [2, 4, 3, 5, 1], 4),
+    ("uni2_dot_zeros_ctx", 700,
+     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=8, enc_layers=2, bidirectional=False,
+          dec_hidden=8, init="zeros", score="dot", attn_dim=None, output="state_context"),
+     (False, False, False), "f32", [4, 2, 5, 1, 3], [4, 2, 5, 1, 3], None),
+    ("bi1_dot_bridge_state", 800,
+     dict(V9_13(), pad_id=None, embed_dim=5, enc_hidden=4, enc_layers=1, bidirectional=True,
+          dec_hidden=8, init="bridge", score="dot", attn_dim=None, output="state"),
+     (False, False, False), "f32", [3, 1, 5, 2, 4], [3, 1, 4, 2, 5], None),
+    ("uni1_scaled_dot_bridge_ctx", 900,
+     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=8, enc_layers=1, bidirectional=False,
+          dec_hidden=8, init="bridge", score="scaled_dot", attn_dim=None, output="state_context"),
+     (False, False, False), "f32", [2, 5, 1, 3, 4], [2, 5, 1, 3, 4], None),
+    ("bi2_scaled_dot_zeros_state", 1000,
+     dict(V7_8(), pad_id=None, embed_dim=5, enc_hidden=4, enc_layers=2, bidirectional=True,
+          dec_hidden=8, init="zeros", score="scaled_dot", attn_dim=None, output="state"),
+     (False, False, False), "f32", [5, 3, 1, 4, 2], [5, 3, 1, 4, 2], None),
+    ("s1_bi1_additive_bridge_ctx", 1100,
+     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=5, enc_layers=1, bidirectional=True,
+          dec_hidden=7, init="bridge", score="additive", attn_dim=6, output="state_context"),
+     (True, False, True), "f32", [1, 1, 1, 1], [3, 1, 4, 2], None),
+    ("f16_uni1_additive_zeros_state", 1200,
+     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=8, enc_layers=1, bidirectional=False,
+          dec_hidden=8, init="zeros", score="additive", attn_dim=8, output="state"),
+     (True, True, True), "f16", [3, 6, 1, 4, 2], [3, 5, 1, 4, 2], None),
+    ("bf16_bi1_general_bridge_ctx", 1300,
+     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=4, enc_layers=1, bidirectional=True,
+          dec_hidden=6, init="bridge", score="general", attn_dim=None, output="state_context"),
+     (False, True, False), "bf16", [4, 2, 5, 1, 3], [4, 2, 5, 1, 3], None),
+]
+
+STORAGE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def draw_model(cfg_kwargs, biases, storage, seed):
+    """A random model whose activations stay in the non-saturated range and
+    whose logits are spread enough for clear greedy choices. Weights are
+    rounded to the storage dtype, then held in float64."""
+    cfg = export_pytorch.make_config(**cfg_kwargs)
+    g = torch.Generator().manual_seed(seed)
+    model = ref.Seq2Seq(cfg, key_bias=biases[0], query_bias=biases[1], energy_bias=biases[2])
+    model = model.double()
+
+    def uni(shape, a):
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * a
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            fan_in = p.shape[-1] if p.dim() == 2 else None
+            if "embedding" in name:
+                p.copy_(uni(p.shape, 1.5))
+            elif name.startswith("encoder.rnn") or name.startswith("decoder.rnn"):
+                h = p.shape[0] // 3
+                p.copy_(uni(p.shape, (1.6 if "weight" in name else 0.4) / math.sqrt(h)))
+            elif name.startswith("decoder.attention"):
+                if "energy.weight" in name:
+                    p.copy_(uni(p.shape, 2.5 / math.sqrt(fan_in)))
+                elif "weight" in name:
+                    p.copy_(uni(p.shape, 2.0 / math.sqrt(fan_in)))
+                else:
+                    p.copy_(uni(p.shape, 0.4))
+            elif name.startswith("decoder.output"):
+                p.copy_(uni(p.shape, 3.5 / math.sqrt(fan_in)) if fan_in else uni(p.shape, 0.6))
+            elif name.startswith("bridge"):
+                p.copy_(uni(p.shape, 1.5 / math.sqrt(fan_in)) if fan_in else uni(p.shape, 0.3))
+            else:
+                raise AssertionError(f"no initialiser for {name}")
+        # A trained model never emits BOS; make EOS likely enough that lines
+        # end at varied lengths.
+        model.decoder.output.bias[cfg["bos_id"]] -= 3.0
+        model.decoder.output.bias[cfg["eos_id"]] += 0.1
+        for p in model.parameters():
+            p.copy_(p.to(STORAGE[storage]).to(torch.float64))
+    return model.eval()
+
+
+def draw_lines(seed, src_lens, tgt_steps, cfg):
+    g = torch.Generator().manual_seed(seed + 7919)
+    src = [torch.randint(0, cfg["src_vocab_size"], (n,), generator=g).tolist() for n in src_lens]
+    ordinary = [t for t in range(cfg["tgt_vocab_size"]) if t not in (cfg["bos_id"], cfg["eos_id"])]
+    tgt = []
+    for steps in tgt_steps:
+        body = [ordinary[i] for i in torch.randint(0, len(ordinary), (steps - 1,), generator=g)]
+        tgt.append([cfg["bos_id"]] + body + [cfg["eos_id"]])
+    return src, tgt
+
+
+def decode_all(model, src, max_steps):
+    greedy, g_al, g_ties, g_gap = model.greedy(src, max_steps)
+    out = {"greedy": (greedy, g_al, [(n, s, gap) for n, s, gap in g_ties], g_gap)}
+    for key, lp in (("beam3", 0.0), ("beam3_lp", LENGTH_PENALTY)):
+        lines, aligns, ties, gap = [], [], [], float("inf")
+        for n, line in enumerate(src):
+            toks, al, t, mg = model.beam_search(line, BEAM, lp, max_steps)
+            lines.append(toks)
+            aligns.append(al)
+            ties.extend((n, s, gp) for s, gp in t)
+            gap = min(gap, mg)
+        out[key] = (lines, aligns, ties, gap)
+    return out
+
+
+def quality(decoded, max_steps, want_truncated):
+    """Sort key: fewer near-ties, then gap >= WANTED_GAP, then varied outputs."""
+    greedy = decoded["greedy"][0]
+    ties = sum(len(d[2]) for d in decoded.values())
+    gap = min(d[3] for d in decoded.values())
+    lengths = {len(l) for l in greedy}
+    tokens = {t for l in greedy for t in l}
+    # lines that end with EOS after producing at least three tokens
+    middling = sum(3 <= len(l) < max_steps for l in greedy)
+    truncated = any(len(l) == max_steps for l in greedy)
+    beam_differs = decoded["beam3"][0] != greedy or decoded["beam3_lp"][0] != greedy
+    beam_nonempty = any(decoded["beam3"][0]) and any(decoded["beam3_lp"][0])
+    good = (ties == 0 and gap >= WANTED_GAP and len(lengths) >= 3 and len(tokens) >= 4
+            and middling >= (len(greedy) + 1) // 2 - (1 if want_truncated else 0)
+            and beam_nonempty and beam_differs and (truncated or not want_truncated))
+    return good, (ties, -min(gap, WANTED_GAP), -middling, -len(lengths), not beam_nonempty,
+                  not beam_differs)
+
+
+def pad_alignments(aligns, S):
+    T = max(a.shape[0] for a in aligns)
+    out = torch.zeros(len(aligns), T, S, dtype=torch.float64)
+    for n, a in enumerate(aligns):
+        out[n, :a.shape[0], :a.shape[1]] = a
+    return out
+
+
+def write_lines(path, lines):
+    with open(path, "w") as f:
+        for l in lines:
+            f.write(" ".join(str(t) for t in l) + "\n")
+
+
+def make_fixture(out_root, spec):
+    name, base_seed, cfg_kwargs, biases, storage, src_lens, tgt_steps, max_steps_opt = spec
+    best = None
+    for seed in range(base_seed, base_seed + SEED_TRIES):
+        model = draw_model(cfg_kwargs, biases, storage, seed)
+        src, tgt = draw_lines(seed, src_lens, tgt_steps, model.cfg)
+        max_steps = max_steps_opt or 2 * max(src_lens) + 10
+        decoded = decode_all(model, src, max_steps)
+        good, key = quality(decoded, max_steps, want_truncated=max_steps_opt is not None)
+        if best is None or key < best[0]:
+            best = (key, seed, model, src, tgt, max_steps, decoded)
+        if good:
+            break
+    key, seed, model, src, tgt, max_steps, decoded = best
+    logits, aligns, loss = model.teacher_forced(src, tgt)
+
+    d = os.path.join(out_root, name)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    ref.save_model(model, d, dtype=storage)
+    write_lines(os.path.join(d, "src.txt"), src)
+    write_lines(os.path.join(d, "tgt.txt"), tgt)
+    f32 = torch.float32
+    export_pytorch.write_safetensors(os.path.join(d, "expected.safetensors"), {
+        "logits": logits.to(f32), "alignments": aligns.to(f32), "loss": loss.to(f32)})
+    S = max(src_lens)
+    dec_al = {}
+    for kind in ("greedy", "beam3", "beam3_lp"):
+        lines, al, ties, _ = decoded[kind]
+        write_lines(os.path.join(d, kind + ".txt"), lines)
+        dec_al[kind] = (al if kind == "greedy" else pad_alignments(al, S)).to(f32)
+    export_pytorch.write_safetensors(os.path.join(d, "decode_alignments.safetensors"), dec_al)
+    with open(os.path.join(d, "near_ties.txt"), "w") as f:
+        for kind in ("greedy", "beam3", "beam3_lp"):
+            for n, step, gap in decoded[kind][2]:
+                f.write(f"{kind} {n} {step} {gap:.3e}\n")
+    info = {
+        "seed": seed,
+        "weights_dtype": storage.upper(),
+        "attention_biases": ({"key": biases[0], "query": biases[1], "energy": biases[2]}
+                             if cfg_kwargs["score"] == "additive" else
+                             {"query": biases[1]} if cfg_kwargs["score"] == "general" else {}),
+        "max_steps": max_steps,
+        "max_steps_is_default": max_steps_opt is None,
+        "decode": {
+            "greedy": {"file": "greedy.txt", "beam": 1, "length_penalty": 0.0},
+            "beam3": {"file": "beam3.txt", "beam": BEAM, "length_penalty": 0.0},
+            "beam3_lp": {"file": "beam3_lp.txt", "beam": BEAM, "length_penalty": LENGTH_PENALTY},
+        },
+        "smallest_decision_gap": round(min(dd[3] for dd in decoded.values()), 6),
+    }
+    with open(os.path.join(d, "fixture.json"), "w") as f:
+        json.dump(info, f, indent=2)
+        f.write("\n")
+    n_ties = key[0]
+    print(f"{name}: seed {seed}, max_steps {max_steps}, greedy lengths "
+          f"{[len(l) for l in decoded['greedy'][0]]}, beam3 differs: "
+          f"{decoded['beam3'][0] != decoded['greedy'][0]}, beam3_lp differs: "
+          f"{decoded['beam3_lp'][0] != decoded['greedy'][0]}, near-ties {n_ties}, "
+          f"smallest gap {info['smallest_decision_gap']}, loss {loss.item():.4f}")
+    return name
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="regenerate the seqcl golden fixtures")
+    p.add_argument("--out", default=HERE, help="folder to write the fixtures into")
+    p.add_argument("--only", nargs="*", help="fixture names to regenerate")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    names = []
+    for spec in FIXTURES:
+        if args.only and spec[0] not in args.only:
+            names.append(spec[0])
+            continue
+        names.append(make_fixture(args.out, spec))
+    with open(os.path.join(args.out, "fixtures.txt"), "w") as f:
+        f.write("\n".join(names) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,612 @@
+/* safetensors reader and writer: valid files built here byte by byte, a
+ * catalogue of malformed headers (exact status + message), every truncation of
+ * a valid file, seeded random corruption, exact F16/BF16 conversion, and the
+ * writer's round trip and "nothing left behind" guarantee. */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "model/safetensors.h"
+
+/* ---- fixtures ---- */
+
+typedef struct bytes {
+  unsigned char *p;
+  size_t n;
+} bytes;
+
+/* 8-byte length (hlen, or strlen(header) when hlen is -1), header, data. */
+static bytes make_file(const char *header, long long hlen, const unsigned char *data, size_t dlen) {
+  size_t h = strlen(header);
+  bytes b = {malloc(8 + h + dlen + 1), 8 + h + dlen};
+  uint64_t len = hlen < 0 ? (uint64_t)h : (uint64_t)hlen;
+  for (int i = 0; i < 8; i++) b.p[i] = (unsigned char)(len >> (8 * i));
+  memcpy(b.p + 8, header, h);
+  if (dlen) memcpy(b.p + 8 + h, data, dlen);
+  return b;
+}
+
+/* Data section of the valid fixture: a = F32 [2] {1.5, -2}, b = F16 [3] {1, -0.5, 65504}. */
+static const unsigned char VALID_DATA[14] = {0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x00, 0xc0,
+                                             0x00, 0x3c, 0x00, 0xb8, 0xff, 0x7b};
+static const char VALID_HEADER[] =
+    "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+    "\"b\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[8,14]}}";
+
+static bytes valid_file(void) { return make_file(VALID_HEADER, -1, VALID_DATA, sizeof VALID_DATA); }
+
+static void expect_bad(const char *what, bytes b, int allow_i32, const char *message) {
+  sq_st_file *f = (sq_st_file *)1;
+  seqcl_status st = sq_st_parse(b.p, b.n, "t.safetensors", allow_i32, &f);
+  const char *msg = seqcl_last_message();
+  if (st != SEQCL_ERR_BAD_MODEL || !strstr(msg, message) || !strstr(msg, "t.safetensors: "))
+    fail_msg("%s: status %s, message '%s'; expected SEQCL_ERR_BAD_MODEL and '%s'", what,
+             seqcl_status_name(st), msg, message);
+  assert_null(f);
+}
+
+static sq_st_file *expect_ok(bytes b, int allow_i32) {
+  sq_st_file *f = NULL;
+  seqcl_status st = sq_st_parse(b.p, b.n, "t.safetensors", allow_i32, &f);
+  if (st != SEQCL_OK) fail_msg("expected success, got %s: %s", seqcl_status_name(st), seqcl_last_message());
+  assert_non_null(f);
+  return f;
+}
+
+/* ---- valid files ---- */
+
+static void test_valid(void **state) {
+  (void)state;
+  bytes b = valid_file();
+  sq_st_file *f = expect_ok(b, 0);
+  assert_int_equal(f->count, 2);
+  assert_int_equal(f->data_bytes, 14);
+  const sq_st_tensor *a = sq_st_find(f, "a"), *t = sq_st_find(f, "b");
+  assert_non_null(a);
+  assert_non_null(t);
+  assert_null(sq_st_find(f, "c"));
+  assert_int_equal(a->dtype, SQ_DT_F32);
+  assert_int_equal(a->ndim, 1);
+  assert_int_equal(a->shape[0], 2);
+  assert_int_equal(a->nelem, 2);
+  assert_int_equal(t->dtype, SQ_DT_F16);
+  assert_int_equal(t->begin, 8);
+  assert_int_equal(t->end, 14);
+  float va[2], vb[3];
+  sq_st_to_f32(f, a, va);
+  sq_st_to_f32(f, t, vb);
+  assert_true(va[0] == 1.5f && va[1] == -2.0f);
+  assert_true(vb[0] == 1.0f && vb[1] == -0.5f && vb[2] == 65504.0f);
+  sq_st_free(f);
+  free(b.p);
+}
+
+static void test_valid_variants(void **state) {
+  (void)state;
+  /* Header padded with spaces to a multiple of 8, with __metadata__. */
+  const char *h = "{\"__metadata__\":{\"format\":\"pt\",\"note\":\"\"},"
+                  "\"w\":{\"dtype\":\"BF16\",\"shape\":[2,1],\"data_offsets\":[0,4]}}      ";
+  const unsigned char d[4] = {0x80, 0x3f, 0x49, 0xc0}; /* bf16 1.0, -3.140625 */
+  bytes b = make_file(h, -1, d, 4);
+  sq_st_file *f = expect_ok(b, 0);
+  assert_int_equal(f->count, 1);
+  const sq_st_tensor *w = sq_st_find(f, "w");
+  assert_non_null(w);
+  assert_int_equal(w->ndim, 2);
+  assert_int_equal(w->nelem, 2);
+  float v[2];
+  sq_st_to_f32(f, w, v);
+  assert_true(v[0] == 1.0f && v[1] == -3.140625f);
+  sq_st_free(f);
+  free(b.p);
+
+  /* Scalars, empty tensors (anywhere in the order), I32 when allowed. */
+  h = "{\"e\":{\"dtype\":\"F32\",\"shape\":[0,5],\"data_offsets\":[4,4]},"
+      "\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]},"
+      "\"i\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+      "\"z\":{\"dtype\":\"F16\",\"shape\":[3,0,7],\"data_offsets\":[8,8]}}";
+  const unsigned char d2[8] = {0x00, 0x00, 0x80, 0xbf, 0xfe, 0xff, 0xff, 0xff};
+  b = make_file(h, -1, d2, 8);
+  expect_bad("I32 not allowed", b, 0, "tensor 'i': dtype I32 is not supported (F32, F16 or BF16 expected)");
+  f = expect_ok(b, 1);
+  assert_int_equal(f->count, 4);
+  const sq_st_tensor *s = sq_st_find(f, "s"), *i = sq_st_find(f, "i"), *e = sq_st_find(f, "e");
+  assert_int_equal(s->ndim, 0);
+  assert_int_equal(s->nelem, 1);
+  assert_int_equal(e->nelem, 0);
+  float sv;
+  sq_st_to_f32(f, s, &sv);
+  assert_true(sv == -1.0f);
+  int32_t iv;
+  assert_int_equal(sq_st_to_i32(f, i, &iv), 0);
+  assert_int_equal(iv, -2);
+  assert_int_equal(sq_st_to_i32(f, s, &iv), -1);
+  sq_st_free(f);
+  free(b.p);
+
+  /* No tensors at all. */
+  b = make_file("{}", -1, NULL, 0);
+  f = expect_ok(b, 0);
+  assert_int_equal(f->count, 0);
+  sq_st_free(f);
+  free(b.p);
+}
+
+/* ---- malformed files ---- */
+
+typedef struct bad_header {
+  const char *header;
+  size_t data_len; /* bytes of data section (zeros) */
+  const char *message;
+} bad_header;
+
+#define T2(a, b) "{\"a\":" a ",\"b\":" b "}"
+#define F32_2(b, e) "{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[" #b "," #e "]}"
+#define F16_3(b, e) "{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[" #b "," #e "]}"
+
+static const bad_header BAD_HEADERS[] = {
+    {"[1,2]", 0, "the JSON header (byte offset 8) is not an object"},
+    {"{\"a\":1,", 0, "malformed JSON header at byte offset"},
+    {"{\"a\":{}} x", 0, "malformed JSON header at byte offset"},
+    {"{\"a\":{\"dtype\":\"F32\",\"sh\0ape\":[1],\"data_offsets\":[0,4]}}", 4, "malformed JSON header"},
+    {T2(F32_2(0, 8), F32_2(8, 16)), 16, ""}, /* the valid baseline of the tiling cases */
+    {"{\"a\":" F32_2(0, 8) ",\"a\":" F32_2(8, 16) "}", 16, "duplicate object key near '\"a\"'"},
+    {"{\"a\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8,
+     "tensor 'a': dtype I64 is not supported (F32, F16 or BF16 expected)"},
+    {"{\"a\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8, "tensor 'a': dtype F64 is not supported"},
+    {"{\"a\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "tensor 'a': dtype f32 is not supported"},
+    {"{\"a\":{\"dtype\":4,\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "tensor 'a': dtype must be a string"},
+    {"{\"a\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "tensor 'a': dtype is missing"},
+    {"{\"a\":[1]}", 0, "tensor 'a': header entry must be an object"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,0]}}", 0, "tensor 'a': shape[0] must be a non-negative integer"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1,2.0],\"data_offsets\":[0,8]}}", 8, "tensor 'a': shape[1] must be a non-negative integer"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":2,\"data_offsets\":[0,8]}}", 8, "tensor 'a': shape must be an array"},
+    {"{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,8]}}", 8, "tensor 'a': shape is missing"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", 4, "tensor 'a': 9 dimensions (at most 8 supported)"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}", 0, "tensor 'a': the shape's element count overflows"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[65536,65536,65536,65536],\"data_offsets\":[0,0]}}", 0, "tensor 'a': the shape's element count overflows"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904],\"data_offsets\":[0,0]}}", 0, "tensor 'a': the shape's element count overflows"},
+    {"{\"a\":{\"dtype\":\"BF16\",\"shape\":[9223372036854775807,3],\"data_offsets\":[0,0]}}", 0, "tensor 'a': the shape's element count overflows"},
+    /* 2 x (2^63 - 1) bytes still fits in size_t: no overflow, but the offsets disagree. */
+    {"{\"a\":{\"dtype\":\"BF16\",\"shape\":[9223372036854775807],\"data_offsets\":[0,0]}}", 0,
+     "tensor 'a': data_offsets [0, 0] hold 0 bytes but dtype BF16 x shape needs 18446744073709551614"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, "tensor 'a': data_offsets [0, 4] hold 4 bytes but dtype F32 x shape needs 8"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8, "tensor 'a': data_offsets [8, 0] end before they begin"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8, "tensor 'a': data_offsets is missing"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8,8]}}", 8, "tensor 'a': data_offsets must be [begin, end]"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[-8,0]}}", 8, "tensor 'a': data_offsets must be [begin, end]"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":\"0-8\"}}", 8, "tensor 'a': data_offsets must be [begin, end]"},
+    {T2(F32_2(0, 8), F16_3(4, 10)), 14, "tensor 'b': bytes [4, 10) overlap tensor 'a'"},
+    {T2(F32_2(0, 8), F32_2(0, 8)), 8, "overlap tensor 'a'"},
+    {T2(F32_2(0, 8), F16_3(10, 16)), 16, "gap in the data section: bytes [8, 10)"},
+    {T2(F32_2(2, 10), F16_3(10, 16)), 16, "gap in the data section: bytes [0, 2)"},
+    {T2(F32_2(0, 8), F16_3(8, 14)), 12, "tensor 'b': bytes [8, 14) of the data section run past the end of the file"},
+    {T2(F32_2(0, 8), F16_3(8, 14)), 0, "tensor 'a': bytes [0, 8) of the data section run past the end of the file"},
+    {T2(F32_2(0, 8), F32_2(9223372036854775800, 9223372036854775808)), 8, "malformed JSON header"},
+    {T2(F32_2(0, 8), F32_2(9223372036854775799, 9223372036854775807)), 8, "tensor 'b': bytes [9223372036854775799, 9223372036854775807) of the data section run past the end"},
+    {T2(F32_2(0, 8), F16_3(8, 14)), 16, "2 trailing bytes at byte offset"},
+    {"{}", 3, "3 trailing bytes at byte offset"},
+    {"{\"__metadata__\":{\"format\":1}}", 0, "__metadata__ must map strings to strings; the value of 'format' is not a string"},
+    {"{\"__metadata__\":{\"a\":\"b\",\"n\":null}}", 0, "the value of 'n' is not a string"},
+    {"{\"__metadata__\":[\"pt\"]}", 0, "__metadata__ must be an object mapping strings to strings"},
+    {"{\"__metadata__\":{},\"__metadata__\":{}}", 0, "duplicate object key"},
+};
+
+static void test_bad_headers(void **state) {
+  (void)state;
+  unsigned char zeros[64] = {0};
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof BAD_HEADERS / sizeof BAD_HEADERS[0]; i++) {
+    const bad_header *c = &BAD_HEADERS[i];
+    /* The embedded-NUL case needs its true length: build it by hand. */
+    bytes b;
+    if (strstr(c->header, "\"sh") && !strstr(c->header, "shape")) {
+      static const char with_nul[] = "{\"a\":{\"dtype\":\"F32\",\"sh\0ape\":[1],\"data_offsets\":[0,4]}}";
+      size_t h = sizeof with_nul - 1;
+      b.n = 8 + h + 4;
+      b.p = calloc(1, b.n);
+      b.p[0] = (unsigned char)h;
+      memcpy(b.p + 8, with_nul, h);
+    } else {
+      b = make_file(c->header, -1, zeros, c->data_len);
+    }
+    if (c->message[0] == '\0') {
+      sq_st_free(expect_ok(b, 0)); /* the tiling baseline really is valid */
+    } else {
+      char what[32];
+      snprintf(what, sizeof what, "bad header case %zu", i);
+      expect_bad(what, b, 0, c->message);
+      n++;
+    }
+    free(b.p);
+  }
+  printf("safetensors bad-header cases: %zu\n", n);
+}
+
+static void test_bad_lengths(void **state) {
+  (void)state;
+  bytes b = make_file("{}", 0, NULL, 0);
+  expect_bad("length 0", b, 0, "header length at byte offset 0 is 0");
+  free(b.p);
+  b = make_file("{}", 100000001, NULL, 0);
+  expect_bad("length 100 MB + 1", b, 0, "header length 100000001 at byte offset 0 exceeds the format's limit");
+  free(b.p);
+  b = make_file("{}", (long long)0x7fffffffffffffffLL, NULL, 0);
+  expect_bad("length 2^63-1", b, 0, "exceeds the format's limit");
+  free(b.p);
+  b = make_file("{}", 3, NULL, 0);
+  expect_bad("length past EOF", b, 0, "the 3-byte header starting at byte offset 8 runs past the end of the file (10 bytes)");
+  free(b.p);
+  /* Exactly 100 MB is allowed by the length check (then fails as past EOF). */
+  b = make_file("{}", 100000000, NULL, 0);
+  expect_bad("length 100 MB", b, 0, "runs past the end of the file");
+  free(b.p);
+  unsigned char five[5] = {2, 0, 0, 0, 0};
+  b.p = five;
+  b.n = 5;
+  expect_bad("5-byte file", b, 0, "file is 5 bytes, too short for the 8-byte header length at byte offset 0");
+  b.n = 0;
+  expect_bad("empty file", b, 0, "file is 0 bytes");
+}
+
+/* Every proper prefix of a valid file is an error, never a crash or a success. */
+static void test_truncation(void **state) {
+  (void)state;
+  bytes b = valid_file();
+  for (size_t n = 0; n < b.n; n++) {
+    unsigned char *copy = malloc(n ? n : 1); /* exact-size copy so ASan sees over-reads */
+    memcpy(copy, b.p, n);
+    sq_st_file *f = (sq_st_file *)1;
+    seqcl_status st = sq_st_parse(copy, n, "t.safetensors", 0, &f);
+    if (st != SEQCL_ERR_BAD_MODEL) fail_msg("prefix of %zu bytes: %s", n, seqcl_status_name(st));
+    assert_null(f);
+    assert_non_null(strstr(seqcl_last_message(), "t.safetensors: "));
+    free(copy);
+  }
+  /* One extra byte is an error too. */
+  unsigned char *longer = malloc(b.n + 1);
+  memcpy(longer, b.p, b.n);
+  longer[b.n] = 0;
+  bytes l = {longer, b.n + 1};
+  char want[64];
+  snprintf(want, sizeof want, "1 trailing bytes at byte offset %zu", b.n);
+  expect_bad("one byte too many", l, 0, want);
+  free(longer);
+  free(b.p);
+}
+
+/* Seeded random corruption: each result is either a valid file or a clean error. */
+static void test_random_corruption(void **state) {
+  (void)state;
+  bytes b = valid_file();
+  uint64_t rng = 0x9e3779b97f4a7c15ull;
+  size_t ok = 0, bad = 0;
+  for (int iter = 0; iter < 20000; iter++) {
+    unsigned char *copy = malloc(b.n);
+    memcpy(copy, b.p, b.n);
+    int flips = 1 + iter % 3;
+    for (int k = 0; k < flips; k++) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      size_t at = (size_t)(rng >> 33) % b.n;
+      copy[at] = (unsigned char)(rng >> 17);
+    }
+    sq_st_file *f = NULL;
+    seqcl_status st = sq_st_parse(copy, b.n, "t.safetensors", iter & 1, &f);
+    if (st == SEQCL_OK) {
+      ok++;
+      for (size_t i = 0; i < f->count; i++) {
+        float *dst = malloc((f->tensors[i].nelem ? f->tensors[i].nelem : 1) * sizeof *dst);
+        sq_st_to_f32(f, &f->tensors[i], dst);
+        free(dst);
+      }
+      sq_st_free(f);
+    } else {
+      if (st != SEQCL_ERR_BAD_MODEL) fail_msg("iteration %d: %s", iter, seqcl_status_name(st));
+      assert_null(f);
+      bad++;
+    }
+    free(copy);
+  }
+  printf("random corruption: %zu still valid, %zu rejected\n", ok, bad);
+  assert_true(bad > 10000);
+  free(b.p);
+}
+
+/* ---- F16 / BF16 conversion ---- */
+
+static double half_reference(uint16_t h) {
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double s = (h & 0x8000) ? -1.0 : 1.0;
+  if (e == 0) return s * ldexp(m, -24);
+  if (e == 31) return m ? NAN : s * INFINITY;
+  return s * ldexp(1024 + m, e - 25);
+}
+
+static void test_half_table(void **state) {
+  (void)state;
+  static const struct {
+    uint16_t h;
+    double v;
+  } table[] = {
+      {0x0000, 0.0},
+      {0x0001, 5.9604644775390625e-08},   /* smallest subnormal, 2^-24 */
+      {0x0002, 1.1920928955078125e-07},
+      {0x03ff, 6.097555160522461e-05},    /* largest subnormal */
+      {0x0400, 6.103515625e-05},          /* smallest normal, 2^-14 */
+      {0x3555, 0.333251953125},
+      {0x3bff, 0.99951171875},
+      {0x3c00, 1.0},
+      {0x3c01, 1.0009765625},
+      {0x4000, 2.0},
+      {0x4248, 3.140625},
+      {0x7bff, 65504.0},
+      {0xc000, -2.0},
+      {0x8001, -5.9604644775390625e-08},
+      {0xfbff, -65504.0},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    float f = sq_half_to_float(table[i].h);
+    if ((double)f != table[i].v) fail_msg("half 0x%04x -> %.17g, expected %.17g", table[i].h, f, table[i].v);
+  }
+  assert_true(isinf(sq_half_to_float(0x7c00)) && sq_half_to_float(0x7c00) > 0);
+  assert_true(isinf(sq_half_to_float(0xfc00)) && sq_half_to_float(0xfc00) < 0);
+  assert_true(isnan(sq_half_to_float(0x7e00)));
+  assert_true(isnan(sq_half_to_float(0x7c01))); /* signalling NaN stays NaN, not inf */
+  assert_true(sq_half_to_float(0x8000) == 0.0f && signbit(sq_half_to_float(0x8000)));
+
+  /* Every one of the 65536 values against the ldexp definition. */
+  for (uint32_t h = 0; h < 65536; h++) {
+    float f = sq_half_to_float((uint16_t)h);
+    double r = half_reference((uint16_t)h);
+    if (isnan(r)) {
+      if (!isnan(f)) fail_msg("half 0x%04x should be NaN", h);
+    } else if ((double)f != r || !signbit(f) != !signbit(r)) {
+      fail_msg("half 0x%04x -> %.17g, expected %.17g", h, f, r);
+    }
+  }
+}
+
+static void test_bf16_table(void **state) {
+  (void)state;
+  static const struct {
+    uint16_t h;
+    double v;
+  } table[] = {
+      {0x0000, 0.0},
+      {0x0001, 9.183549615799121e-41},   /* smallest subnormal, 2^-133 */
+      {0x007f, 1.1663108012064884e-38},  /* largest subnormal, 127 * 2^-133 */
+      {0x0080, 1.1754943508222875e-38},  /* smallest normal, 2^-126 */
+      {0x3f80, 1.0},
+      {0x3f81, 1.0078125},
+      {0x4049, 3.140625},
+      {0xbf00, -0.5},
+      {0x7f7f, 3.3895313892515355e+38},  /* largest finite */
+      {0xc2f7, -123.5},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    float f = sq_bf16_to_float(table[i].h);
+    if ((double)f != table[i].v) fail_msg("bf16 0x%04x -> %.17g, expected %.17g", table[i].h, f, table[i].v);
+  }
+  assert_true(isinf(sq_bf16_to_float(0x7f80)) && sq_bf16_to_float(0x7f80) > 0);
+  assert_true(isinf(sq_bf16_to_float(0xff80)) && sq_bf16_to_float(0xff80) < 0);
+  assert_true(isnan(sq_bf16_to_float(0x7fc0)));
+  assert_true(isnan(sq_bf16_to_float(0xff81)));
+  assert_true(sq_bf16_to_float(0x8000) == 0.0f && signbit(sq_bf16_to_float(0x8000)));
+}
+
+/* ---- writer ---- */
+
+static char tmpdir[64];
+
+static int setup_dir(void **state) {
+  (void)state;
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/seqcl-st-XXXXXX");
+  return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static void remove_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  char p[512];
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    struct stat sb;
+    if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      chmod(p, 0700);
+      remove_tree(p);
+    } else {
+      unlink(p);
+    }
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+static int teardown_dir(void **state) {
+  (void)state;
+  remove_tree(tmpdir);
+  return 0;
+}
+
+static size_t count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  size_t n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  closedir(d);
+  return n;
+}
+
+static float uniform(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((double)(*s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static void test_write_round_trip(void **state) {
+  (void)state;
+  uint64_t seed = 42;
+  float logits[2 * 3 * 5], align[2 * 3 * 4], loss = 0.75f;
+  for (size_t i = 0; i < sizeof logits / sizeof logits[0]; i++) logits[i] = uniform(&seed);
+  for (size_t i = 0; i < sizeof align / sizeof align[0]; i++) align[i] = uniform(&seed);
+  sq_st_out out[4] = {
+      {"logits", 3, {2, 3, 5}, logits},
+      {"alignments", 3, {2, 3, 4}, align},
+      {"loss", 0, {0}, &loss},
+      {"empty", 2, {0, 7}, NULL},
+  };
+  char path[128];
+  snprintf(path, sizeof path, "%s/out.safetensors", tmpdir);
+  assert_int_equal(sq_st_write(path, out, 4), SEQCL_OK);
+  assert_int_equal(count_entries(tmpdir), 1);
+
+  /* The raw layout: header length a multiple of 8, padding made of spaces. */
+  FILE *fp = fopen(path, "rb");
+  unsigned char raw[2048];
+  size_t n = fread(raw, 1, sizeof raw, fp);
+  fclose(fp);
+  uint64_t hlen = 0;
+  for (int i = 7; i >= 0; i--) hlen = hlen << 8 | raw[i];
+  assert_int_equal(hlen % 8, 0);
+  assert_int_equal(n, 8 + hlen + sizeof logits + sizeof align + sizeof loss);
+  assert_int_equal(raw[8], '{');
+  size_t last = 8 + hlen - 1;
+  while (raw[last] == ' ') last--;
+  assert_int_equal(raw[last], '}');
+
+  sq_st_file *f = NULL;
+  assert_int_equal(sq_st_read(path, 0, &f), SEQCL_OK);
+  assert_int_equal(f->count, 4);
+  const sq_st_tensor *t = sq_st_find(f, "logits");
+  assert_int_equal(t->ndim, 3);
+  assert_int_equal(t->shape[2], 5);
+  float back[30];
+  sq_st_to_f32(f, t, back);
+  assert_memory_equal(back, logits, sizeof logits);
+  sq_st_to_f32(f, sq_st_find(f, "alignments"), back);
+  assert_memory_equal(back, align, sizeof align);
+  t = sq_st_find(f, "loss");
+  assert_int_equal(t->ndim, 0);
+  sq_st_to_f32(f, t, back);
+  assert_true(back[0] == 0.75f);
+  assert_int_equal(sq_st_find(f, "empty")->nelem, 0);
+  sq_st_free(f);
+
+  /* Overwriting replaces the file whole. */
+  assert_int_equal(sq_st_write(path, out + 2, 1), SEQCL_OK);
+  assert_int_equal(sq_st_read(path, 0, &f), SEQCL_OK);
+  assert_int_equal(f->count, 1);
+  sq_st_free(f);
+  assert_int_equal(count_entries(tmpdir), 1);
+}
+
+static void test_write_failures_leave_nothing(void **state) {
+  (void)state;
+  float v[2] = {0.5f, -0.25f};
+  sq_st_out good = {"x", 1, {2}, v};
+  char path[256];
+
+  /* A folder that does not exist. */
+  snprintf(path, sizeof path, "%s/missing/out.safetensors", tmpdir);
+  assert_int_equal(sq_st_write(path, &good, 1), SEQCL_ERR_IO);
+  assert_non_null(strstr(seqcl_last_message(), path));
+  assert_int_equal(count_entries(tmpdir), 0);
+
+  /* Invalid tensors: nothing is created. */
+  snprintf(path, sizeof path, "%s/out.safetensors", tmpdir);
+  sq_st_out bad[2] = {{"x", 1, {-2}, v}, {"x", 1, {2}, v}};
+  assert_int_equal(sq_st_write(path, bad, 1), SEQCL_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(seqcl_last_message(), "tensor 'x': bad extent -2"));
+  assert_int_equal(sq_st_write(path, bad + 1, 1), SEQCL_OK);
+  unlink(path);
+  sq_st_out twice[2] = {{"x", 1, {2}, v}, {"x", 1, {2}, v}};
+  assert_int_equal(sq_st_write(path, twice, 2), SEQCL_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(seqcl_last_message(), "tensor 'x' is listed twice"));
+  assert_int_equal(count_entries(tmpdir), 0);
+
+  /* The rename fails (the target is a non-empty folder): the temporary file goes. */
+  snprintf(path, sizeof path, "%s/taken", tmpdir);
+  assert_int_equal(mkdir(path, 0700), 0);
+  char inner[300];
+  snprintf(inner, sizeof inner, "%s/keep", path);
+  fclose(fopen(inner, "w"));
+  assert_int_equal(sq_st_write(path, &good, 1), SEQCL_ERR_IO);
+  assert_non_null(strstr(seqcl_last_message(), path));
+  assert_int_equal(count_entries(tmpdir), 1);
+  assert_int_equal(count_entries(path), 1);
+  unlink(inner);
+  rmdir(path);
+
+  /* A read-only folder (root ignores permissions, so only checked as a user). */
+  snprintf(path, sizeof path, "%s/ro", tmpdir);
+  assert_int_equal(mkdir(path, 0500), 0);
+  char target[300];
+  snprintf(target, sizeof target, "%s/out.safetensors", path);
+  seqcl_status st = sq_st_write(target, &good, 1);
+  if (geteuid() != 0) {
+    assert_int_equal(st, SEQCL_ERR_IO);
+    assert_non_null(strstr(seqcl_last_message(), "cannot create a temporary file"));
+    assert_int_equal(count_entries(path), 0);
+  } else {
+    assert_int_equal(st, SEQCL_OK);
+    unlink(target);
+  }
+  rmdir(path);
+  assert_int_equal(count_entries(tmpdir), 0);
+}
+
+static void test_read_errors(void **state) {
+  (void)state;
+  char path[128];
+  sq_st_file *f = (sq_st_file *)1;
+  snprintf(path, sizeof path, "%s/none.safetensors", tmpdir);
+  assert_int_equal(sq_st_read(path, 0, &f), SEQCL_ERR_IO);
+  assert_null(f);
+  assert_non_null(strstr(seqcl_last_message(), path));
+  f = (sq_st_file *)1;
+  assert_int_equal(sq_st_read(tmpdir, 0, &f), SEQCL_ERR_IO);
+  assert_null(f);
+  assert_non_null(strstr(seqcl_last_message(), tmpdir));
+
+  /* A truncated file on disk: the message names the file path. */
+  bytes b = valid_file();
+  snprintf(path, sizeof path, "%s/cut.safetensors", tmpdir);
+  FILE *fp = fopen(path, "wb");
+  fwrite(b.p, 1, b.n - 3, fp);
+  fclose(fp);
+  assert_int_equal(sq_st_read(path, 0, &f), SEQCL_ERR_BAD_MODEL);
+  char want[200];
+  snprintf(want, sizeof want, "%s: tensor 'b': bytes [8, 14) of the data section run past the end", path);
+  assert_non_null(strstr(seqcl_last_message(), want));
+  unlink(path);
+  free(b.p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_valid),
+      cmocka_unit_test(test_valid_variants),
+      cmocka_unit_test(test_bad_headers),
+      cmocka_unit_test(test_bad_lengths),
+      cmocka_unit_test(test_truncation),
+      cmocka_unit_test(test_random_corruption),
+      cmocka_unit_test(test_half_table),
+      cmocka_unit_test(test_bf16_table),
+      cmocka_unit_test_setup_teardown(test_write_round_trip, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_write_failures_leave_nothing, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_read_errors, setup_dir, teardown_dir),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,110 @@
+/* The whole training graph (BPTT through decoder steps, attention, both encoder
+ * directions with variable lengths, the bridge, embeddings with a pad row)
+ * against central finite differences of its own float32 loss on the host.
+ *
+ * Float differences with h = 1e-2: truncation ~h^2 |f'''| ~ 1e-4 and rounding
+ * ~1e-7 * |loss| / h ~ 2e-5, so |analytic - fd| <= 2e-3 + 2e-2 |fd| separates a
+ * correct gradient from a wiring error (a missing path is off by O(|g|)). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ops/ops.h"
+#include "train/tmodel.h"
+
+enum { N = 3, S = 4, T = 3 };
+
+static void run_case(sq_score score, int bidir, sq_init init) {
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  sq_config c = {.src_vocab = 6, .tgt_vocab = 7, .embed_dim = 3, .bos_id = 5, .eos_id = 6,
+                 .pad_id = 0, .enc_hidden = 4, .enc_layers = 1, .bidirectional = bidir,
+                 .dec_hidden = bidir ? 8 : 4, .init = init, .score = score,
+                 .attn_dim = score == SQ_SCORE_ADDITIVE ? 5 : 0, .output = SQ_OUTPUT_STATE};
+  sq_tlayout L;
+  assert_int_equal(sq_tlayout_make(ctx, &c, &L), SEQCL_OK);
+  sq_graph *g = NULL;
+  assert_int_equal(sq_graph_create(ctx, &L, N, S, T, &g), SEQCL_OK);
+  float *p = malloc(L.total * sizeof(float)), *gr = malloc(L.total * sizeof(float));
+  sq_tlayout_init(&L, 7, p);
+  int32_t src[N * S] = {1, 2, 3, 4, 0, 5, 0, 0, 3, 3, 1, 0};
+  int32_t lens[N] = {4, 2, 3};
+  int32_t tgt[N * (T + 1)] = {5, 1, 2, 6, 5, 4, 6, -1, 5, 0, 3, 6};
+  assert_int_equal(sq_graph_set_batch(g, N, src, lens, tgt), SEQCL_OK);
+  sq_ref P = sq_graph_params(g), G = sq_graph_grads(g);
+  assert_int_equal(sq_write(ctx, P, p, L.total * sizeof(float)), SEQCL_OK);
+  assert_int_equal(sq_fill(ctx, G, L.total, 0.0f), SEQCL_OK);
+  float loss;
+  assert_int_equal(sq_graph_forward(g, &loss), SEQCL_OK);
+  assert_int_equal(sq_graph_backward(g), SEQCL_OK);
+  assert_int_equal(sq_read(ctx, G, gr, L.total * sizeof(float)), SEQCL_OK);
+  const double h = 1e-2;
+  int checked = 0;
+  for (int i = 0; i < L.nparams; i++) {
+    const sq_tparam *t = &L.p[i];
+    double maxg = 0;
+    for (size_t k = 0; k < t->count; k++) { /* every element of small tensors, else a stride */
+      if (t->count > 40 && k % (t->count / 40 + 1)) continue;
+      /* the pad row is frozen by design (padding_idx), whatever its true derivative */
+      if (strstr(t->name, "embedding") && k < (size_t)c.embed_dim) continue;
+      size_t at = t->off + k;
+      float keep = p[at];
+      float lp, lm;
+      p[at] = keep + (float)h;
+      assert_int_equal(sq_write(ctx, sq_ref_add(P, at), &p[at], 4), SEQCL_OK);
+      assert_int_equal(sq_graph_forward(g, &lp), SEQCL_OK);
+      p[at] = keep - (float)h;
+      assert_int_equal(sq_write(ctx, sq_ref_add(P, at), &p[at], 4), SEQCL_OK);
+      assert_int_equal(sq_graph_forward(g, &lm), SEQCL_OK);
+      p[at] = keep;
+      assert_int_equal(sq_write(ctx, sq_ref_add(P, at), &p[at], 4), SEQCL_OK);
+      double fd = ((double)lp - (double)lm) / (2 * h);
+      maxg = fmax(maxg, fabs(gr[at]));
+      if (!(fabs(gr[at] - fd) <= 2e-3 + 2e-2 * fabs(fd)))
+        fail_msg("%s[%zu]: analytic %.6g, finite differences %.6g", t->name, k, (double)gr[at], fd);
+      checked++;
+    }
+    /* the pad row (id 0) of each embedding gets no gradient */
+    if (strstr(t->name, "embedding"))
+      for (int d = 0; d < c.embed_dim; d++) assert_true(gr[t->off + d] == 0.0f);
+    (void)maxg;
+  }
+  assert_true(checked > 100);
+  free(p);
+  free(gr);
+  sq_graph_free(g);
+  seqcl_ctx_close(ctx);
+}
+
+static void test_additive_bidir_bridge(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_ADDITIVE, 1, SQ_INIT_BRIDGE);
+}
+static void test_general_bidir_zeros(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_GENERAL, 1, SQ_INIT_ZEROS);
+}
+static void test_dot_bridge(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_DOT, 0, SQ_INIT_BRIDGE);
+}
+static void test_scaled_dot_zeros(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_SCALED_DOT, 0, SQ_INIT_ZEROS);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_additive_bidir_bridge),
+      cmocka_unit_test(test_general_bidir_zeros),
+      cmocka_unit_test(test_dot_bridge),
+      cmocka_unit_test(test_scaled_dot_zeros),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
