@@ -15,7 +15,9 @@ int cmd_cache(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
+int cmd_heatmap(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
 
 /* Prints "seqcl CMD: <message>" for a failed library call and returns the exit
  * status the status maps to (2 for bad input, 1 otherwise). */
@@ -33,5 +35,10 @@ int cli_parse_int(const char *s, long min, long max, long *out);
 int cli_parse_float(const char *s, double *out);
 /* 1 when SEQCL_LOG=info or -v was given (cli_verbose set by main). */
 extern int cli_verbose;
+/* SIGINT sets a flag (cli_interrupted) instead of ending the process; a second
+ * SIGINT ends it. Exit status after a clean stop on SIGINT: 130 (128 + 2). */
+void cli_interrupt_install(void);
+int cli_interrupted(void);
+enum { CLI_INTERRUPTED = 130 };
 
 #endif

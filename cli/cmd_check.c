@@ -86,6 +86,14 @@ static int parse(int argc, char **argv, check_opts *o, int *done) {
       fputc('\n', stderr);
       return CLI_USAGE;
     }
+    /* A malformed --shape is bad usage: find out before any device runs. */
+    for (size_t i = 0; o->shape && i < n; i++) {
+      if (!sq_op_matches(ops[i], o->op)) continue;
+      sq_case c;
+      seqcl_status st = sq_case_make(ops[i], o->shape, o->seed, &c);
+      if (st != SEQCL_OK) return cli_fail("check", st);
+      sq_case_free(&c);
+    }
   }
   return CLI_OK;
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -195,9 +196,17 @@ int cmd_decode(int argc, char **argv) {
   if ((rc = cli_open_model(cmd, a.device, a.model, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src);
   seqcl_decode_options o = options_of(&a);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if ((st = seqcl_model_decode(model, &s, &o, &res)) != SEQCL_OK) {
     rc = cli_fail(cmd, st);
     goto done;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (cli_verbose) {
+    const double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    fprintf(stderr, "seqcl decode: %zu lines in %.3f s (%.1f sentences/s), beam %d, batch %d\n",
+            res->count, sec, (double)res->count / sec, o.beam, o.batch_size ? o.batch_size : 64);
   }
   /* Outputs go to temporary files first; they are renamed into place only when
    * every one of them was written. */

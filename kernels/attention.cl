@@ -6,18 +6,18 @@
  * Absent optional buffers arrive as a dummy buffer plus a has_* flag.
  *
  * Row-wise kernels (masked_softmax, attn_fused) run one work-group of WG
- * work-items per batch row and reduce with a local-memory tree, so a row sum
- * of S terms has a rounding depth of about ceil(S/WG) + log2(WG) additions
- * instead of S. The fused kernel and the unfused kernels share the helpers
+ * work-items per batch row: each work-item sums its strided share of the row
+ * with compensation, then a local-memory tree combines the WG partials, so a
+ * row sum of S terms carries about 2 + log2(WG) roundings instead of S. The fused kernel and the unfused kernels share the helpers
  * below and evaluate every value in the same order, so with the same WG the
  * fused step gives the same bits as attn_scores -> masked_softmax -> context. */
 
 #ifndef WG
 #define WG 64 /* work-group size of the row kernels; a power of two */
 #endif
-/* The row kernels must be launched with exactly WG work-items per group (the
- * host does so). They do not say so with reqd_work_group_size: PoCL 3.1
- * crashes at run time on kernels that carry that attribute. */
+/* The row kernels run exactly N work-groups of WG work-items, so they need no
+ * "n >= N" guard, and must not have one: under PoCL 3.1 a return ahead of a
+ * barrier, even one taken by the whole work-group, corrupts memory. */
 
 /* Score kinds, as sq_score in backend.h. */
 #define SCORE_ADDITIVE 0
@@ -88,6 +88,16 @@ static float wg_sum(__local float *red, float x) {
   return r;
 }
 
+/* Compensated (Kahan) accumulation of a work-item's strided partial sum: its
+ * error stays a few ulp however many terms S / WG it takes, so the whole row
+ * sum keeps the tree's ~log2(WG) rounding depth for any S. */
+static void kahan_add(float *sum, float *comp, float x) {
+  const float y = x - *comp;
+  const float t = *sum + y;
+  *comp = (t - *sum) - y;
+  *sum = t;
+}
+
 /* exp(x - m) for a valid position. m is the row maximum, so the argument is
  * <= 0 and exp never overflows, whatever the magnitude of the logits. */
 static float shifted_exp(float x, float m) { return exp(x - m); }
@@ -118,15 +128,16 @@ __kernel void attn_scores(int kind, int N, int S, int He, int A,
  * One work-group of WG work-items per row; work-item lid owns j = lid + k*WG.
  * A row without any valid position (possible only through the mask) gives
  * all zeros rather than NaN. */
-__kernel void masked_softmax(int N, int S,
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void masked_softmax(int N, int S,
                     __global const float *x, int x_off,
                     __global const int *lens, int lens_off,
                     __global const int *mask, int mask_off, int has_mask,
                     __global float *y, int y_off) {
   __local float red[WG];
-  const int n = get_group_id(0);
+  const int n = get_group_id(0); /* < N: the grid has exactly N groups */
   const int lid = get_local_id(0);
-  if (n >= N) return; /* uniform over the work-group */
+  (void)N;
   lens += lens_off;
   mask += mask_off;
   x += x_off + (size_t)n * S;
@@ -137,12 +148,12 @@ __kernel void masked_softmax(int N, int S,
     if (is_valid(n, j, S, lens, mask, has_mask)) m = fmax(m, x[j]);
   m = wg_max(red, m);
 
-  float sum = 0.0f;
+  float sum = 0.0f, comp = 0.0f;
   for (int j = lid; j < S; j += WG) {
     float p = 0.0f;
     if (m != -INFINITY && is_valid(n, j, S, lens, mask, has_mask)) p = shifted_exp(x[j], m);
     y[j] = p;
-    sum += p;
+    kahan_add(&sum, &comp, p);
   }
   sum = wg_sum(red, sum);
 
@@ -188,7 +199,8 @@ static void row_put(__local float *ls, __global float *gs, int use_local, int j,
  * masked_softmax and attn_context in the same order. Scores are computed
  * only for j < lens[n]; invalid positions get weight 0 and are skipped in the
  * context sum, as attn_context skips zero weights. */
-__kernel void attn_fused(int kind, int N, int S, int He, int A,
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void attn_fused(int kind, int N, int S, int He, int A,
                 __global const float *qp, int qp_off, int ld_qp,
                 __global const float *keys, int keys_off,
                 __global const float *pkeys, int pkeys_off,
@@ -202,9 +214,9 @@ __kernel void attn_fused(int kind, int N, int S, int He, int A,
                 __global float *scratch, int scratch_off, int use_local,
                 __local float *ls) {
   __local float red[WG];
-  const int n = get_group_id(0);
+  const int n = get_group_id(0); /* < N: the grid has exactly N groups */
   const int lid = get_local_id(0);
-  if (n >= N) return; /* uniform over the work-group */
+  (void)N;
   lens += lens_off;
   mask += mask_off;
   keys += keys_off;
@@ -224,13 +236,13 @@ __kernel void attn_fused(int kind, int N, int S, int He, int A,
   }
   m = wg_max(red, m);
 
-  float sum = 0.0f;
+  float sum = 0.0f, comp = 0.0f;
   for (int j = lid; j < len; j += WG) {
     float p = 0.0f;
     if (m != -INFINITY && is_valid(n, j, S, lens, mask, has_mask))
       p = shifted_exp(row_get(ls, gs, use_local, j), m);
     row_put(ls, gs, use_local, j, p);
-    sum += p;
+    kahan_add(&sum, &comp, p);
   }
   sum = wg_sum(red, sum);
 

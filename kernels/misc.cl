@@ -11,21 +11,22 @@ __kernel void fill_u32(__global uint *x, int off, int n, uint v) {
   if (i < (size_t)n) x[off + i] = v;
 }
 
-/* y[r, c] += bias[c], flattened over rows x cols. */
+/* y[r, c] += bias[c]; global (>= cols, rows). A 2-D range rather than a
+ * flattened one with i / cols and i % cols: LLVM turns that division pair into
+ * a `freeze` instruction, which Oclgrind's uninitialised-value checker cannot
+ * simulate. */
 __kernel void add_bias(__global float *y, int y_off, int rows, int cols, int ld,
                        __global const float *bias, int b_off) {
-  size_t i = get_global_id(0);
-  if (i >= (size_t)rows * (size_t)cols) return;
-  size_t r = i / (size_t)cols, c = i % (size_t)cols;
+  size_t c = get_global_id(0), r = get_global_id(1);
+  if (c >= (size_t)cols || r >= (size_t)rows) return;
   y[y_off + r * (size_t)ld + c] += bias[b_off + c];
 }
 
-/* out[n, d] = table[ids[n], d], flattened over N x D. */
+/* out[n, d] = table[ids[n], d]; global (>= D, N), 2-D for the reason above. */
 __kernel void embedding(__global const int *ids, int ids_off, __global const float *table,
                         int t_off, __global float *out, int o_off, int N, int D, int ld_out) {
-  size_t i = get_global_id(0);
-  if (i >= (size_t)N * (size_t)D) return;
-  size_t n = i / (size_t)D, d = i % (size_t)D;
+  size_t d = get_global_id(0), n = get_global_id(1);
+  if (d >= (size_t)D || n >= (size_t)N) return;
   size_t row = (size_t)ids[ids_off + n];
   out[o_off + n * (size_t)ld_out + d] = table[t_off + row * (size_t)D + d];
 }

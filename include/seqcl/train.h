@@ -42,6 +42,65 @@ void seqcl_train_options_default(seqcl_train_options *o);
 seqcl_status seqcl_train_reverse(seqcl_ctx *ctx, const seqcl_train_options *o,
                                  seqcl_train_result *out);
 
+/* ---- training on the user's own token files ---- */
+
+/* What the progress callback of seqcl_train_files sees after each step. */
+typedef struct seqcl_train_event {
+  int step, steps;      /* steps done (counting those before a resume), total */
+  float loss;           /* this step's training batch loss */
+  int validated;        /* 1 when validation ran after this step: */
+  double valid_loss;    /*   teacher-forced mean cross-entropy over every label */
+  int valid_correct, valid_count; /* greedy exact-match lines */
+  int checkpointed;     /* 1 when a checkpoint was written after this step */
+} seqcl_train_event;
+
+typedef struct seqcl_train_files_options {
+  const char *src_path, *tgt_path;  /* token files (SPEC §4); targets BOS ... EOS */
+  const char *valid_src_path, *valid_tgt_path; /* optional held-out pair */
+  const char *config_path; /* config.json of the model to train; may be NULL with
+                            * init_dir (its config) or resume_dir (the checkpoint's) */
+  const char *init_dir;    /* start from this model directory's weights (optional) */
+  const char *resume_dir;  /* continue the checkpoint in DIR/checkpoint or DIR */
+  const char *save_dir;    /* required: the model is written here, checkpoints in
+                            * save_dir/checkpoint */
+  int steps;               /* total steps, those before a resume included (1000) */
+  /* 0 / negative = the default (64, 1e-3, no clipping, 0), or on resume the
+   * checkpoint's value; on resume an explicit value must equal the checkpoint's. */
+  int batch_size;
+  double lr;
+  double clip;             /* < 0: unset; 0: no clipping */
+  long long seed;          /* < 0: unset. Seeds the weights and the shuffle */
+  int checkpoint_every;    /* 0: a checkpoint only at the end (and on cancel) */
+  int valid_every;         /* 0: validate only at the end */
+  /* Called after every step (may be NULL). Returning nonzero stops the run:
+   * the checkpoint and the model are saved, then SEQCL_ERR_CANCELLED returns. */
+  int (*progress)(void *user, const seqcl_train_event *e);
+  void *user;
+} seqcl_train_files_options;
+
+typedef struct seqcl_train_files_result {
+  int steps_done;          /* the step count at the end (after a resume: total) */
+  int start_step;          /* 0, or the checkpoint's step when resumed */
+  float final_loss;        /* last training batch loss */
+  int validated;
+  double valid_loss;
+  int valid_correct, valid_count;
+  double train_seconds;
+  int train_lines, max_src_len, max_tgt_len;
+} seqcl_train_files_result;
+
+void seqcl_train_files_options_default(seqcl_train_files_options *o);
+
+/* Trains on token files with Adam over batches drawn by a seeded shuffle
+ * (a new permutation each epoch); ragged lines are padded and masked. The
+ * model config must have encoder.num_layers 1 and output "state"
+ * (SEQCL_ERR_INVALID_ARGUMENT otherwise). Checkpoints (model, Adam moments,
+ * step, shuffle state) are written atomically to save_dir/checkpoint; a resumed
+ * run continues bit for bit on the same device. Bad files are
+ * SEQCL_ERR_BAD_TOKENS / SEQCL_ERR_BAD_MODEL / SEQCL_ERR_IO naming file and line. */
+seqcl_status seqcl_train_files(seqcl_ctx *ctx, const seqcl_train_files_options *o,
+                               seqcl_train_files_result *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -136,7 +136,7 @@ seqcl_status sq_arena_verify(sq_arena *a, char *fault, size_t cap) {
       if (e < 0 || (size_t)e >= b->n) {
         if (raw[k] != SQ_SENTINEL) found = 1, bad = e, where = e < 0 ? "before" : "after";
       } else if (b->kind == SQ_BUF_IN) {
-        if (raw[k] != init[e]) found = 1, bad = e, where = "inside (an input was modified)";
+        if (raw[k] != init[e]) found = 1, bad = e, where = "into input";
       } else if (b->kind == SQ_BUF_OUT && b->ld > b->cols && (size_t)e % b->ld >= b->cols) {
         if (raw[k] != init[e]) found = 1, bad = e, where = "in the row padding of";
       }

@@ -8,7 +8,9 @@
 #include "check/oplist.h"
 #include "ops/ops.h"
 
-#define SQ_GUARD_ELEMS 64        /* elements on each side of every buffer */
+/* Elements on each side of every buffer: a full work-group (up to 1024 items)
+ * writing past the end of a row lands in the guard rather than in other memory. */
+#define SQ_GUARD_ELEMS 1024
 #define SQ_SENTINEL 0x7FC0DEADu  /* a quiet NaN with a payload no kernel produces */
 #define SQ_ARENA_MAX 32
 

@@ -137,7 +137,11 @@ seqcl_status sq_selfcheck(seqcl_ctx *ctx) {
   if (env && !strcmp(env, "0")) return SEQCL_OK;
   char key[1024], path[4400] = "";
   device_key(&ctx->info, key, sizeof key);
-  int cache = sq_cache_enabled() && sq_selfcheck_path(&ctx->info, path, sizeof path) == SEQCL_OK;
+  /* Kernels loaded from SEQCL_KERNEL_DIR change without changing the key:
+   * while developing them, check every time and record nothing. */
+  const char *kdir = getenv("SEQCL_KERNEL_DIR");
+  int cache = sq_cache_enabled() && !(kdir && *kdir) &&
+              sq_selfcheck_path(&ctx->info, path, sizeof path) == SEQCL_OK;
   verdict v;
   memset(&v, 0, sizeof v);
   if (cache) read_verdict(path, key, &v);
@@ -152,8 +156,8 @@ seqcl_status sq_selfcheck(seqcl_ctx *ctx) {
   }
   return sq_fail(ctx, SEQCL_ERR_SELFCHECK,
                  "device %s (%s) failed its self-check in %s (shape %s): %s; "
-                 "`seqcl check --device %s --op %s` shows the details "
+                 "`seqcl check --device %s --op %s --shape %s` shows the details "
                  "(SEQCL_SELFCHECK=0 skips the self-check)",
                  ctx->info.selector, ctx->info.name, v.op, v.shape, v.message, ctx->info.selector,
-                 v.op);
+                 v.op, v.shape);
 }

@@ -260,7 +260,7 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
     sq_ref alpha = b->want_align ? sq_at(b->alpha, 0) : sq_none();
     st = sq_write(ctx, sq_at(b->ids, 0), b->ids_host, R * sizeof(int32_t));
     if (st == SEQCL_OK)
-      st = sq_dec_step(m, e, ws, sq_at(b->ids, 0), b->ids_host, alpha, sq_at(b->logits, 0));
+      st = sq_dec_step(m, e, ws, sq_at(b->ids, 0), b->ids_host, alpha, sq_at(b->logits, 0), 1);
     if (st == SEQCL_OK)
       st = sq_read(ctx, sq_at(b->logits, 0), b->logits_host, R * b->V * sizeof(float));
     if (st == SEQCL_OK && b->want_align)

@@ -10,24 +10,18 @@
 seqcl_status sq_greedy_update(seqcl_ctx *ctx, int N, sq_ref ids, sq_ref finished, int eos,
                               sq_ref hist) {
   sq_backend *be = sq_be(ctx);
-  if (be->ops->greedy_update) return be->ops->greedy_update(be, N, ids, finished, eos, hist);
-  if (!strcmp(be->ops->name, "host")) return sq_host_greedy_update(be, N, ids, finished, eos, hist);
-#ifdef SEQCL_HAVE_OPENCL
-  if (!strcmp(be->ops->name, "opencl")) return sq_ocl_greedy_update(be, N, ids, finished, eos, hist);
-#endif
-  return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "greedy_update: not available on backend %s",
-                 be->ops->name);
+  if (!be->ops->greedy_update)
+    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "greedy_update: not available on backend %s",
+                   be->ops->name);
+  return be->ops->greedy_update(be, N, ids, finished, eos, hist);
 }
 
 seqcl_status sq_tanh_inplace(seqcl_ctx *ctx, size_t count, sq_ref x) {
   sq_backend *be = sq_be(ctx);
-  if (be->ops->tanh_inplace) return be->ops->tanh_inplace(be, count, x);
-  if (!strcmp(be->ops->name, "host")) return sq_host_tanh_inplace(be, count, x);
-#ifdef SEQCL_HAVE_OPENCL
-  if (!strcmp(be->ops->name, "opencl")) return sq_ocl_tanh_inplace(be, count, x);
-#endif
-  return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "tanh_inplace: not available on backend %s",
-                 be->ops->name);
+  if (!be->ops->tanh_inplace)
+    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "tanh_inplace: not available on backend %s",
+                   be->ops->name);
+  return be->ops->tanh_inplace(be, count, x);
 }
 
 static int query_width(const seqcl_model *m) {
@@ -65,7 +59,7 @@ seqcl_status sq_dec_start(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws) {
 }
 
 seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ids,
-                         const int32_t *ids_host, sq_ref alpha, sq_ref logits) {
+                         const int32_t *ids_host, sq_ref alpha, sq_ref logits, int with_bias) {
   seqcl_ctx *ctx = m->ctx;
   const sq_config *c = &m->cfg;
   const int n = ws->n, D = c->embed_dim, He = m->He, Hd = c->dec_hidden, V = c->tgt_vocab;
@@ -93,7 +87,9 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
   a.scale = c->score == SQ_SCORE_SCALED_DOT ? (float)(1.0 / sqrt((double)He)) : 1.0f;
   const int q = query_width(m);
   if (q) {
-    SQ_TRY(sq_linear(ctx, n, Hd, q, h, Hd, m->query_w, m->query_b, sq_at(ws->qp, 0), q));
+    /* additive: b_q was folded into the projected keys (encoder.c) */
+    sq_ref bq = c->score == SQ_SCORE_ADDITIVE ? sq_none() : m->query_b;
+    SQ_TRY(sq_linear(ctx, n, Hd, q, h, Hd, m->query_w, bq, sq_at(ws->qp, 0), q));
     a.qp = sq_at(ws->qp, 0);
     a.ld_qp = q;
   } else {
@@ -113,12 +109,13 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
   SQ_TRY(sq_gru_cell(ctx, n, X, Hd, xin, X, m->dec.w_ih, m->dec.w_hh, m->dec.b_ih, m->dec.b_hh, h,
                      sq_at(ws->gru_ws, 0)));
 
-  if (c->output == SQ_OUTPUT_STATE)
-    return sq_linear(ctx, n, Hd, V, h, Hd, m->out_w, m->out_b, logits, V);
+  /* Without the bias when the caller adds it itself (greedy: argmax adds it). */
+  sq_ref bo = with_bias ? m->out_b : sq_none();
+  if (c->output == SQ_OUTPUT_STATE) return sq_linear(ctx, n, Hd, V, h, Hd, m->out_w, bo, logits, V);
   /* W_o [s ; c]: the two column blocks of W_o against s and against the context
    * already sitting in the GRU input buffer. */
   SQ_TRY(sq_gemm(ctx, 0, 1, n, V, Hd, 1.0f, h, Hd, 0, m->out_w, Hd + He, 0, 0.0f, logits, V, 0, 1));
   SQ_TRY(sq_gemm(ctx, 0, 1, n, V, He, 1.0f, ctxv, X, 0, sq_ref_add(m->out_w, (size_t)Hd), Hd + He,
                  0, 1.0f, logits, V, 0, 1));
-  return sq_add_bias(ctx, n, V, logits, V, m->out_b);
+  return with_bias ? sq_add_bias(ctx, n, V, logits, V, m->out_b) : SEQCL_OK;
 }

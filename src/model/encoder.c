@@ -82,6 +82,10 @@ static seqcl_status encode_batch(seqcl_model *m, const seqcl_seqs *src, size_t f
     SQ_TRY(alloc_f32(ctx, NS * c->attn_dim, &e->pkeys));
     SQ_TRY(sq_linear(ctx, (int)NS, He, c->attn_dim, sq_at(e->keys, 0), He, m->key_w, m->key_b,
                      sq_at(e->pkeys, 0), c->attn_dim));
+    /* b_q enters the score only through W_k h + b_k + W_q q + b_q, so it is
+     * added here once instead of to the query projection at every step. */
+    if (m->query_b.buf)
+      SQ_TRY(sq_add_bias(ctx, (int)NS, c->attn_dim, sq_at(e->pkeys, 0), c->attn_dim, m->query_b));
   }
   SQ_TRY(alloc_f32(ctx, (size_t)n * c->dec_hidden, &e->s0));
   if (c->init == SQ_INIT_BRIDGE) return bridge(m, n, *hfin, e->s0);

@@ -68,7 +68,7 @@ static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const seqcl
   for (int t = 0; t < T; t++) {
     const size_t row0 = (size_t)t * n;
     SQ_TRY(sq_dec_step(m, e, ws, sq_at(b->ids, row0), b->in_host + row0,
-                       sq_at(b->alpha, row0 * S), sq_at(b->logits, row0 * V)));
+                       sq_at(b->alpha, row0 * S), sq_at(b->logits, row0 * V), 1));
   }
   SQ_TRY(sq_cross_entropy(ctx, (int)rows, V, sq_at(b->logits, 0), sq_at(b->labels, 0),
                           b->lab_host, sq_at(b->loss, 0)));

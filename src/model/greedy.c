@@ -57,8 +57,9 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
   while (ran < max_steps) {
     const size_t row0 = (size_t)ran * n;
     sq_ref alpha = line_align ? sq_at(b->alpha, row0 * S) : sq_none();
-    SQ_TRY(sq_dec_step(m, e, ws, sq_at(b->ids, 0), NULL, alpha, sq_at(b->logits, 0)));
-    SQ_TRY(sq_argmax(ctx, n, V, sq_at(b->logits, 0), V, sq_none(), sq_at(b->ids, 0)));
+    /* argmax adds the output bias itself: one launch fewer per step */
+    SQ_TRY(sq_dec_step(m, e, ws, sq_at(b->ids, 0), NULL, alpha, sq_at(b->logits, 0), 0));
+    SQ_TRY(sq_argmax(ctx, n, V, sq_at(b->logits, 0), V, m->out_b, sq_at(b->ids, 0)));
     SQ_TRY(sq_greedy_update(ctx, n, sq_at(b->ids, 0), sq_at(b->fin, 0), eos, sq_at(b->hist, row0)));
     ran++;
     if (ran % CHECK_EVERY == 0 && ran < max_steps) {

@@ -110,11 +110,19 @@ int sq_heatmap_text(FILE *f, const sq_heatmap *h, int utf8) {
   static const char *const blocks[] = {" ", "\u2591", "\u2592", "\u2593", "\u2588"};
   static const char ramp[] = " .:-=+*#%@";
   const int rw = (int)max_len(h->row_labels, h->rows);
+  const int short_cols = max_len(h->col_labels, h->cols) <= 2;
   if (h->title) fprintf(f, "%s\n", h->title);
-  /* Column header: the source tokens, one per line, each with its column index. */
-  for (int j = 0; j < h->cols; j++) fprintf(f, "%*s  col %2d: %s\n", rw, "", j, h->col_labels[j]);
+  /* Cells are two characters wide (terminal cells are about twice as tall as
+   * wide); labels of up to two characters sit above their column, longer ones
+   * are listed with their column number. */
+  if (!short_cols)
+    for (int j = 0; j < h->cols; j++) fprintf(f, "%*s  %2d: %s\n", rw, "", j, h->col_labels[j]);
   fprintf(f, "%*s  ", rw, "");
-  for (int j = 0; j < h->cols; j++) fprintf(f, "%d", j % 10);
+  for (int j = 0; j < h->cols; j++)
+    if (short_cols)
+      fprintf(f, "%-2s", h->col_labels[j]);
+    else
+      fprintf(f, "%-2d", j % 100);
   fputc('\n', f);
   for (int t = 0; t < h->rows; t++) {
     fprintf(f, "%*s |", rw, h->row_labels[t]);
@@ -124,11 +132,13 @@ int sq_heatmap_text(FILE *f, const sq_heatmap *h, int utf8) {
       if (v > 1.0f) v = 1.0f;
       if (utf8) {
         /* 0 stays blank so masked positions are visibly empty. */
-        int k = v <= 0.0f ? 0 : 1 + (int)(v * 3.999f);
-        fputs(blocks[k], f);
+        const char *b = blocks[v <= 0.0f ? 0 : 1 + (int)(v * 3.999f)];
+        fputs(b, f);
+        fputs(b, f);
       } else {
-        int k = v <= 0.0f ? 0 : 1 + (int)(v * 8.999f);
-        fputc(ramp[k], f);
+        const char c = ramp[v <= 0.0f ? 0 : 1 + (int)(v * 8.999f)];
+        fputc(c, f);
+        fputc(c, f);
       }
     }
     fputs("|\n", f);

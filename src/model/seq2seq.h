@@ -66,10 +66,10 @@ seqcl_status sq_dec_start(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws);
 /* One decoder step for every row: reads y_{t-1} from ids (int32 [n]; ids_host,
  * when not NULL, is its host copy for validation), s_{t-1} from ws->h.
  * Writes alpha_t [n, S] (optional), updates ws->h to s_t and writes logits_t
- * [n, V_tgt]. Launches: embedding 1, query projection 0-1 (+bias), attention 1,
- * GRU cell 3 (+bias), output 1 (+1 for state_context) (+bias). */
+ * [n, V_tgt] (without the output bias unless with_bias). Launches: embedding 1,
+ * query projection 0-2, attention 1, GRU cell 3, output 1-3. */
 seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ids,
-                         const int32_t *ids_host, sq_ref alpha, sq_ref logits);
+                         const int32_t *ids_host, sq_ref alpha, sq_ref logits, int with_bias);
 
 /* Decoding slots with a fallback to the backend's own implementation. */
 seqcl_status sq_greedy_update(seqcl_ctx *ctx, int N, sq_ref ids, sq_ref finished, int eos,

@@ -75,7 +75,9 @@ typedef struct line_ctx {
  * while accumulating so huge numbers cannot overflow. */
 static seqcl_status parse_id(const line_ctx *lc, const char *tok, size_t len, int32_t *out) {
   char q[200];
-  long long limit = lc->vocab_size > 0 ? lc->vocab_size : (long long)INT32_MAX + 1;
+  /* Ids are int32: a vocab_size beyond INT32_MAX must not let larger values through. */
+  int bounded = lc->vocab_size > 0 && lc->vocab_size <= (long)INT32_MAX;
+  long long limit = bounded ? lc->vocab_size : (long long)INT32_MAX + 1;
   long long value = 0;
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)tok[i];
@@ -95,7 +97,7 @@ static seqcl_status parse_id(const line_ctx *lc, const char *tok, size_t len, in
   }
   if (value >= limit) {
     quote(tok, len, q, sizeof q);
-    if (lc->vocab_size > 0)
+    if (bounded)
       return sq_fail(NULL, SEQCL_ERR_BAD_TOKENS,
                      "%s:%zu: id %s is out of range (the vocabulary has %ld ids: 0..%ld)", lc->name,
                      lc->lineno, q, lc->vocab_size, lc->vocab_size - 1);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/seq2seq.h"
 #include "ops/ops.h"
 #include "train/grad.h"
 #include "train/tmodel.h"
@@ -205,10 +206,7 @@ static seqcl_status encoder_forward(sq_graph *g) {
       SQ_TRY(sq_gemm(ctx, 0, 1, N, g->Hd, H, 1.0f, F(g, g->enc_hist[d] + (size_t)S * N * H), H, 0,
                      P(g, L->bridge_w + (size_t)d * H), He, 0, d ? 1.0f : 0.0f, s0, g->Hd, 0, 1));
     SQ_TRY(sq_add_bias(ctx, N, g->Hd, s0, g->Hd, P(g, L->bridge_b)));
-    if (!ctx->be->ops->tanh_inplace)
-      return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "training: the %s backend has no tanh",
-                     ctx->be->ops->name);
-    SQ_TRY(ctx->be->ops->tanh_inplace(ctx->be, (size_t)N * g->Hd, s0));
+    SQ_TRY(sq_tanh_inplace(ctx, (size_t)N * g->Hd, s0));
   } else {
     SQ_TRY(sq_fill(ctx, s0, (size_t)N * g->Hd, 0.0f));
   }

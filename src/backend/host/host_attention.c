@@ -11,11 +11,17 @@
  *    tolerance applies. */
 #include <cblas.h>
 #include <math.h>
-#include <string.h>
 
 #include "backend/host/host.h"
 #include "backend/host/host_math.h"
 #include "core/error.h"
+
+/* sum over w <= SQ_VW lanes of v * tanh(pk + qp), in double (missing lanes
+ * load 0, and v = 0 adds nothing). Inlined with w = SQ_VW for full vectors. */
+static inline double energy_terms(const float *v, const float *pk, const float *qp, int w) {
+  sq_vf p = sq_v_load(v, w) * sq_v_tanh(sq_v_load(pk, w) + sq_v_load(qp, w));
+  return ((double)p[0] + (double)p[1]) + ((double)p[2] + (double)p[3]);
+}
 
 /* Energies of row n for j < len; positions len..S-1 get 0 (finite, as the
  * contract allows, and never read by the softmax). */
@@ -30,11 +36,9 @@ static void score_row(const sq_attn_args *a, int n, int len, float *restrict e) 
     for (int j = 0; j < len; j++) {
       const float *pkj = pk + (size_t)j * (size_t)A;
       double acc = 0.0;
-      for (int k = 0; k < A; k += SQ_VW) {
-        const int w = A - k < SQ_VW ? A - k : SQ_VW; /* missing lanes load 0: v 0 adds 0 */
-        sq_vf p = sq_v_load(v + k, w) * sq_v_tanh(sq_v_load(pkj + k, w) + sq_v_load(qp + k, w));
-        acc += ((double)p[0] + (double)p[1]) + ((double)p[2] + (double)p[3]);
-      }
+      int k = 0;
+      for (; k + SQ_VW <= A; k += SQ_VW) acc += energy_terms(v + k, pkj + k, qp + k, SQ_VW);
+      if (k < A) acc += energy_terms(v + k, pkj + k, qp + k, A - k);
       e[j] = a->scale * (float)(acc + (double)bv);
     }
   } else {

@@ -4,7 +4,9 @@
  *
  * Threads: the GEMMs run on OpenBLAS's own thread pool (OPENBLAS_NUM_THREADS
  * caps it); OpenBLAS keeps small products such as the per-step [N,H]x[H,3H]
- * single-threaded by itself. The loops of the other slots are single-threaded. */
+ * single-threaded by itself. On a loaded machine its threads can cost more
+ * than they bring, so a thread setting of seqcl's own should reach OpenBLAS
+ * (openblas_set_num_threads). The loops of the other slots are single-threaded. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>

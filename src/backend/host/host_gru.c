@@ -4,25 +4,30 @@
 #include "backend/host/host.h"
 #include "backend/host/host_math.h"
 
-/* h' for one row; h is updated in place, out (optional) receives a copy.
- * Absent biases load as zeros. */
+/* Lanes [j, j + w) of h' for one row (w <= SQ_VW); inlined with w = SQ_VW for
+ * full vectors. h is updated in place, out (optional) receives a copy; absent
+ * biases load as zeros. */
+static inline void gates_chunk(int H, int j, int w, const float *gi, const float *gh,
+                               const float *bi, const float *bh, float *h, float *out) {
+  const int wi = bi ? w : 0, wh = bh ? w : 0;
+  const float *bi0 = bi ? bi + j : NULL, *bh0 = bh ? bh + j : NULL;
+  sq_vf r = sq_v_sigmoid(sq_v_load(gi + j, w) + sq_v_load(bi0, wi) + sq_v_load(gh + j, w) +
+                         sq_v_load(bh0, wh));
+  sq_vf z = sq_v_sigmoid(sq_v_load(gi + H + j, w) + sq_v_load(bi ? bi0 + H : NULL, wi) +
+                         sq_v_load(gh + H + j, w) + sq_v_load(bh ? bh0 + H : NULL, wh));
+  sq_vf n = sq_v_tanh(sq_v_load(gi + 2 * H + j, w) + sq_v_load(bi ? bi0 + 2 * H : NULL, wi) +
+                      r * (sq_v_load(gh + 2 * H + j, w) + sq_v_load(bh ? bh0 + 2 * H : NULL, wh)));
+  /* (1 - z) n + z h, written as PyTorch's CPU and CUDA kernels do. */
+  sq_vf hn = n + z * (sq_v_load(h + j, w) - n);
+  sq_v_store(h + j, hn, w);
+  if (out) sq_v_store(out + j, hn, w);
+}
+
 static void gates_row(int H, const float *gi, const float *gh, const float *bi, const float *bh,
                       float *h, float *out) {
-  for (int j = 0; j < H; j += SQ_VW) {
-    const int w = H - j < SQ_VW ? H - j : SQ_VW, wb_i = bi ? w : 0, wb_h = bh ? w : 0;
-    const float *bi0 = bi ? bi + j : NULL, *bh0 = bh ? bh + j : NULL;
-    sq_vf r = sq_v_sigmoid(sq_v_load(gi + j, w) + sq_v_load(bi0, wb_i) + sq_v_load(gh + j, w) +
-                           sq_v_load(bh0, wb_h));
-    sq_vf z = sq_v_sigmoid(sq_v_load(gi + H + j, w) + sq_v_load(bi ? bi0 + H : NULL, wb_i) +
-                           sq_v_load(gh + H + j, w) + sq_v_load(bh ? bh0 + H : NULL, wb_h));
-    sq_vf n = sq_v_tanh(sq_v_load(gi + 2 * H + j, w) + sq_v_load(bi ? bi0 + 2 * H : NULL, wb_i) +
-                        r * (sq_v_load(gh + 2 * H + j, w) +
-                             sq_v_load(bh ? bh0 + 2 * H : NULL, wb_h)));
-    /* (1 - z) n + z h, written as PyTorch's CPU and CUDA kernels do. */
-    sq_vf hn = n + z * (sq_v_load(h + j, w) - n);
-    sq_v_store(h + j, hn, w);
-    if (out) sq_v_store(out + j, hn, w);
-  }
+  int j = 0;
+  for (; j + SQ_VW <= H; j += SQ_VW) gates_chunk(H, j, SQ_VW, gi, gh, bi, bh, h, out);
+  if (j < H) gates_chunk(H, j, H - j, gi, gh, bi, bh, h, out);
 }
 
 seqcl_status sq_host_gru_gates(sq_backend *be, const sq_gru_args *g) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend/opencl/ocl.h"
+#include "backend/opencl/ops_grad.h"
 #include "backend/opencl/ops_internal.h"
 #include "backend/opencl/program.h"
 #include "core/error.h"
@@ -177,11 +178,14 @@ static const sq_backend_ops opencl_ops = {
     .context = sq_ocl_context,
     .attn_fused = sq_ocl_attn_fused,
     .gru_gates = sq_ocl_gru_gates,
+    .greedy_update = sq_ocl_greedy_update,
+    .tanh_inplace = sq_ocl_tanh_inplace,
     .embedding = sq_ocl_embedding,
     .argmax = sq_ocl_argmax,
     .log_softmax = sq_ocl_log_softmax,
     .cross_entropy = sq_ocl_cross_entropy,
     .destroy = destroy,
+    .grad = &sq_ocl_grad_table,
 };
 
 seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out) {

@@ -24,6 +24,14 @@ static seqcl_status launch_flat(sq_ocl *o, cl_kernel k, size_t n, const char *wh
   return sq_ocl_launch(o, k, 1, &global, &local, what);
 }
 
+/* A 2-D range: cols x rows, work-groups of one row segment each. */
+static seqcl_status launch_2d(sq_ocl *o, cl_kernel k, size_t cols, size_t rows, const char *what) {
+  size_t lx = sq_ocl_wg_size(o, k, FLAT_WG);
+  size_t local[2] = {lx, 1};
+  size_t global[2] = {sq_round_up(cols, lx), rows};
+  return sq_ocl_launch(o, k, 2, global, local, what);
+}
+
 /* One work-group per row; returns the group size in *wg. */
 static seqcl_status launch_rows(sq_ocl *o, cl_kernel k, size_t rows, size_t wg, const char *what) {
   size_t global = rows * wg;
@@ -46,7 +54,6 @@ seqcl_status sq_ocl_fill_bits(sq_backend *be, sq_ref dst, size_t count, uint32_t
 
 seqcl_status sq_ocl_add_bias(sq_backend *be, int rows, int cols, sq_ref y, int ld, sq_ref bias) {
   sq_ocl *o = sq_ocl_of(be);
-  size_t total = (size_t)rows * (size_t)cols;
   SQ_TRY(fits_int(o, (size_t)rows * (size_t)ld, "add_bias"));
   cl_kernel k;
   SQ_TRY(sq_ocl_kernel(o, MISC, "", "add_bias", &k));
@@ -55,13 +62,12 @@ seqcl_status sq_ocl_add_bias(sq_backend *be, int rows, int cols, sq_ref y, int l
   SQ_ARG(o, k, 3, cols);
   SQ_ARG(o, k, 4, ld);
   SQ_TRY(sq_ocl_ref_args(o, k, 5, bias, "add_bias"));
-  return launch_flat(o, k, total, "add_bias");
+  return launch_2d(o, k, (size_t)cols, (size_t)rows, "add_bias");
 }
 
 seqcl_status sq_ocl_embedding(sq_backend *be, int N, int D, sq_ref ids, sq_ref table, sq_ref out,
                               int ld_out) {
   sq_ocl *o = sq_ocl_of(be);
-  size_t total = (size_t)N * (size_t)D;
   SQ_TRY(fits_int(o, (size_t)N * (size_t)ld_out, "embedding"));
   cl_kernel k;
   SQ_TRY(sq_ocl_kernel(o, MISC, "", "embedding", &k));
@@ -71,7 +77,7 @@ seqcl_status sq_ocl_embedding(sq_backend *be, int N, int D, sq_ref ids, sq_ref t
   SQ_ARG(o, k, 6, N);
   SQ_ARG(o, k, 7, D);
   SQ_ARG(o, k, 8, ld_out);
-  return launch_flat(o, k, total, "embedding");
+  return launch_2d(o, k, (size_t)D, (size_t)N, "embedding");
 }
 
 seqcl_status sq_ocl_argmax(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,

@@ -1,0 +1,280 @@
+/* Writing and reading training checkpoints (see checkpoint.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "model/safetensors.h"
+#include "model/tokens.h"
+#include "train/checkpoint.h"
+
+static char *join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
+/* Removes a checkpoint folder: its plain files, then the folder. */
+static void remove_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char *p = join(dir, e->d_name);
+      if (p) unlink(p);
+      free(p);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+static seqcl_status write_adam(seqcl_ctx *ctx, const char *path, const sq_tlayout *L,
+                               const float *mv) {
+  sq_st_out t[2 * SQ_TPARAM_MAX];
+  char names[2 * SQ_TPARAM_MAX][80];
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < L->nparams; i++) {
+      const sq_tparam *p = &L->p[i];
+      sq_st_out *o = &t[k * L->nparams + i];
+      memset(o, 0, sizeof *o);
+      snprintf(names[k * L->nparams + i], sizeof names[0], "%s.%s", k ? "exp_avg_sq" : "exp_avg",
+               p->name);
+      o->name = names[k * L->nparams + i];
+      o->ndim = p->ndim;
+      o->shape[0] = p->shape[0];
+      o->shape[1] = p->shape[1];
+      o->data = mv + (size_t)k * L->total + p->off;
+    }
+  seqcl_status st = sq_st_write(path, t, (size_t)(2 * L->nparams));
+  if (st != SEQCL_OK) return sq_fail_wrap(ctx, st, "checkpoint");
+  return SEQCL_OK;
+}
+
+static seqcl_status write_meta(seqcl_ctx *ctx, const char *path, const sq_ckpt_meta *m) {
+  json_t *rng = json_array();
+  for (int i = 0; i < 4; i++) {
+    char hex[24];
+    snprintf(hex, sizeof hex, "%016" PRIx64, m->epoch_rng[i]);
+    json_array_append_new(rng, json_string(hex));
+  }
+  char seed[24], hash[24];
+  snprintf(seed, sizeof seed, "%" PRIu64, m->seed);
+  snprintf(hash, sizeof hash, "%016" PRIx64, m->data_hash);
+  json_t *o = json_pack("{s:s, s:i, s:I, s:i, s:f, s:f, s:s, s:o, s:I, s:I, s:I, s:s}", "format",
+                        "seqcl.checkpoint", "version", 1, "step", (json_int_t)m->step,
+                        "batch_size", m->batch_size, "lr", m->lr, "clip", m->clip, "seed", seed,
+                        "shuffle_state", rng, "epoch", (json_int_t)m->epoch, "cursor",
+                        (json_int_t)m->cursor, "train_lines", (json_int_t)m->train_lines,
+                        "data_hash", hash);
+  char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+  json_decref(o);
+  if (!text) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: cannot format %s", path);
+  sq_outfile f;
+  seqcl_status st = sq_outfile_open(path, &f);
+  if (st == SEQCL_OK) {
+    if (fputs(text, f.f) < 0 || fputc('\n', f.f) < 0) {
+      sq_outfile_abort(&f);
+      st = sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot write %s: %s", path, strerror(errno));
+    } else {
+      st = sq_outfile_commit(&f);
+    }
+  }
+  free(text);
+  return st;
+}
+
+seqcl_status sq_checkpoint_write(seqcl_ctx *ctx, const char *save_dir, const sq_tlayout *L,
+                                 const float *params, const float *adam_mv,
+                                 const sq_ckpt_meta *meta) {
+  if (mkdir(save_dir, 0755) != 0 && errno != EEXIST)
+    return sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot create %s: %s", save_dir,
+                   strerror(errno));
+  char *tmp = join(save_dir, ".checkpoint.tmp.XXXXXX");
+  char *final = join(save_dir, "checkpoint");
+  char *old = join(save_dir, ".checkpoint.old.XXXXXX");
+  char *adam = NULL, *json = NULL;
+  seqcl_status st = SEQCL_OK;
+  if (!tmp || !final || !old) {
+    st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
+    goto done;
+  }
+  if (!mkdtemp(tmp)) {
+    st = sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot create a folder in %s: %s", save_dir,
+                 strerror(errno));
+    goto done;
+  }
+  chmod(tmp, 0755); /* mkdtemp makes it private; a checkpoint is an ordinary folder */
+  adam = join(tmp, "optimizer.safetensors");
+  json = join(tmp, "training.json");
+  if (!adam || !json) st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
+  if (st == SEQCL_OK) st = sq_tlayout_save(ctx, L, params, tmp);
+  if (st == SEQCL_OK) st = write_adam(ctx, adam, L, adam_mv);
+  if (st == SEQCL_OK) st = write_meta(ctx, json, meta);
+  if (st != SEQCL_OK) {
+    remove_tree(tmp);
+    goto done;
+  }
+  /* A folder cannot be renamed over a non-empty one: move the previous
+   * checkpoint aside first, then put the new one in place, then delete the old. */
+  struct stat sb;
+  int had_old = stat(final, &sb) == 0;
+  if (had_old) {
+    if (!mkdtemp(old) || rmdir(old) != 0 || rename(final, old) != 0) {
+      st = sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot move the previous %s aside: %s", final,
+                   strerror(errno));
+      remove_tree(tmp);
+      goto done;
+    }
+  }
+  if (rename(tmp, final) != 0) {
+    st = sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot rename %s to %s: %s", tmp, final,
+                 strerror(errno));
+    remove_tree(tmp);
+    if (had_old) rename(old, final);
+    goto done;
+  }
+  if (had_old) remove_tree(old);
+done:
+  free(tmp), free(final), free(old), free(adam), free(json);
+  return st;
+}
+
+seqcl_status sq_checkpoint_locate(seqcl_ctx *ctx, const char *dir, char **out) {
+  *out = NULL;
+  char *sub = join(dir, "checkpoint/training.json");
+  if (!sub) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
+  struct stat sb;
+  int nested = stat(sub, &sb) == 0;
+  free(sub);
+  *out = nested ? join(dir, "checkpoint") : strdup(dir);
+  if (!*out) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
+  return SEQCL_OK;
+}
+
+static int get_u64_text(json_t *o, const char *key, int hex, uint64_t *v) {
+  const char *s = json_string_value(json_object_get(o, key));
+  if (!s || !*s) return -1;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(s, &end, hex ? 16 : 10);
+  if (*end || errno) return -1;
+  *v = x;
+  return 0;
+}
+
+seqcl_status sq_checkpoint_read_meta(seqcl_ctx *ctx, const char *ckdir, sq_ckpt_meta *m) {
+  memset(m, 0, sizeof *m);
+  char *path = join(ckdir, "training.json");
+  if (!path) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
+  json_error_t err;
+  json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+  seqcl_status st = SEQCL_OK;
+  if (!o) {
+    st = sq_fail(ctx, access(path, R_OK) ? SEQCL_ERR_IO : SEQCL_ERR_BAD_MODEL,
+                 "checkpoint: cannot read %s: %s (line %d)", path, err.text, err.line);
+    goto done;
+  }
+  json_t *rng = json_object_get(o, "shuffle_state");
+  const char *bad = NULL;
+  if (strcmp(json_string_value(json_object_get(o, "format")) ? json_string_value(json_object_get(o, "format")) : "", "seqcl.checkpoint") ||
+      json_integer_value(json_object_get(o, "version")) != 1)
+    bad = "format/version";
+  else if (!json_is_integer(json_object_get(o, "step")) ||
+           (m->step = (long)json_integer_value(json_object_get(o, "step"))) < 0)
+    bad = "step";
+  else if ((m->batch_size = (int)json_integer_value(json_object_get(o, "batch_size"))) < 1)
+    bad = "batch_size";
+  else if (!json_is_number(json_object_get(o, "lr")) ||
+           !((m->lr = json_number_value(json_object_get(o, "lr"))) > 0))
+    bad = "lr";
+  else if (!json_is_number(json_object_get(o, "clip")) ||
+           (m->clip = json_number_value(json_object_get(o, "clip"))) < 0)
+    bad = "clip";
+  else if (get_u64_text(o, "seed", 0, &m->seed))
+    bad = "seed";
+  else if (json_array_size(rng) != 4)
+    bad = "shuffle_state";
+  else if ((m->epoch = (long)json_integer_value(json_object_get(o, "epoch"))) < 0 ||
+           (m->cursor = (long)json_integer_value(json_object_get(o, "cursor"))) < 0)
+    bad = "epoch/cursor";
+  else if ((m->train_lines = (long)json_integer_value(json_object_get(o, "train_lines"))) < 1)
+    bad = "train_lines";
+  else if (get_u64_text(o, "data_hash", 1, &m->data_hash))
+    bad = "data_hash";
+  for (int i = 0; !bad && i < 4; i++) {
+    json_t *one = json_object();
+    json_object_set(one, "v", json_array_get(rng, i));
+    if (get_u64_text(one, "v", 1, &m->epoch_rng[i])) bad = "shuffle_state";
+    json_decref(one);
+  }
+  if (!bad && m->cursor > m->train_lines) bad = "cursor";
+  if (bad) st = sq_fail(ctx, SEQCL_ERR_BAD_MODEL, "checkpoint: %s: missing or bad \"%s\"", path, bad);
+  json_decref(o);
+done:
+  free(path);
+  return st;
+}
+
+seqcl_status sq_checkpoint_read_adam(seqcl_ctx *ctx, const char *ckdir, const sq_tlayout *L,
+                                     float *mv) {
+  char *path = join(ckdir, "optimizer.safetensors");
+  if (!path) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
+  sq_st_file *f = NULL;
+  seqcl_status st = sq_st_read(path, 0, &f);
+  for (int k = 0; st == SEQCL_OK && k < 2; k++)
+    for (int i = 0; st == SEQCL_OK && i < L->nparams; i++) {
+      char name[80];
+      snprintf(name, sizeof name, "%s.%s", k ? "exp_avg_sq" : "exp_avg", L->p[i].name);
+      const sq_st_tensor *t = sq_st_find(f, name);
+      if (!t || t->nelem != L->p[i].count || t->dtype != SQ_DT_F32)
+        st = sq_fail(ctx, SEQCL_ERR_BAD_MODEL,
+                     "checkpoint: %s: tensor %s is missing or not F32 with %zu elements", path,
+                     name, L->p[i].count);
+      else
+        sq_st_to_f32(f, t, mv + (size_t)k * L->total + L->p[i].off);
+    }
+  if (st == SEQCL_OK && f->count != (size_t)(2 * L->nparams))
+    st = sq_fail(ctx, SEQCL_ERR_BAD_MODEL, "checkpoint: %s holds %zu tensors, expected %d", path,
+                 f->count, 2 * L->nparams);
+  sq_st_free(f);
+  free(path);
+  return st;
+}
+
+seqcl_status sq_tlayout_load(seqcl_ctx *ctx, const sq_tlayout *L, const char *path,
+                             float *params) {
+  sq_st_file *f = NULL;
+  SQ_TRY(sq_st_read(path, 0, &f));
+  seqcl_status st = SEQCL_OK;
+  for (int i = 0; st == SEQCL_OK && i < L->nparams; i++) {
+    const sq_tparam *p = &L->p[i];
+    const sq_st_tensor *t = sq_st_find(f, p->name);
+    if (!t)
+      st = sq_fail(ctx, SEQCL_ERR_BAD_MODEL, "%s: missing tensor %s (training needs every bias)",
+                   path, p->name);
+    else if (t->ndim != p->ndim || t->shape[0] != p->shape[0] ||
+             (p->ndim == 2 && t->shape[1] != p->shape[1]))
+      st = sq_fail(ctx, SEQCL_ERR_BAD_MODEL, "%s: tensor %s has the wrong shape for the config",
+                   path, p->name);
+    else
+      sq_st_to_f32(f, t, params + p->off);
+  }
+  for (size_t k = 0; st == SEQCL_OK && k < f->count; k++) {
+    int known = 0;
+    for (int i = 0; i < L->nparams; i++) known |= !strcmp(f->tensors[k].name, L->p[i].name);
+    if (!known)
+      st = sq_fail(ctx, SEQCL_ERR_BAD_MODEL, "%s: tensor %s does not belong to the config", path,
+                   f->tensors[k].name);
+  }
+  sq_st_free(f);
+  return st;
+}

@@ -1,0 +1,43 @@
+/* Training checkpoints: a directory holding the model (config.json,
+ * model.safetensors), Adam's moments (optimizer.safetensors: exp_avg.NAME and
+ * exp_avg_sq.NAME, torch.optim.Adam's names) and training.json (step count,
+ * hyperparameters, the shuffle generator's state and position, a fingerprint
+ * of the training data). Written into a temporary folder beside the target and
+ * renamed into place, so DIR/checkpoint is always a complete checkpoint. */
+#ifndef SQ_TRAIN_CHECKPOINT_H
+#define SQ_TRAIN_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "train/tmodel.h"
+
+typedef struct sq_ckpt_meta {
+  long step;                /* Adam steps done */
+  int batch_size;
+  double lr, clip;
+  uint64_t seed;
+  uint64_t epoch_rng[4];    /* shuffle generator before this epoch's permutation */
+  long epoch, cursor;       /* epochs begun; lines of this epoch's permutation used */
+  long train_lines;
+  uint64_t data_hash;       /* FNV-1a of the training ids and line lengths */
+} sq_ckpt_meta;
+
+/* Writes save_dir/checkpoint (replacing an older one). adam_mv holds m then v
+ * (L->total floats each). */
+seqcl_status sq_checkpoint_write(seqcl_ctx *ctx, const char *save_dir, const sq_tlayout *L,
+                                 const float *params, const float *adam_mv,
+                                 const sq_ckpt_meta *meta);
+/* The checkpoint folder for --resume DIR: DIR/checkpoint when it holds
+ * training.json, else DIR itself. *out is malloc'd. */
+seqcl_status sq_checkpoint_locate(seqcl_ctx *ctx, const char *dir, char **out);
+seqcl_status sq_checkpoint_read_meta(seqcl_ctx *ctx, const char *ckdir, sq_ckpt_meta *meta);
+/* Reads the moments for layout L (every exp_avg / exp_avg_sq tensor present,
+ * with the parameter's element count). */
+seqcl_status sq_checkpoint_read_adam(seqcl_ctx *ctx, const char *ckdir, const sq_tlayout *L,
+                                     float *adam_mv);
+/* Fills params from a model.safetensors: every tensor of L present with L's
+ * shape, no tensor L lacks (errors name the file and tensor). */
+seqcl_status sq_tlayout_load(seqcl_ctx *ctx, const sq_tlayout *L, const char *path,
+                             float *params);
+
+#endif

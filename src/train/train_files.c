@@ -1,0 +1,425 @@
+/* Training on the user's token files (SPEC §4 `seqcl train --src --tgt`):
+ * ragged lines padded into one graph sized for the longest lines, batches drawn
+ * from a seeded per-epoch permutation, periodic validation (teacher-forced loss
+ * and greedy exact match), checkpoints, resume and a clean stop. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <seqcl/train.h>
+
+#include "model/config.h"
+#include "model/tokens.h"
+#include "ops/ops.h"
+#include "train/checkpoint.h"
+#include "train/grad.h"
+#include "train/optim.h"
+#include "train/tmodel.h"
+
+#define SHUFFLE_SALT 0x5EED0DA7A5EED0DAull
+
+void seqcl_train_files_options_default(seqcl_train_files_options *o) {
+  memset(o, 0, sizeof *o);
+  o->steps = 1000;
+  o->clip = -1.0;
+  o->seed = -1;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- data ---- */
+
+typedef struct dataset {
+  const char *src_name, *tgt_name;
+  sq_seqs src, tgt;
+} dataset;
+
+static seqcl_status load_pair(seqcl_ctx *ctx, const sq_config *c, const char *src_path,
+                              const char *tgt_path, dataset *d) {
+  d->src_name = src_path, d->tgt_name = tgt_path;
+  SQ_TRY(sq_tokens_read(src_path, c->src_vocab, NULL, &d->src));
+  SQ_TRY(sq_tokens_read(tgt_path, c->tgt_vocab, NULL, &d->tgt));
+  if (d->src.count != d->tgt.count)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s has %zu lines but %s has %zu", src_path,
+                   d->src.count, tgt_path, d->tgt.count);
+  for (size_t i = 0; i < d->tgt.count; i++) {
+    const int32_t *t = d->tgt.ids + d->tgt.offsets[i];
+    if (sq_seq_len(&d->tgt, i) < 2 || t[0] != c->bos_id)
+      return sq_fail(ctx, SEQCL_ERR_BAD_TOKENS,
+                     "%s:%zu: a target line is BOS (%d) then at least one token", tgt_path,
+                     i + 1, c->bos_id);
+  }
+  return SEQCL_OK;
+}
+
+static void free_pair(dataset *d) {
+  sq_seqs_free(&d->src);
+  sq_seqs_free(&d->tgt);
+}
+
+static void longest(const dataset *d, int *S, int *T) {
+  for (size_t i = 0; i < d->src.count; i++) {
+    if ((int)sq_seq_len(&d->src, i) > *S) *S = (int)sq_seq_len(&d->src, i);
+    if ((int)sq_seq_len(&d->tgt, i) - 1 > *T) *T = (int)sq_seq_len(&d->tgt, i) - 1;
+  }
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001B3ull;
+  return h;
+}
+
+static uint64_t data_hash(const dataset *d) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  const sq_seqs *both[2] = {&d->src, &d->tgt};
+  for (int k = 0; k < 2; k++) {
+    h = fnv(h, both[k]->offsets, sizeof(size_t) * (both[k]->count + 1));
+    h = fnv(h, both[k]->ids, sizeof(int32_t) * both[k]->offsets[both[k]->count]);
+  }
+  return h;
+}
+
+/* Pads lines idx[0..n) into src [n, S] (0 past the end), lens [n] and
+ * tgt [n, T+1] (-1 past the end: ignored labels). */
+static void fill_batch(const dataset *d, const long *idx, int n, int S, int T, int32_t *src,
+                       int32_t *lens, int32_t *tgt) {
+  for (int r = 0; r < n; r++) {
+    size_t i = (size_t)idx[r];
+    size_t ls = sq_seq_len(&d->src, i), lt = sq_seq_len(&d->tgt, i);
+    for (int j = 0; j < S; j++)
+      src[(size_t)r * S + j] = j < (int)ls ? d->src.ids[d->src.offsets[i] + j] : 0;
+    lens[r] = (int32_t)ls;
+    for (int j = 0; j <= T; j++)
+      tgt[(size_t)r * (T + 1) + j] = j < (int)lt ? d->tgt.ids[d->tgt.offsets[i] + j] : -1;
+  }
+}
+
+/* ---- the shuffle: a fresh permutation of the lines each epoch ---- */
+
+typedef struct shuffle {
+  sq_trng rng, epoch_rng; /* epoch_rng: rng as it was before this epoch's permutation */
+  long n, epoch, cursor;
+  long *perm;
+} shuffle;
+
+static void shuffle_epoch(shuffle *s) {
+  s->epoch_rng = s->rng;
+  for (long i = 0; i < s->n; i++) s->perm[i] = i;
+  for (long i = s->n - 1; i > 0; i--) { /* Fisher-Yates */
+    long j = sq_trng_below(&s->rng, (int)(i + 1));
+    long t = s->perm[i];
+    s->perm[i] = s->perm[j];
+    s->perm[j] = t;
+  }
+  s->epoch++;
+  s->cursor = 0;
+}
+
+static long shuffle_next(shuffle *s) {
+  if (s->cursor == s->n) shuffle_epoch(s);
+  return s->perm[s->cursor++];
+}
+
+/* ---- the run ---- */
+
+typedef struct run {
+  sq_config cfg;
+  sq_tlayout L;
+  dataset train, valid;
+  int have_valid;
+  sq_graph *g;
+  sq_adam adam;
+  sq_buf *scratch;
+  shuffle sh;
+  long *idx;
+  int32_t *src, *lens, *tgt, *pred;
+  float *host; /* params, then m and v */
+  char *ckdir;
+  int B, S, T;
+  uint64_t seed, hash;
+  double lr, clip;
+} run;
+
+static seqcl_status check_trainable(seqcl_ctx *ctx, const sq_config *c, const char *from) {
+  if (c->enc_layers != 1)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "%s: training supports encoder.num_layers 1 only (the config has %d)", from,
+                   c->enc_layers);
+  if (c->output != SQ_OUTPUT_STATE)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "%s: training supports output \"state\" only (the config has "
+                   "\"state_context\")",
+                   from);
+  return SEQCL_OK;
+}
+
+static char *path_in(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
+static seqcl_status load_config(seqcl_ctx *ctx, const char *dir, const char *file, sq_config *c) {
+  char *p = dir ? path_in(dir, "config.json") : strdup(file);
+  if (!p) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
+  seqcl_status st = sq_config_load(p, c);
+  if (st == SEQCL_OK) st = check_trainable(ctx, c, p);
+  free(p);
+  return st;
+}
+
+static seqcl_status load_weights(seqcl_ctx *ctx, const sq_tlayout *L, const char *dir,
+                                 float *params) {
+  char *p = path_in(dir, "model.safetensors");
+  if (!p) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
+  seqcl_status st = sq_tlayout_load(ctx, L, p, params);
+  free(p);
+  return st;
+}
+
+/* Resolves the hyperparameters: explicit values, else the checkpoint's, else
+ * the defaults; on resume an explicit value must equal the checkpoint's. */
+static seqcl_status settle_options(seqcl_ctx *ctx, const seqcl_train_files_options *o,
+                                   const sq_ckpt_meta *m, run *R) {
+  if (o->steps < 0) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --steps is negative");
+  if (o->checkpoint_every < 0 || o->valid_every < 0)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: negative interval");
+  if (o->batch_size < 0 || o->batch_size > 1 << 20 || !(o->lr >= 0) || !isfinite(o->lr) ||
+      !isfinite(o->clip))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: bad --batch-size, --lr or --clip");
+  R->B = o->batch_size ? o->batch_size : m ? m->batch_size : 64;
+  R->lr = o->lr > 0 ? o->lr : m ? m->lr : 1e-3;
+  R->clip = o->clip >= 0 ? o->clip : m ? m->clip : 0.0;
+  R->seed = o->seed >= 0 ? (uint64_t)o->seed : m ? m->seed : 0;
+  if (m) {
+    const char *which = R->B != m->batch_size ? "--batch-size"
+                        : R->lr != m->lr       ? "--lr"
+                        : R->clip != m->clip   ? "--clip"
+                        : R->seed != m->seed   ? "--seed"
+                                               : NULL;
+    if (which)
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                     "train: %s differs from the checkpoint's (a resumed run continues the same "
+                     "run; leave it out)",
+                     which);
+    if (o->steps < m->step)
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                     "train: --steps %d is below the checkpoint's step %ld", o->steps, m->step);
+  }
+  return SEQCL_OK;
+}
+
+static seqcl_status save_checkpoint(seqcl_ctx *ctx, const seqcl_train_files_options *o, run *R) {
+  const size_t total = R->L.total;
+  SQ_TRY(sq_read(ctx, sq_graph_params(R->g), R->host, sizeof(float) * total));
+  SQ_TRY(sq_read(ctx, sq_at(R->adam.state, 0), R->host + total, 2 * sizeof(float) * total));
+  sq_ckpt_meta m = {.step = R->adam.step, .batch_size = R->B, .lr = R->lr, .clip = R->clip,
+                    .seed = R->seed, .epoch = R->sh.epoch, .cursor = R->sh.cursor,
+                    .train_lines = R->sh.n, .data_hash = R->hash};
+  memcpy(m.epoch_rng, R->sh.epoch_rng.s, sizeof m.epoch_rng);
+  return sq_checkpoint_write(ctx, o->save_dir, &R->L, R->host, R->host + total, &m);
+}
+
+static seqcl_status validate(run *R, seqcl_train_event *e) {
+  const dataset *d = &R->valid;
+  const long n = (long)d->src.count;
+  double loss_sum = 0;
+  long labels = 0;
+  e->valid_correct = 0;
+  for (long at = 0; at < n; at += R->B) {
+    int rows = (int)(n - at < R->B ? n - at : R->B);
+    for (int r = 0; r < rows; r++) R->idx[r] = at + r;
+    fill_batch(d, R->idx, rows, R->S, R->T, R->src, R->lens, R->tgt);
+    float loss;
+    SQ_TRY(sq_graph_set_batch(R->g, rows, R->src, R->lens, R->tgt));
+    SQ_TRY(sq_graph_forward(R->g, &loss));
+    long here = 0;
+    for (int r = 0; r < rows; r++) here += (long)sq_seq_len(&d->tgt, (size_t)(at + r)) - 1;
+    loss_sum += (double)loss * (double)here;
+    labels += here;
+    SQ_TRY(sq_graph_set_batch(R->g, rows, R->src, R->lens, NULL));
+    SQ_TRY(sq_graph_greedy(R->g, R->pred));
+    for (int r = 0; r < rows; r++) {
+      /* exact match: the output before the first EOS equals the target between
+       * BOS and its final EOS */
+      const int32_t *t = d->tgt.ids + d->tgt.offsets[at + r] + 1;
+      int want = (int)sq_seq_len(&d->tgt, (size_t)(at + r)) - 1;
+      if (want > 0 && t[want - 1] == R->cfg.eos_id) want--;
+      const int32_t *p = R->pred + (size_t)r * R->T;
+      int got = 0;
+      while (got < R->T && p[got] != R->cfg.eos_id) got++;
+      e->valid_correct += got == want && !memcmp(p, t, sizeof(int32_t) * (size_t)want);
+    }
+  }
+  e->validated = 1;
+  e->valid_loss = labels ? loss_sum / (double)labels : 0.0;
+  e->valid_count = (int)n;
+  return SEQCL_OK;
+}
+
+static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_options *o, run *R,
+                                    seqcl_train_files_result *res) {
+  if (!o->save_dir) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --save DIR is required");
+  if (!o->src_path || !o->tgt_path)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --src and --tgt are required");
+  if (!o->valid_src_path != !o->valid_tgt_path)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: --valid-src and --valid-tgt go together");
+  sq_ckpt_meta meta, *m = NULL;
+  if (o->resume_dir) {
+    if (o->config_path || o->init_dir)
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                     "train: --resume takes the model from the checkpoint; leave out --config "
+                     "and --init");
+    SQ_TRY(sq_checkpoint_locate(ctx, o->resume_dir, &R->ckdir));
+    SQ_TRY(sq_checkpoint_read_meta(ctx, R->ckdir, &meta));
+    m = &meta;
+    SQ_TRY(load_config(ctx, R->ckdir, NULL, &R->cfg));
+  } else if (o->config_path) {
+    SQ_TRY(load_config(ctx, NULL, o->config_path, &R->cfg));
+  } else if (o->init_dir) {
+    SQ_TRY(load_config(ctx, o->init_dir, NULL, &R->cfg));
+  } else {
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: --config FILE (or --init DIR, or --resume DIR) is required");
+  }
+  SQ_TRY(settle_options(ctx, o, m, R));
+  SQ_TRY(sq_tlayout_make(ctx, &R->cfg, &R->L));
+  SQ_TRY(load_pair(ctx, &R->cfg, o->src_path, o->tgt_path, &R->train));
+  if (o->valid_src_path) {
+    SQ_TRY(load_pair(ctx, &R->cfg, o->valid_src_path, o->valid_tgt_path, &R->valid));
+    R->have_valid = 1;
+  }
+  R->hash = data_hash(&R->train);
+  const long lines = (long)R->train.src.count;
+  if (m && (m->train_lines != lines || m->data_hash != R->hash))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: %s / %s are not the files the checkpoint in %s was trained on",
+                   o->src_path, o->tgt_path, R->ckdir);
+  if (lines > 0x7fffffffL)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: more than 2^31 lines");
+  R->S = 1, R->T = 1;
+  longest(&R->train, &R->S, &R->T);
+  if (R->have_valid) longest(&R->valid, &R->S, &R->T);
+  res->train_lines = (int)lines, res->max_src_len = R->S, res->max_tgt_len = R->T + 1;
+
+  const int B = R->B, S = R->S, T = R->T;
+  const size_t total = R->L.total;
+  SQ_TRY(sq_graph_create(ctx, &R->L, B, S, T, &R->g));
+  R->idx = malloc(sizeof(long) * ((size_t)B + (size_t)lines));
+  R->src = malloc(sizeof(int32_t) * (size_t)B * ((size_t)S + 1 + (size_t)(T + 1) + (size_t)T));
+  R->host = malloc(sizeof(float) * 3 * total);
+  if (!R->idx || !R->src || !R->host)
+    return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
+  R->sh.perm = R->idx + B;
+  R->lens = R->src + (size_t)B * S;
+  R->tgt = R->lens + B;
+  R->pred = R->tgt + (size_t)B * (T + 1);
+
+  /* weights, optimizer state and shuffle position */
+  SQ_TRY(sq_adam_create(ctx, total, (float)R->lr, &R->adam));
+  R->sh.n = lines;
+  if (m) {
+    SQ_TRY(load_weights(ctx, &R->L, R->ckdir, R->host));
+    SQ_TRY(sq_checkpoint_read_adam(ctx, R->ckdir, &R->L, R->host + total));
+    SQ_TRY(sq_write(ctx, sq_at(R->adam.state, 0), R->host + total, 2 * sizeof(float) * total));
+    R->adam.step = m->step;
+    memcpy(R->sh.rng.s, m->epoch_rng, sizeof m->epoch_rng);
+    R->sh.epoch_rng = R->sh.rng;
+    if (m->epoch > 0) {
+      shuffle_epoch(&R->sh); /* the same permutation again */
+      R->sh.epoch = m->epoch;
+    }
+    R->sh.cursor = m->epoch > 0 ? m->cursor : lines;
+  } else {
+    if (o->init_dir)
+      SQ_TRY(load_weights(ctx, &R->L, o->init_dir, R->host));
+    else
+      sq_tlayout_init(&R->L, R->seed, R->host);
+    sq_trng_seed(&R->sh.rng, R->seed ^ SHUFFLE_SALT);
+    R->sh.epoch_rng = R->sh.rng;
+    R->sh.epoch = 0;
+    R->sh.cursor = lines; /* the first draw starts epoch 1 */
+  }
+  sq_graph *g = R->g;
+  sq_ref params = sq_graph_params(g), grads = sq_graph_grads(g);
+  SQ_TRY(sq_write(ctx, params, R->host, sizeof(float) * total));
+  SQ_TRY(sq_buf_alloc(ctx, sizeof(float), &R->scratch));
+
+  const int start = (int)R->adam.step;
+  res->start_step = start;
+  double t0 = now_seconds();
+  float loss = 0.0f;
+  int stopped = 0;
+  seqcl_train_event e;
+  memset(&e, 0, sizeof e);
+  for (int step = start; step < o->steps && !stopped; step++) {
+    for (int r = 0; r < B; r++) R->idx[r] = shuffle_next(&R->sh);
+    fill_batch(&R->train, R->idx, B, S, T, R->src, R->lens, R->tgt);
+    SQ_TRY(sq_graph_set_batch(g, B, R->src, R->lens, R->tgt));
+    SQ_TRY(sq_fill(ctx, grads, total, 0.0f));
+    SQ_TRY(sq_graph_forward(g, &loss));
+    if (!isfinite(loss))
+      return sq_fail(ctx, SEQCL_ERR_NON_FINITE, "train: the loss became %g at step %d",
+                     (double)loss, step + 1);
+    SQ_TRY(sq_graph_backward(g));
+    if (R->clip > 0.0)
+      SQ_TRY(sq_clip_grad_norm(ctx, total, grads, (float)R->clip, sq_at(R->scratch, 0), NULL));
+    SQ_TRY(sq_adam_step(ctx, &R->adam, params, grads));
+    memset(&e, 0, sizeof e);
+    e.step = step + 1, e.steps = o->steps, e.loss = loss;
+    int last = step + 1 == o->steps;
+    if (R->have_valid && (last || (o->valid_every && e.step % o->valid_every == 0)))
+      SQ_TRY(validate(R, &e));
+    if (!last && o->checkpoint_every && e.step % o->checkpoint_every == 0) {
+      SQ_TRY(save_checkpoint(ctx, o, R));
+      e.checkpointed = 1;
+    }
+    if (o->progress && o->progress(o->user, &e)) stopped = 1;
+  }
+  SQ_TRY(sq_finish(ctx));
+  res->train_seconds = now_seconds() - t0;
+  res->steps_done = (int)R->adam.step;
+  res->final_loss = loss;
+  if (R->have_valid && !e.validated && !stopped) SQ_TRY(validate(R, &e));
+  res->validated = e.validated;
+  res->valid_loss = e.valid_loss;
+  res->valid_correct = e.valid_correct, res->valid_count = e.valid_count;
+  /* the final (or interrupted) state: checkpoint, then the model itself */
+  SQ_TRY(save_checkpoint(ctx, o, R));
+  SQ_TRY(sq_tlayout_save(ctx, &R->L, R->host, o->save_dir));
+  if (stopped)
+    return sq_fail(ctx, SEQCL_ERR_CANCELLED,
+                   "train: stopped after step %d; the model is in %s and the checkpoint in "
+                   "%s/checkpoint (continue with --resume %s)",
+                   res->steps_done, o->save_dir, o->save_dir, o->save_dir);
+  return SEQCL_OK;
+}
+
+seqcl_status seqcl_train_files(seqcl_ctx *ctx, const seqcl_train_files_options *o,
+                               seqcl_train_files_result *out) {
+  if (!ctx || !o || !out)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_train_files: NULL argument");
+  memset(out, 0, sizeof *out);
+  run R;
+  memset(&R, 0, sizeof R);
+  seqcl_status st = train_files_run(ctx, o, &R, out);
+  sq_graph_free(R.g);
+  sq_adam_free(&R.adam);
+  sq_buf_free(R.scratch);
+  free_pair(&R.train);
+  free_pair(&R.valid);
+  free(R.idx);
+  free(R.src);
+  free(R.host);
+  free(R.ckdir);
+  return st;
+}
