@@ -13,10 +13,15 @@ typedef enum sq_fault_kind {
 } sq_fault_kind;
 
 #ifdef SEQCL_FAULT_INJECTION
-/* The nth (1-based) next event of this kind fails; n = 0 disarms. Process-wide. */
+/* The nth (1-based) next event of this kind fails; n = 0 disarms. Process-wide.
+ * The environment variable SEQCL_FAULT=alloc:N|build:N|launch:N (test-only; see
+ * fault.c) arms one kind the same way before the process's first event. */
 void sq_fault_arm(sq_fault_kind kind, unsigned n);
 /* Counts one event of this kind; 1 when it is the armed one (which disarms it). */
 int sq_fault_hit(sq_fault_kind kind);
+/* Events of this kind still to come before the armed failure (0: disarmed, or
+ * the armed failure already happened): tells a test whether its fault was hit. */
+unsigned sq_fault_pending(sq_fault_kind kind);
 #else
 static inline int sq_fault_hit(sq_fault_kind kind) {
   (void)kind;

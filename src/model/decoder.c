@@ -1,9 +1,15 @@
 /* One decoder step (SPEC §1): attention on s_{t-1}, GRUCell([embed(y) ; c], s),
  * output projection. The embedding and the context are written straight into
- * the GRU input buffer [n, D + He], so nothing is concatenated by copying. */
+ * the GRU input buffer [n, D + He], so nothing is concatenated by copying.
+ *
+ * Launches per step on OpenCL (additive, output "state"): embedding 1, the
+ * stacked GEMM s_{t-1} [W_hh ; W_q]^T 1, fused attention 1, the input GEMM
+ * W_ih [e ; c] 1, the gates 1, the output GEMM 1 = 6, plus the caller's argmax
+ * (and greedy_update). Every buffer comes from the workspace, sized once. */
 #include <math.h>
 #include <string.h>
 
+#include "bench/ablate.h"
 #include "core/error.h"
 #include "model/seq2seq.h"
 
@@ -38,7 +44,21 @@ void sq_dec_ws_free(sq_dec_ws *ws) {
   sq_buf_free(ws->xin);
   sq_buf_free(ws->qp);
   sq_buf_free(ws->gru_ws);
+  sq_buf_free(ws->wstack);
+  sq_buf_free(ws->ghq);
+  sq_buf_free(ws->abl_scores);
+  sq_buf_free(ws->abl_alpha);
   memset(ws, 0, sizeof *ws);
+}
+
+/* [W_hh ; W_q] as one [3H_d + q, H_d] matrix: two device copies, once. */
+static seqcl_status stack_weights(seqcl_model *m, int q, sq_dec_ws *ws) {
+  const size_t Hd = (size_t)m->cfg.dec_hidden, n = (size_t)ws->n;
+  SQ_TRY(sq_buf_alloc(m->ctx, (3 * Hd + q) * Hd * sizeof(float), &ws->wstack));
+  SQ_TRY(sq_buf_alloc(m->ctx, n * (3 * Hd + q) * sizeof(float), &ws->ghq));
+  SQ_TRY(sq_copy(m->ctx, sq_at(ws->wstack, 0), m->dec.w_hh, 3 * Hd * Hd));
+  if (q) SQ_TRY(sq_copy(m->ctx, sq_at(ws->wstack, 3 * Hd * Hd), m->query_w, (size_t)q * Hd));
+  return SEQCL_OK;
 }
 
 seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws) {
@@ -50,6 +70,7 @@ seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws) {
   if (st == SEQCL_OK) st = sq_buf_alloc(m->ctx, n * X * sizeof(float), &ws->xin);
   if (st == SEQCL_OK && q) st = sq_buf_alloc(m->ctx, n * q * sizeof(float), &ws->qp);
   if (st == SEQCL_OK) st = sq_buf_alloc(m->ctx, 6 * n * Hd * sizeof(float), &ws->gru_ws);
+  if (st == SEQCL_OK && !(sq_ablated() & SQ_ABL_STACK_QUERY)) st = stack_weights(m, (int)q, ws);
   if (st != SEQCL_OK) sq_dec_ws_free(ws);
   return st;
 }
@@ -58,12 +79,38 @@ seqcl_status sq_dec_start(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws) {
   return sq_copy(m->ctx, sq_at(ws->h, 0), sq_at(e->s0, 0), (size_t)ws->n * m->cfg.dec_hidden);
 }
 
+/* Ablation only: the key projection redone at every step, as seed 000's
+ * AdditiveAttention does (W_k H + b_k, then b_q as in encoder.c). */
+static seqcl_status reproject_keys(seqcl_model *m, const sq_encoded *e) {
+  const int NS = e->n * e->S, A = m->cfg.attn_dim;
+  SQ_TRY(sq_linear(m->ctx, NS, m->He, A, sq_at(e->keys, 0), m->He, m->key_w, m->key_b,
+                   sq_at(e->pkeys, 0), A));
+  if (m->query_b.buf) SQ_TRY(sq_add_bias(m->ctx, NS, A, sq_at(e->pkeys, 0), A, m->query_b));
+  return SEQCL_OK;
+}
+
+/* Ablation only: scores, masked softmax and context as three launches. */
+static seqcl_status attention_unfused(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws,
+                                      const sq_attn_args *a, sq_ref ctxv, int ld_c,
+                                      sq_ref alpha) {
+  seqcl_ctx *ctx = m->ctx;
+  const size_t nS = (size_t)ws->n * e->S;
+  if (!ws->abl_scores) SQ_TRY(sq_buf_alloc(ctx, nS * sizeof(float), &ws->abl_scores));
+  if (!ws->abl_alpha) SQ_TRY(sq_buf_alloc(ctx, nS * sizeof(float), &ws->abl_alpha));
+  sq_ref al = alpha.buf ? alpha : sq_at(ws->abl_alpha, 0);
+  SQ_TRY(sq_attn_scores(ctx, a, e->lens_host, NULL, sq_at(ws->abl_scores, 0)));
+  SQ_TRY(sq_masked_softmax(ctx, ws->n, e->S, sq_at(ws->abl_scores, 0), a->lens, e->lens_host,
+                           sq_none(), NULL, al));
+  return sq_context(ctx, ws->n, e->S, a->He, al, a->keys, ctxv, ld_c);
+}
+
 seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ids,
                          const int32_t *ids_host, sq_ref alpha, sq_ref logits, int with_bias) {
   seqcl_ctx *ctx = m->ctx;
   const sq_config *c = &m->cfg;
   const int n = ws->n, D = c->embed_dim, He = m->He, Hd = c->dec_hidden, V = c->tgt_vocab;
-  const int X = D + He;
+  const int X = D + He, Hd3 = 3 * Hd;
+  const unsigned off = sq_ablated();
   sq_ref h = sq_at(ws->h, 0), xin = sq_at(ws->xin, 0), ctxv = sq_at(ws->xin, (size_t)D);
   if (ids_host) {
     SQ_TRY(sq_embedding(ctx, n, D, V, ids, ids_host, m->dec_emb, xin, X));
@@ -86,9 +133,25 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
   a.mask = sq_none();
   a.scale = c->score == SQ_SCORE_SCALED_DOT ? (float)(1.0 / sqrt((double)He)) : 1.0f;
   const int q = query_width(m);
-  if (q) {
-    /* additive: b_q was folded into the projected keys (encoder.c) */
-    sq_ref bq = c->score == SQ_SCORE_ADDITIVE ? sq_none() : m->query_b;
+  /* additive: b_q was folded into the projected keys (encoder.c) */
+  sq_ref bq = c->score == SQ_SCORE_ADDITIVE ? sq_none() : m->query_b;
+  const int stacked = ws->wstack != NULL;
+  if (stacked) {
+    /* ghq = s_{t-1} [W_hh ; W_q]^T: the recurrent half of the GRU and the query
+     * in one GEMM (the GRU reads s_{t-1} only through W_hh s, and s is not
+     * updated before the gates run). */
+    const int ld = Hd3 + q;
+    SQ_TRY(sq_gemm(ctx, 0, 1, n, ld, Hd, 1.0f, h, Hd, 0, sq_at(ws->wstack, 0), Hd, 0, 0.0f,
+                   sq_at(ws->ghq, 0), ld, 0, 1));
+    if (q) {
+      a.qp = sq_at(ws->ghq, (size_t)Hd3);
+      a.ld_qp = ld;
+      if (bq.buf) SQ_TRY(sq_add_bias(ctx, n, q, a.qp, ld, bq));
+    } else {
+      a.qp = h;
+      a.ld_qp = Hd;
+    }
+  } else if (q) {
     SQ_TRY(sq_linear(ctx, n, Hd, q, h, Hd, m->query_w, bq, sq_at(ws->qp, 0), q));
     a.qp = sq_at(ws->qp, 0);
     a.ld_qp = q;
@@ -101,13 +164,27 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
     a.pkeys = sq_at(e->pkeys, 0);
     a.v = m->energy_w;
     a.bv = m->energy_b;
+    if (off & SQ_ABL_KEYS_ONCE) SQ_TRY(reproject_keys(m, e));
   } else {
     a.pkeys = a.v = a.bv = sq_none();
   }
-  SQ_TRY(sq_attn_fused(ctx, &a, e->lens_host, NULL, ctxv, X, alpha));
+  if (off & SQ_ABL_FUSED_ATTN)
+    SQ_TRY(attention_unfused(m, e, ws, &a, ctxv, X, alpha));
+  else
+    SQ_TRY(sq_attn_fused(ctx, &a, e->lens_host, NULL, ctxv, X, alpha));
 
-  SQ_TRY(sq_gru_cell(ctx, n, X, Hd, xin, X, m->dec.w_ih, m->dec.w_hh, m->dec.b_ih, m->dec.b_hh, h,
-                     sq_at(ws->gru_ws, 0)));
+  if (stacked) {
+    sq_ref gi = sq_at(ws->gru_ws, 0);
+    SQ_TRY(sq_gemm(ctx, 0, 1, n, Hd3, X, 1.0f, xin, X, 0, m->dec.w_ih, X, 0, 0.0f, gi, Hd3, 0, 1));
+    sq_gru_args g = {.N = n, .H = Hd, .gi = gi, .gi_sn = (size_t)Hd3, .gi_st = 0,
+                     .gh = sq_at(ws->ghq, 0), .ld_gh = Hd3 + q, .b_ih = m->dec.b_ih,
+                     .b_hh = m->dec.b_hh, .h = h, .out = sq_none(), .lens = sq_none(),
+                     .step = 0, .reverse = 0};
+    SQ_TRY(sq_gru_gates(ctx, &g, NULL));
+  } else {
+    SQ_TRY(sq_gru_cell(ctx, n, X, Hd, xin, X, m->dec.w_ih, m->dec.w_hh, m->dec.b_ih, m->dec.b_hh,
+                       h, sq_at(ws->gru_ws, 0)));
+  }
 
   /* Without the bias when the caller adds it itself (greedy: argmax adds it). */
   sq_ref bo = with_bias ? m->out_b : sq_none();

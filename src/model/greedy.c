@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/ablate.h"
 #include "core/error.h"
 #include "model/seq2seq.h"
 
@@ -15,7 +16,7 @@
 #define CHECK_EVERY 4
 
 typedef struct greedy_bufs {
-  sq_buf *ids, *fin, *hist, *logits, *alpha;
+  sq_buf *ids, *fin, *hist, *logits, *alpha, *abl_lsm;
   int32_t *fin_host, *hist_host;
   float *alpha_host;
 } greedy_bufs;
@@ -26,6 +27,7 @@ static void greedy_bufs_free(greedy_bufs *b) {
   sq_buf_free(b->hist);
   sq_buf_free(b->logits);
   sq_buf_free(b->alpha);
+  sq_buf_free(b->abl_lsm);
   free(b->fin_host);
   free(b->hist_host);
   free(b->alpha_host);
@@ -45,6 +47,9 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
   SQ_TRY(sq_buf_alloc(ctx, steps_n * sizeof(int32_t), &b->hist));
   SQ_TRY(sq_buf_alloc(ctx, (size_t)n * V * sizeof(float), &b->logits));
   if (line_align) SQ_TRY(sq_buf_alloc(ctx, steps_n * S * sizeof(float), &b->alpha));
+  const unsigned off = sq_ablated();
+  if (off & SQ_ABL_ARGMAX) SQ_TRY(sq_buf_alloc(ctx, (size_t)n * V * sizeof(float), &b->abl_lsm));
+  const int check_every = (off & SQ_ABL_NO_SYNC) ? 1 : CHECK_EVERY;
   b->fin_host = malloc((size_t)n * sizeof(int32_t));
   b->hist_host = malloc(steps_n * sizeof(int32_t));
   if (!b->fin_host || !b->hist_host)
@@ -59,10 +64,16 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
     sq_ref alpha = line_align ? sq_at(b->alpha, row0 * S) : sq_none();
     /* argmax adds the output bias itself: one launch fewer per step */
     SQ_TRY(sq_dec_step(m, e, ws, sq_at(b->ids, 0), NULL, alpha, sq_at(b->logits, 0), 0));
-    SQ_TRY(sq_argmax(ctx, n, V, sq_at(b->logits, 0), V, m->out_b, sq_at(b->ids, 0)));
+    if (off & SQ_ABL_ARGMAX) {
+      /* ablation: a full log-softmax first (argmax(x - lse + b) = argmax(x + b)) */
+      SQ_TRY(sq_log_softmax(ctx, n, V, sq_at(b->logits, 0), sq_at(b->abl_lsm, 0)));
+      SQ_TRY(sq_argmax(ctx, n, V, sq_at(b->abl_lsm, 0), V, m->out_b, sq_at(b->ids, 0)));
+    } else {
+      SQ_TRY(sq_argmax(ctx, n, V, sq_at(b->logits, 0), V, m->out_b, sq_at(b->ids, 0)));
+    }
     SQ_TRY(sq_greedy_update(ctx, n, sq_at(b->ids, 0), sq_at(b->fin, 0), eos, sq_at(b->hist, row0)));
     ran++;
-    if (ran % CHECK_EVERY == 0 && ran < max_steps) {
+    if (ran % check_every == 0 && ran < max_steps) {
       SQ_TRY(sq_read(ctx, sq_at(b->fin, 0), b->fin_host, (size_t)n * sizeof(int32_t)));
       int all = 1;
       for (int i = 0; i < n && all; i++) all = b->fin_host[i] != 0;

@@ -56,6 +56,12 @@ typedef struct sq_dec_ws {
   sq_buf *xin;    /* GRU input [n, D + He]: embedding at 0, context at D */
   sq_buf *qp;     /* projected query [n, A or He] (general/additive) */
   sq_buf *gru_ws; /* 6 n H_d */
+  /* Both GEMMs that read s_{t-1} as one: W_hh (3H_d rows) stacked over W_q
+   * (q rows, additive/general), copied once per workspace; ghq [n, 3H_d + q]
+   * receives W_hh s (for the gates) and the projected query side by side. */
+  sq_buf *wstack; /* [3H_d + q, H_d] */
+  sq_buf *ghq;    /* [n, 3H_d + q] */
+  sq_buf *abl_scores, *abl_alpha; /* [n, S]: only with SQ_ABL_FUSED_ATTN */
 } sq_dec_ws;
 
 seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws);

@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "backend/host/host.h"
+#include "backend/host/host_threads.h"
 #include "core/ctx.h"
+#include "core/fault.h"
 
 /* Cache-line alignment keeps every row start that is a multiple of 16 floats
  * aligned for the vector loads. */
@@ -24,7 +26,7 @@ static seqcl_status host_buf_alloc(sq_backend *be, size_t bytes, sq_buf **out) {
   void *mem = NULL;
   /* posix_memalign does not promise anything for size 0: ask for one line. */
   size_t want = bytes ? bytes : SQ_HOST_ALIGN;
-  if (!buf || posix_memalign(&mem, SQ_HOST_ALIGN, want) != 0) {
+  if (!buf || sq_fault_hit(SQ_FAULT_ALLOC) || posix_memalign(&mem, SQ_HOST_ALIGN, want) != 0) {
     free(buf);
     return sq_fail(be->ctx, SEQCL_ERR_OUT_OF_MEMORY,
                    "host backend: cannot allocate a buffer of %zu bytes", bytes);
@@ -91,6 +93,7 @@ static seqcl_status host_gemm(sq_backend *be, int ta, int tb, int M, int N, int 
   const float *a = sq_host_f32(A);
   const float *b = sq_host_f32(B);
   float *c = sq_host_f32(C);
+  sq_host_threads_for_gemm(M, N, K, batch);
   for (int i = 0; i < batch; i++) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
                 N, K, alpha, a + (size_t)i * sa, lda, b + (size_t)i * sb, ldb, beta,

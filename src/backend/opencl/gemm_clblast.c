@@ -3,6 +3,7 @@
 #include <clblast_c.h>
 #include <stdio.h>
 
+#include "backend/opencl/gemm_small.h"
 #include "backend/opencl/ops_internal.h"
 
 /* CLBlast's own codes; its others reuse OpenCL's numbers. */
@@ -89,6 +90,10 @@ seqcl_status sq_ocl_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, fl
   if (M <= 0 || N <= 0 || K <= 0 || batch <= 0)
     return sq_fail(o->ctx, SEQCL_ERR_INVALID_ARGUMENT,
                    "gemm: M=%d N=%d K=%d batch=%d must all be >= 1", M, N, K, batch);
+  /* decoder-step shapes: the device's own kernel where it wins (gemm_small.c) */
+  if (sq_ocl_gemm_small_wanted(o, ta, tb, M, N, K, lda, sa, ldb, sb, ldc, sc, batch))
+    return sq_ocl_gemm_small(be, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+  o->n_blas_calls++;
   CLBlastTranspose opa = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
   CLBlastTranspose opb = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
   char what[160];

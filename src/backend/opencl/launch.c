@@ -1,5 +1,6 @@
 /* Kernel argument and launch helpers shared by every op. */
 #include <stdio.h>
+#include <string.h>
 
 #include "backend/opencl/ocl.h"
 #include "core/error.h"
@@ -22,7 +23,17 @@ seqcl_status sq_ocl_launch(sq_ocl *o, cl_kernel k, cl_uint dims, const size_t *g
   for (cl_uint d = 0; d < dims; d++)
     if (global[d] == 0) return SEQCL_OK; /* nothing to do: OpenCL rejects empty ranges */
   cl_int err = clEnqueueNDRangeKernel(o->queue, k, dims, NULL, global, local, 0, NULL, NULL);
+  if (err == CL_SUCCESS) o->n_launches++;
   return sq_ocl_check(o, err, where);
+}
+
+void sq_ocl_counters(sq_backend *be, sq_ocl_counts *out) {
+  out->launches = out->blas_calls = out->syncs = 0;
+  if (!be || !be->ops || !be->ops->name || strcmp(be->ops->name, "opencl") != 0) return;
+  const sq_ocl *o = sq_ocl_of(be);
+  out->launches = o->n_launches;
+  out->blas_calls = o->n_blas_calls;
+  out->syncs = o->n_syncs;
 }
 
 size_t sq_ocl_wg_size(sq_ocl *o, cl_kernel k, size_t want) {

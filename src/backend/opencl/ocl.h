@@ -26,7 +26,17 @@ typedef struct sq_ocl {
   cl_uint mem_align_bytes;/* CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8 */
   sq_program_cache *programs;
   cl_mem dummy;           /* 16-byte buffer passed for absent optional arguments */
+  int gemm_policy;        /* gemm_small.c: which GEMM runs small products (0: not decided) */
+  /* Work counters read by `seqcl bench` (sq_ocl_counters): kernels seqcl enqueued,
+   * CLBlast calls (each one or more kernels of its own), blocking waits. */
+  unsigned long long n_launches, n_blas_calls, n_syncs;
 } sq_ocl;
+
+/* The counters above; all zero when be is not an OpenCL backend. */
+typedef struct sq_ocl_counts {
+  unsigned long long launches, blas_calls, syncs;
+} sq_ocl_counts;
+void sq_ocl_counters(sq_backend *be, sq_ocl_counts *out);
 
 static inline sq_ocl *sq_ocl_of(sq_backend *be) { return (sq_ocl *)be->impl; }
 static inline cl_mem sq_ocl_mem(sq_ref r) { return (cl_mem)r.buf->ptr; }

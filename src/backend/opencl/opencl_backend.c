@@ -104,6 +104,7 @@ static seqcl_status buf_write(sq_backend *be, sq_ref dst, const void *src, size_
   SQ_TRY(in_range(o, dst, bytes, "clEnqueueWriteBuffer"));
   if (bytes == 0) return SEQCL_OK;
   /* Blocking: the caller may reuse src as soon as this returns. */
+  o->n_syncs++;
   cl_int err = clEnqueueWriteBuffer(o->queue, sq_ocl_mem(dst), CL_TRUE, dst.off * 4, bytes, src, 0,
                                     NULL, NULL);
   return sq_ocl_check(o, err, "clEnqueueWriteBuffer");
@@ -113,6 +114,7 @@ static seqcl_status buf_read(sq_backend *be, sq_ref src, void *dst, size_t bytes
   sq_ocl *o = sq_ocl_of(be);
   SQ_TRY(in_range(o, src, bytes, "clEnqueueReadBuffer"));
   if (bytes == 0) return SEQCL_OK;
+  o->n_syncs++;
   cl_int err = clEnqueueReadBuffer(o->queue, sq_ocl_mem(src), CL_TRUE, src.off * 4, bytes, dst, 0,
                                    NULL, NULL);
   return sq_ocl_check(o, err, "clEnqueueReadBuffer (errors of earlier work surface here)");
@@ -144,6 +146,7 @@ static seqcl_status buf_fill_i32(sq_backend *be, sq_ref dst, size_t count, int32
 
 static seqcl_status finish(sq_backend *be) {
   sq_ocl *o = sq_ocl_of(be);
+  o->n_syncs++;
   return sq_ocl_check(o, clFinish(o->queue), "clFinish (errors of earlier work surface here)");
 }
 

@@ -363,7 +363,7 @@ static seqcl_status g_attn_bwd(sq_backend *be, const sq_attn_args *at, sq_ref al
   SQ_TRY(sq_ocl_check(o, err, "clCreateBuffer(attention score gradients)"));
   seqcl_status st =
       attn_bwd_launches(o, at, alpha, u, dc, ld_dc, dqp, ld_dqp, dkeys, dpkeys, dv, dbv, de);
-  clFinish(o->queue); clReleaseMemObject(de);
+  clReleaseMemObject(de);
   return st;
 }
 
@@ -426,7 +426,7 @@ static seqcl_status g_sum_squares(sq_backend *be, size_t count, sq_ref x, sq_ref
   cl_mem partial = clCreateBuffer(o->context, CL_MEM_READ_WRITE, groups * acc, NULL, &err);
   SQ_TRY(sq_ocl_check(o, err, "clCreateBuffer(squared-norm partial sums)"));
   seqcl_status st = sumsq_launches(o, (int)count, x, out, partial, groups);
-  clFinish(o->queue); clReleaseMemObject(partial);
+  clReleaseMemObject(partial);
   return st;
 }
 

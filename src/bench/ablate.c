@@ -1,0 +1,31 @@
+/* Optimisation switches of the decode path (ablate.h). */
+#include <string.h>
+
+#include "bench/ablate.h"
+
+static unsigned ablated = 0;
+
+unsigned sq_ablated(void) { return ablated; }
+void sq_ablate_set(unsigned mask) { ablated = mask; }
+
+static const struct {
+  unsigned bit;
+  const char *name;
+} names[] = {
+    {SQ_ABL_STACK_QUERY, "stack_query"}, {SQ_ABL_FUSED_ATTN, "fused_attention"},
+    {SQ_ABL_KEYS_ONCE, "keys_once"},     {SQ_ABL_ARGMAX, "argmax_no_softmax"},
+    {SQ_ABL_NO_SYNC, "no_step_sync"},    {SQ_ABL_SMALL_GEMM, "small_gemm"},
+    {SQ_ABL_THREADS, "small_gemm_1_thread"},
+};
+
+unsigned sq_ablate_bit(const char *name) {
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(names[i].name, name)) return names[i].bit;
+  return 0;
+}
+
+const char *sq_ablate_name(unsigned bit) {
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (names[i].bit == bit) return names[i].name;
+  return "?";
+}

@@ -1,0 +1,43 @@
+/* Shared pieces of the hardening tests: a tiny random model written to a
+ * temporary folder (config.json through sq_config_to_json, weights through
+ * sq_st_write), token files, folder clean-up and the device list. */
+#ifndef SEQCL_TESTS_HARDEN_UTIL_H
+#define SEQCL_TESTS_HARDEN_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <seqcl/seqcl.h>
+
+#include "model/config.h"
+
+/* V_src 7, V_tgt 9, D 5, bidirectional H 6 (H_e 12), H_d 8, bridge init,
+ * additive attention (A 7, every bias), output "state", BOS 7, EOS 8: one
+ * layer and "state" so that the same model also trains. */
+void hu_tiny_config(sq_config *c);
+
+/* Writes dir/config.json and dir/model.safetensors for c with seeded weights in
+ * [-1, 1). When poison_tensor is not NULL, its element poison_index is set to
+ * poison_value (NaN / Inf tests). Returns 0 on success. */
+int hu_write_model(const char *dir, const sq_config *c, uint64_t seed, const char *poison_tensor,
+                   size_t poison_index, float poison_value);
+
+/* mkdtemp("/tmp/seqcl-harden-TAG-XXXXXX") into buf; 0 on success. */
+int hu_mkdtemp(char *buf, size_t cap, const char *tag);
+/* Removes a folder tree (ignores errors). */
+void hu_rmtree(const char *dir);
+/* Number of entries in a folder (not counting . and ..); -1 if it does not exist. */
+int hu_count_entries(const char *dir);
+/* Writes text to dir/name; returns the joined path in a static ring buffer. */
+const char *hu_write_text(const char *dir, const char *name, const char *text);
+const char *hu_join(const char *dir, const char *name);
+
+/* Every device: the host, then each OpenCL device. *count >= 1. */
+seqcl_device_info *hu_devices(size_t *count);
+
+/* The fixed inputs every test decodes: 5 source lines, 1..5 ids < 7, and their
+ * targets (BOS ... EOS, ids < 9). */
+extern const char hu_src_text[];
+extern const char hu_tgt_text[];
+
+#endif
