@@ -18,6 +18,7 @@ int cmd_decode(int argc, char **argv);
 int cmd_heatmap(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* Prints "seqcl CMD: <message>" for a failed library call and returns the exit
  * status the status maps to (2 for bad input, 1 otherwise). */

@@ -18,6 +18,7 @@ static const struct {
     {"train", cmd_train, "train on the synthetic digit-reversal task"},
     {"demo", cmd_demo, "train the reversal model and show its attention"},
     {"cache", cmd_cache, "show (info) or empty (clear) the program cache"},
+    {"bench", cmd_bench, "throughput and latency of decoding, training and kernels"},
 };
 
 static void usage(FILE *f) {

@@ -13,6 +13,21 @@
 #define RM 4
 #endif
 
+/* Row r of the block as separate variables (no private arrays: simple for
+ * every compiler and for Oclgrind's shadow memory). EACH(X) expands X(r) for
+ * r < RM. */
+#if RM == 1
+#define EACH(X) X(0)
+#elif RM == 2
+#define EACH(X) X(0) X(1)
+#elif RM == 4
+#define EACH(X) X(0) X(1) X(2) X(3)
+#elif RM == 8
+#define EACH(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#else
+#error "RM must be 1, 2, 4 or 8"
+#endif
+
 __kernel void gemm_small_nt(int M, int N, int K, float alpha,
                             __global const float *A, int a_off, int lda, int sa,
                             __global const float *B, int b_off, int ldb, int sb, float beta,
@@ -25,35 +40,32 @@ __kernel void gemm_small_nt(int M, int N, int K, float alpha,
   __global const float *a0 = A + a_off + (size_t)b * sa;
   /* Rows past M read row M - 1 instead (always valid) and are never stored:
    * the loop body stays branch-free. */
-  size_t arow[RM];
-  float4 acc[RM];
-#pragma unroll
-  for (int r = 0; r < RM; r++) {
-    arow[r] = (size_t)min(m0 + r, M - 1) * lda;
-    acc[r] = (float4)(0.0f);
-  }
+#define DECL(r)                                                     \
+  __global const float *ar##r = a0 + (size_t)min(m0 + r, M - 1) * lda; \
+  float4 acc##r = (float4)(0.0f);
+  EACH(DECL)
   int k = 0;
   for (; k + 4 <= K; k += 4) {
     const float4 bv = vload4(0, brow + k);
-#pragma unroll
-    for (int r = 0; r < RM; r++) acc[r] = mad(vload4(0, a0 + arow[r] + k), bv, acc[r]);
+#define STEP4(r) acc##r += vload4(0, ar##r + k) * bv;
+    EACH(STEP4)
   }
-  float s[RM];
-#pragma unroll
-  for (int r = 0; r < RM; r++) s[r] = (acc[r].x + acc[r].y) + (acc[r].z + acc[r].w);
+/* dot() rather than .x + .y + ...: Oclgrind 21.10 crashes on extracting the
+ * lanes of a private float4 under its uninitialised-value checker. */
+#define REDUCE(r) float s##r = dot(acc##r, (float4)(1.0f));
+  EACH(REDUCE)
   for (; k < K; k++) {
     const float bk = brow[k];
-#pragma unroll
-    for (int r = 0; r < RM; r++) s[r] = mad(a0[arow[r] + k], bk, s[r]);
+#define STEP1(r) s##r = mad(ar##r[k], bk, s##r);
+    EACH(STEP1)
   }
   __global float *c0 = C + c_off + (size_t)b * sc + j;
-#pragma unroll
-  for (int r = 0; r < RM; r++) {
-    const int m = m0 + r;
-    if (m < M) {
-      float v = alpha * s[r];
-      if (beta != 0.0f) v = mad(beta, c0[(size_t)m * ldc], v);
-      c0[(size_t)m * ldc] = v;
-    }
+#define STORE(r)                                                     \
+  if (m0 + r < M) {                                                  \
+    __global float *cr = c0 + (size_t)(m0 + r) * ldc;                \
+    float v = alpha * s##r;                                          \
+    if (beta != 0.0f) v = mad(beta, *cr, v);                         \
+    *cr = v;                                                         \
   }
+  EACH(STORE)
 }

@@ -279,19 +279,18 @@ __kernel void attn_keep_u(int N, int S, int A,
 }
 
 /* de[n, j] = scale * alpha_j (dalpha_j - sum_k alpha_k dalpha_k) with
- * dalpha_j = dc . keys[n, j]; 0 at invalid positions. One work-group per row;
- * the inner sum is a tree reduction over the group. */
+ * dalpha_j = dc . keys[n, j]; 0 at invalid positions. One work-item per row
+ * (global >= N): a row is S dot products of length He, small next to the
+ * other attention kernels, and the row sum then needs no barrier at all. */
 __kernel void attn_bwd_de(int N, int S, int He,
                           __global const float *alpha, int alpha_off,
                           __global const float *dc, int dc_off, int ld_dc,
                           __global const float *keys, int keys_off,
                           __global const int *lens, int lens_off,
                           __global const int *mask, int mask_off, int has_mask,
-                          float scale, __global float *de, int de_off, __local acc_t *red) {
-  const int n = get_group_id(0);
-  const int lid = get_local_id(0);
-  const int wg = get_local_size(0);
-  if (n >= N) return; /* uniform over the work-group */
+                          float scale, __global float *de, int de_off) {
+  const int n = get_global_id(0);
+  if (n >= N) return;
   lens += lens_off;
   mask += mask_off;
   __global const float *al = alpha + alpha_off + (size_t)n * S;
@@ -299,17 +298,17 @@ __kernel void attn_bwd_de(int N, int S, int He,
   __global const float *kr = keys + keys_off + (size_t)n * S * He;
   __global float *out = de + de_off + (size_t)n * S;
   acc_t sdot = 0;
-  for (int j = lid; j < S; j += wg) {
+  for (int j = 0; j < S; ++j) {
     float s = 0.0f;
     if (attn_valid(n, j, S, lens, mask, has_mask)) {
       __global const float *h = kr + (size_t)j * He;
       for (int k = 0; k < He; ++k) s += c[k] * h[k];
       sdot += (acc_t)al[j] * s;
     }
-    out[j] = s; /* dalpha for now; only this work-item reads it back */
+    out[j] = s; /* dalpha for now */
   }
-  const float sd = (float)wg_sum(red, sdot);
-  for (int j = lid; j < S; j += wg) {
+  const float sd = (float)sdot;
+  for (int j = 0; j < S; ++j) {
     float e = 0.0f;
     if (attn_valid(n, j, S, lens, mask, has_mask)) e = al[j] * (out[j] - sd) * scale;
     out[j] = e;

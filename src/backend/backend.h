@@ -153,6 +153,10 @@ typedef struct sq_backend_ops {
                                 sq_ref hist);
   /* x[i] = tanh(x[i]) for i < count. */
   seqcl_status (*tanh_inplace)(sq_backend *be, size_t count, sq_ref x);
+  /* Optional: argmax (with bias) then greedy_update in one pass, the same
+   * results as the two slots in sequence (a launch fewer per greedy step). */
+  seqcl_status (*argmax_greedy)(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
+                                sq_ref ids, sq_ref finished, int eos, sq_ref hist);
 
   void (*destroy)(sq_backend *be);
 
@@ -180,6 +184,8 @@ seqcl_status sq_host_tanh_inplace(sq_backend *be, size_t count, sq_ref x);
 seqcl_status sq_ocl_greedy_update(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
                                   sq_ref hist);
 seqcl_status sq_ocl_tanh_inplace(sq_backend *be, size_t count, sq_ref x);
+seqcl_status sq_ocl_argmax_greedy(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
+                                  sq_ref ids, sq_ref finished, int eos, sq_ref hist);
 #endif
 
 #endif

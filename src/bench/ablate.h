@@ -11,7 +11,11 @@ enum {
   SQ_ABL_ARGMAX = 1u << 3,      /* argmax without a softmax over the vocabulary */
   SQ_ABL_NO_SYNC = 1u << 4,     /* finished flags read every few steps, not every step */
   SQ_ABL_SMALL_GEMM = 1u << 5,  /* the device's own small-GEMM kernel (OpenCL) */
-  SQ_ABL_THREADS = 1u << 6      /* one OpenBLAS thread for small products (host) */
+  SQ_ABL_THREADS = 1u << 6,     /* one OpenBLAS thread for small products (host) */
+  SQ_ABL_FUSED_GREEDY = 1u << 8, /* argmax and the EOS bookkeeping in one launch */
+  /* Not an ablation: the own small-GEMM kernel for every product it supports,
+   * whatever the shape and device (bench compares it with CLBlast). */
+  SQ_FORCE_SMALL_GEMM = 1u << 7
 };
 
 /* The switches now off (a bitwise OR of SQ_ABL_*). */

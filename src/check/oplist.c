@@ -11,6 +11,7 @@ static const sq_op *const sq_ops[] = {
     &sq_op_attn_seed000,
     &sq_op_gru_gates,      &sq_op_gru_cell,       &sq_op_gru_layer,
     &sq_op_embedding,      &sq_op_argmax,         &sq_op_log_softmax, &sq_op_cross_entropy,
+    &sq_op_argmax_greedy,
 };
 
 const sq_op *const *sq_op_list(size_t *count) {

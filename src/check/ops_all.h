@@ -13,5 +13,6 @@ extern const sq_op sq_op_fused_additive, sq_op_fused_general, sq_op_fused_dot,
 extern const sq_op sq_op_attn_seed000;
 extern const sq_op sq_op_gru_gates, sq_op_gru_cell, sq_op_gru_layer;
 extern const sq_op sq_op_embedding, sq_op_argmax, sq_op_log_softmax, sq_op_cross_entropy;
+extern const sq_op sq_op_argmax_greedy;
 
 #endif

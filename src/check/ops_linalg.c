@@ -117,9 +117,13 @@ static const char *const gemm_shapes[] = {
     "M=20,N=24,K=100,int=1",
     "M=17,N=5,K=999,int=1,beta=1,batch=2,tb=1",
     "M=256,N=512,K=512,tb=1",
+    /* decoder-step shapes (batch 1 and 64: the small-GEMM kernel on CPU devices) */
+    "M=1,N=77,K=259,tb=1,pad=1,beta=0.5",
+    "M=64,N=100,K=33,tb=1,pad=2,alpha=-0.75,beta=1",
+    "M=3,N=9,K=6,tb=1,batch=3,pad=1",
     NULL};
 static const char *const gemm_quick[] = {"M=7,N=13,K=37,tb=1", "M=20,N=24,K=100,int=1,beta=1",
-                                         NULL};
+                                         "M=1,N=77,K=259,tb=1,pad=1,beta=0.5", NULL};
 
 const sq_op sq_op_gemm = {
     "gemm",

@@ -68,10 +68,12 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
       /* ablation: a full log-softmax first (argmax(x - lse + b) = argmax(x + b)) */
       SQ_TRY(sq_log_softmax(ctx, n, V, sq_at(b->logits, 0), sq_at(b->abl_lsm, 0)));
       SQ_TRY(sq_argmax(ctx, n, V, sq_at(b->abl_lsm, 0), V, m->out_b, sq_at(b->ids, 0)));
+      SQ_TRY(sq_greedy_update(ctx, n, sq_at(b->ids, 0), sq_at(b->fin, 0), eos,
+                              sq_at(b->hist, row0)));
     } else {
-      SQ_TRY(sq_argmax(ctx, n, V, sq_at(b->logits, 0), V, m->out_b, sq_at(b->ids, 0)));
+      SQ_TRY(sq_argmax_greedy(ctx, n, V, sq_at(b->logits, 0), V, m->out_b, sq_at(b->ids, 0),
+                              sq_at(b->fin, 0), eos, sq_at(b->hist, row0)));
     }
-    SQ_TRY(sq_greedy_update(ctx, n, sq_at(b->ids, 0), sq_at(b->fin, 0), eos, sq_at(b->hist, row0)));
     ran++;
     if (ran % check_every == 0 && ran < max_steps) {
       SQ_TRY(sq_read(ctx, sq_at(b->fin, 0), b->fin_host, (size_t)n * sizeof(int32_t)));

@@ -6,6 +6,7 @@
 #include <seqcl/seqcl.h>
 
 #include "model/config.h"
+#include "model/greedy_tail.h"
 #include "ops/ops.h"
 
 static inline size_t sq_seq_len_of(const seqcl_seqs *s, size_t i) {
@@ -81,6 +82,7 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
 seqcl_status sq_greedy_update(seqcl_ctx *ctx, int N, sq_ref ids, sq_ref finished, int eos,
                               sq_ref hist);
 seqcl_status sq_tanh_inplace(seqcl_ctx *ctx, size_t count, sq_ref x);
+
 
 /* Checks every sequence has >= min_len tokens and ids < vocab ("what" names
  * the input in messages: "source", "target"). */

@@ -397,7 +397,9 @@ static int teardown(void **state) {
   return 0;
 }
 
-int main(void) {
+/* An optional argument selects tests by name pattern (cmocka's filter). */
+int main(int argc, char **argv) {
+  if (argc > 1) cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_forward),     cmocka_unit_test(test_decode),
       cmocka_unit_test(test_train_files), cmocka_unit_test(test_train_reverse),

@@ -152,6 +152,21 @@ static void ref_argmax(pool *pl, const sq_case *c, double *const *ref) {
                 ref[0]);
 }
 
+/* argmax, then greedy_update: a finished row stays at EOS (V / 2 in the op's
+ * cases), the history gets the id (0 when the case passes none), finished
+ * becomes id == EOS. */
+static void ref_argmax_greedy(pool *pl, const sq_case *c, double *const *ref) {
+  (void)pl;
+  const int N = SH("N", 1), V = SH("V", 2), eos = V / 2, with_hist = SH("hist", 1);
+  const int32_t *fin = sq_case_ini(c, "fin");
+  oracle_argmax(N, V, sq_case_inf(c, "x"), V + SH("pad", 0), sq_case_inf(c, "bias"), ref[0]);
+  for (int n = 0; n < N; n++) {
+    if (fin[n]) ref[0][n] = eos;
+    ref[1][n] = ref[0][n] == eos;
+    ref[2][n] = with_hist ? ref[0][n] : 0.0;
+  }
+}
+
 static void ref_log_softmax(pool *pl, const sq_case *c, double *const *ref) {
   oracle_log_softmax(SH("N", 1), SH("V", 1), dbl(pl, c, "x"), ref[0]);
 }
@@ -169,7 +184,7 @@ static const struct {
     {"masked_softmax", ref_softmax}, {"context", ref_context},    {"attn_fused", ref_fused},
     {"gru_gates", ref_gates},     {"gru_cell", ref_cell},         {"gru_layer", ref_layer},
     {"embedding", ref_embedding}, {"argmax", ref_argmax},         {"log_softmax", ref_log_softmax},
-    {"cross_entropy", ref_cross_entropy},
+    {"cross_entropy", ref_cross_entropy}, {"argmax_greedy", ref_argmax_greedy},
 };
 
 seqcl_status oracle_reference(void *user, const sq_case *c, double *const *ref) {

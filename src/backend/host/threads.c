@@ -13,8 +13,9 @@
 #include "backend/host/host_threads.h"
 #include "bench/ablate.h"
 
-/* Below this many multiply-adds a second thread did not pay on a 2-core machine
- * (bench: [64,256]x[256,768] = 12.6 M ran faster on one thread). */
+/* Below this many multiply-adds a second thread did not pay on the loaded
+ * 2-core machine: the decode-step products (at batch 64, H 256: 12-17 M each)
+ * ran faster on one thread (`seqcl bench --ablate`, row small_gemm_1_thread). */
 #define SQ_THREADS_MIN_FLOPS (32.0 * 1024 * 1024)
 
 static int configured = 0; /* 0: not read yet */

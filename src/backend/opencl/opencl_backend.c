@@ -182,6 +182,7 @@ static const sq_backend_ops opencl_ops = {
     .attn_fused = sq_ocl_attn_fused,
     .gru_gates = sq_ocl_gru_gates,
     .greedy_update = sq_ocl_greedy_update,
+    .argmax_greedy = sq_ocl_argmax_greedy,
     .tanh_inplace = sq_ocl_tanh_inplace,
     .embedding = sq_ocl_embedding,
     .argmax = sq_ocl_argmax,

@@ -261,10 +261,8 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   const int N = at->N, S = at->S, He = at->He, A = at->A;
   const int additive = at->kind == SQ_SCORE_ADDITIVE;
   cl_kernel k;
-  size_t acc;
-  /* 1. de[n, j], one work-group per row */
-  SQ_TRY(grad_kernel(o, "attn_bwd_de", &k, &acc));
-  size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
+  /* 1. de[n, j], one work-item per row */
+  SQ_TRY(grad_kernel(o, "attn_bwd_de", &k, NULL));
   kargs a = kargs_start(o, k, "attn_bwd_de");
   arg_int(&a, N);
   arg_int(&a, S);
@@ -277,10 +275,7 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   arg_float(&a, at->scale);
   arg_mem(&a, de);
   arg_int(&a, 0);
-  arg_local(&a, wg * acc);
-  SQ_TRY(a.st);
-  size_t global = (size_t)N * wg;
-  SQ_TRY(sq_ocl_launch(o, k, 1, &global, &wg, "attn_bwd_de"));
+  SQ_TRY(launch1(&a, (size_t)N, COL_WG));
 
   /* 2. dkeys: the context path, and the score path of dot-type scores */
   SQ_TRY(grad_kernel(o, "attn_bwd_keys", &k, NULL));

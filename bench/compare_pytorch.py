@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+"""seqcl against PyTorch (CPU, eager) on the same model and the same inputs.
+
+Builds an attention GRU seq2seq model in PyTorch the way seed 000 writes it
+(nn.Embedding + nn.GRU encoder; an AdditiveAttention with key / query / energy
+Linears that projects the keys at every step; an nn.GRUCell decoder reading
+[embedding ; context]; an output Linear over [s_t ; c_t]), exports it with
+tools/export_pytorch.py, and times greedy decoding back to back:
+
+  torch-seed000    the seed's step as written (keys projected at every step)
+  torch-keys-once  the same model with the key projection hoisted out of the
+                   loop (the honest PyTorch baseline for seqcl's design)
+  seqcl            `seqcl bench --model DIR --src FILE` (decode in one process,
+                   median of --reps, after a warm-up)
+
+Every run decodes the same `--lines` random source lines of length S for a
+fixed number of steps (the EOS logit's bias is -1e4 so no line stops early),
+in batches of B lines. The greedy outputs of seqcl and PyTorch are compared
+(SPEC §5: identical except at near-ties, where the reference's two best
+logits are within 1e-3). PyTorch keeps its default thread count.
+
+With --train it also times shared/seeds/ch08_seq2seq.py (trains Bahdanau and
+Luong-dot models, 1200 Adam steps each) against `seqcl train --task reverse`
+with --score additive and --score dot.
+
+    /usr/bin/python3 bench/compare_pytorch.py --seqcl build/cli/seqcl \
+        [--device cpu] [--hidden 256] [--src-len 20] [--batch 1 64] [--train]
+
+torch 1.13 lives in /usr/bin/python3 on the benchmark machine.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+from torch import nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+import export_pytorch  # noqa: E402
+
+
+class AdditiveAttention(nn.Module):
+    """Seed 000's AdditiveAttention: keys projected inside forward, every step."""
+
+    def __init__(self, encoder_dim, decoder_dim, attention_dim):
+        super().__init__()
+        self.key = nn.Linear(encoder_dim, attention_dim, bias=False)
+        self.query = nn.Linear(decoder_dim, attention_dim, bias=False)
+        self.energy = nn.Linear(attention_dim, 1, bias=True)
+
+    def forward(self, encoder_states, decoder_state, source_valid, projected_keys=None):
+        keys = self.key(encoder_states) if projected_keys is None else projected_keys
+        features = torch.tanh(keys + self.query(decoder_state)[:, None])
+        scores = self.energy(features).squeeze(-1)
+        scores = scores.masked_fill(~source_valid, float("-inf"))
+        weights = scores.softmax(dim=-1)
+        context = torch.bmm(weights.unsqueeze(1), encoder_states).squeeze(1)
+        return context, weights
+
+
+class Model(nn.Module):
+    def __init__(self, V, D, H, A):
+        super().__init__()
+        self.src_embedding = nn.Embedding(V, D)
+        self.encoder = nn.GRU(D, H, batch_first=True)
+        self.tgt_embedding = nn.Embedding(V, D)
+        self.attention = AdditiveAttention(H, H, A)
+        self.cell = nn.GRUCell(D + H, H)
+        self.output = nn.Linear(H + H, V)
+
+    def greedy(self, src, steps, bos, eos, keys_once):
+        n = src.shape[0]
+        enc, _ = self.encoder(self.src_embedding(src))          # [N,S,H]
+        valid = torch.ones(src.shape, dtype=torch.bool)
+        pk = self.attention.key(enc) if keys_once else None
+        state = torch.zeros(n, enc.shape[2])
+        prev = torch.full((n,), bos, dtype=torch.long)
+        finished = torch.zeros(n, dtype=torch.bool)
+        out, logits_all = [], []
+        for _ in range(steps):
+            context, _ = self.attention(enc, state, valid, pk)
+            state = self.cell(torch.cat([self.tgt_embedding(prev), context], dim=-1), state)
+            logits = self.output(torch.cat([state, context], dim=-1))
+            tok = logits.argmax(-1)
+            tok = torch.where(finished, torch.full_like(tok, eos), tok)
+            finished |= tok == eos
+            out.append(tok)
+            logits_all.append(logits)
+            prev = tok
+            if bool(finished.all()):   # the usual per-step check (a host sync on a GPU)
+                break
+        return torch.stack(out, 1), torch.stack(logits_all, 1)
+
+
+def build(V, D, H, A, seed):
+    torch.manual_seed(seed)
+    m = Model(V, D, H, A).eval()
+    with torch.no_grad():
+        m.output.bias[V - 1] = -1e4   # EOS never wins: every run does the same work
+    return m
+
+
+def export(m, out_dir, V):
+    export_pytorch.export_modules(
+        out_dir, encoder_embedding=m.src_embedding, encoder_rnn=m.encoder,
+        decoder_embedding=m.tgt_embedding, decoder_rnn=m.cell, attention=m.attention,
+        output=m.output, bos_id=V - 2, eos_id=V - 1, pad_id=None)
+
+
+def time_torch(m, src, batch, steps, bos, eos, keys_once, reps):
+    def run():
+        outs = []
+        with torch.no_grad():
+            for i in range(0, src.shape[0], batch):
+                outs.append(m.greedy(src[i:i + batch], steps, bos, eos, keys_once))
+        return outs
+    run()                                   # warm-up
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        outs = run()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), outs
+
+
+def agree(seqcl_lines, torch_outs, eos):
+    """(identical lines, near-tie lines, disagreeing lines) per SPEC §5."""
+    tok = torch.cat([o[0] for o in torch_outs], 0)
+    logit = torch.cat([o[1] for o in torch_outs], 0)
+    same = tie = bad = 0
+    for i, line in enumerate(seqcl_lines):
+        ref = tok[i].tolist()
+        if eos in ref:
+            ref = ref[:ref.index(eos)]
+        if line == ref:
+            same += 1
+            continue
+        t = next((k for k in range(min(len(line), len(ref))) if line[k] != ref[k]),
+                 min(len(line), len(ref)))
+        top2 = torch.topk(logit[i, t], 2).values
+        if float(top2[0] - top2[1]) <= 1e-3:
+            tie += 1
+        else:
+            bad += 1
+    return same, tie, bad
+
+
+def decode_peer(args, V, D, H, A, S, batch):
+    m = build(V, D, H, A, args.seed)
+    g = torch.Generator().manual_seed(args.seed + 1)
+    src = torch.randint(0, V - 2, (args.lines, S), generator=g)
+    bos, eos = V - 2, V - 1
+    with tempfile.TemporaryDirectory() as tmp:
+        mdir = os.path.join(tmp, "model")
+        export(m, mdir, V)
+        src_file = os.path.join(tmp, "src.txt")
+        with open(src_file, "w") as f:
+            for row in src.tolist():
+                f.write(" ".join(map(str, row)) + "\n")
+        out_file = os.path.join(tmp, "out.txt")
+        dec_cmd = [args.seqcl, "decode", "--device", args.device, "--model", mdir, "--src",
+                   src_file, "--max-steps", str(args.steps), "--batch-size", str(batch),
+                   "--out", out_file]
+        subprocess.run(dec_cmd, check=True)
+        with open(out_file) as f:
+            seqcl_lines = [list(map(int, ln.split())) for ln in f]
+        json_file = os.path.join(tmp, "bench.json")
+        bench_cmd = [args.seqcl, "bench", "--device", args.device, "--model", mdir, "--src",
+                     src_file, "--max-steps", str(args.steps), "--batch-size", str(batch),
+                     "--reps", str(args.reps), "--json", json_file]
+        t_torch, outs = time_torch(m, src, batch, args.steps, bos, eos, False, args.reps)
+        subprocess.run(bench_cmd, check=True, stdout=subprocess.DEVNULL)
+        with open(json_file) as f:
+            t_seqcl = json.load(f)["decode_seconds"]
+        t_once, outs_once = time_torch(m, src, batch, args.steps, bos, eos, True, args.reps)
+    same, tie, bad = agree(seqcl_lines, outs, eos)
+    tokens = args.lines * args.steps
+    return {
+        "hidden": H, "embed": D, "vocab": V, "attention_dim": A, "src_len": S, "batch": batch,
+        "lines": args.lines, "steps": args.steps, "device": args.device,
+        "torch_threads": torch.get_num_threads(),
+        "torch_seed000_s": t_torch, "torch_keys_once_s": t_once, "seqcl_s": t_seqcl,
+        "torch_seed000_tok_s": tokens / t_torch, "torch_keys_once_tok_s": tokens / t_once,
+        "seqcl_tok_s": tokens / t_seqcl,
+        "speedup_vs_seed000": t_torch / t_seqcl, "speedup_vs_keys_once": t_once / t_seqcl,
+        "outputs_identical": same, "outputs_near_tie": tie, "outputs_disagree": bad,
+        "seqcl_command": " ".join(bench_cmd).replace(tmp, "$TMP"),
+    }
+
+
+def time_cmd(cmd, env=None):
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - t0
+
+
+def train_peer(args):
+    seed_script = os.path.join(HERE, "..", "..", "shared", "seeds", "ch08_seq2seq.py")
+    if not os.path.exists(seed_script):
+        seed_script = "/work/shared/seeds/ch08_seq2seq.py"
+    res = {"seed_script": seed_script, "torch_threads": torch.get_num_threads()}
+    res["seed_script_s"] = time_cmd([sys.executable, seed_script])
+    with tempfile.TemporaryDirectory() as tmp:
+        for score in ("additive", "dot"):
+            cmd = [args.seqcl, "train", "--task", "reverse", "--score", score, "--device",
+                   args.device, "--save", os.path.join(tmp, score)]
+            res[f"seqcl_train_{score}_s"] = time_cmd(cmd)
+    both = res["seqcl_train_additive_s"] + res["seqcl_train_dot_s"]
+    res["seqcl_both_s"] = both
+    res["ratio_both_to_seed"] = both / res["seed_script_s"]
+    return res
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seqcl", default=os.path.join(HERE, "..", "build", "cli", "seqcl"))
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--hidden", type=int, nargs="+", default=[256])
+    p.add_argument("--src-len", type=int, nargs="+", default=[20])
+    p.add_argument("--batch", type=int, nargs="+", default=[1, 64])
+    p.add_argument("--embed", type=int, default=128)
+    p.add_argument("--vocab", type=int, default=1000)
+    p.add_argument("--lines", type=int, default=64)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train", action="store_true", help="also time the ch08 seed vs seqcl train")
+    p.add_argument("--json", help="write every result here")
+    args = p.parse_args()
+    results = {"decode": [], "torch_version": torch.__version__}
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads (default); "
+          f"seqcl {args.seqcl} on {args.device}")
+    hdr = (f"{'H':>4} {'S':>3} {'B':>3} {'torch seed000':>14} {'torch keys1x':>13} "
+           f"{'seqcl':>10} {'x seed000':>10} {'x keys1x':>9}  outputs")
+    print(hdr)
+    for H in args.hidden:
+        for S in args.src_len:
+            for B in args.batch:
+                r = decode_peer(args, args.vocab, args.embed, H, H, S, B)
+                results["decode"].append(r)
+                print(f"{H:>4} {S:>3} {B:>3} {r['torch_seed000_tok_s']:>12.0f}/s "
+                      f"{r['torch_keys_once_tok_s']:>11.0f}/s {r['seqcl_tok_s']:>8.0f}/s "
+                      f"{r['speedup_vs_seed000']:>9.2f}x {r['speedup_vs_keys_once']:>8.2f}x  "
+                      f"{r['outputs_identical']} same, {r['outputs_near_tie']} near-tie, "
+                      f"{r['outputs_disagree']} differ", flush=True)
+    if args.train:
+        t = train_peer(args)
+        results["train"] = t
+        print(f"train: seed script (Bahdanau + Luong-dot, 1200 steps each) {t['seed_script_s']:.1f} s; "
+              f"seqcl additive {t['seqcl_train_additive_s']:.1f} s + dot {t['seqcl_train_dot_s']:.1f} s "
+              f"= {t['seqcl_both_s']:.1f} s ({t['ratio_both_to_seed']:.2f}x the seed's time)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    bad = sum(r["outputs_disagree"] for r in results["decode"])
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+/* Op list entry: argmax_greedy, the fused tail of a greedy decoder step
+ * (argmax with the output bias, then the EOS bookkeeping of greedy_update). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check/opdefs.h"
+#include "check/ops_all.h"
+#include "model/greedy_tail.h"
+
+/* Shape keys: N V, pad (extra row stride), bias (default 1), hist (default 1).
+ * Every third row has finished already (it must stay at EOS whatever its
+ * logits say); in another third the maximum sits on EOS (it finishes now). */
+static seqcl_status greedy_gen(sq_case *c, sq_rng *r) {
+  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, V, "V", 2, 2, SQ_MAXDIM);
+  SQ_DIM(c, pad, "pad", 0, 0, 4096);
+  const int ld = V + pad, eos = V / 2;
+  float *x = sq_gen_f(c, r, "x", (size_t)N * ld, 1.0f);
+  SQ_NEED(x);
+  if (sq_shape_int(&c->shape, "bias", 1)) SQ_NEED(sq_gen_f(c, r, "bias", (size_t)V, 1.0f));
+  int32_t *fin = sq_case_i(c, "fin", (size_t)N);
+  SQ_NEED(fin);
+  for (int n = 0; n < N; n++) {
+    fin[n] = n % 3 == 1;
+    if (n % 3 == 2) x[(size_t)n * ld + eos] = 8.0f; /* above every other x + bias */
+  }
+  SQ_NEED(sq_case_out(c, "ids", (size_t)N, 1) >= 0);
+  SQ_NEED(sq_case_out(c, "finished", (size_t)N, 1) >= 0);
+  SQ_NEED(sq_case_out(c, "hist", (size_t)N, 1) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status greedy_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                  size_t cap) {
+  int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 2);
+  int pad = sq_shape_int(&c->shape, "pad", 0), with_hist = sq_shape_int(&c->shape, "hist", 1);
+  sq_ref x = sq_arena_in_named(a, c, "x"), b = sq_arena_in_named(a, c, "bias");
+  sq_ref ids = sq_arena_out(a, "ids", (size_t)N, NULL);
+  sq_ref fin = sq_arena_out(a, "finished", (size_t)N, sq_case_ini(c, "fin"));
+  sq_ref hist = sq_arena_out(a, "hist", (size_t)N, NULL);
+  SQ_TRY(a->st);
+  SQ_TRY(sq_argmax_greedy(a->ctx, N, V, x, V + pad, b, ids, fin, V / 2,
+                          with_hist ? hist : sq_none()));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  SQ_TRY(sq_arena_fetch(a, ids, (size_t)N, 1, got[0]));
+  SQ_TRY(sq_arena_fetch(a, fin, (size_t)N, 1, got[1]));
+  if (!with_hist) {
+    /* absent: the sentinels must survive; compare them as they are on both sides */
+    for (int n = 0; n < N; n++) got[2][n] = 0.0;
+    return SEQCL_OK;
+  }
+  return sq_arena_fetch(a, hist, (size_t)N, 1, got[2]);
+}
+
+static seqcl_status greedy_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+                               size_t cap) {
+  sq_arena a;
+  sq_arena_init(&a, ctx);
+  seqcl_status st = greedy_run_in(&a, c, got, fault, cap);
+  sq_arena_release(&a);
+  return st;
+}
+
+static void greedy_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  (void)ref;
+  for (size_t i = 0; i < c->out[k].n; i++) tol[i] = 0.0;
+}
+
+static const char *const greedy_shapes[] = {"N=1,V=2",          "N=3,V=7",
+                                            "N=7,V=1000",       "N=64,V=33,pad=3",
+                                            "N=5,V=4099,bias=0", "N=6,V=61,hist=0", NULL};
+static const char *const greedy_quick[] = {"N=7,V=37,pad=1", NULL};
+
+const sq_op sq_op_argmax_greedy = {
+    "argmax_greedy",
+    "exact: ids, finished flags and history equal argmax then greedy_update (finished rows "
+    "stay at EOS; the lowest index wins a tie)",
+    greedy_shapes, greedy_quick, 0, greedy_gen, greedy_run, greedy_tol, NULL};
