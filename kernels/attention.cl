@@ -9,8 +9,10 @@
  * work-items per batch row: each work-item sums its strided share of the row
  * with compensation, then a local-memory tree combines the WG partials, so a
  * row sum of S terms carries about 2 + log2(WG) roundings instead of S. The fused kernel and the unfused kernels share the helpers
- * below and evaluate every value in the same order, so with the same WG the
- * fused step gives the same bits as attn_scores -> masked_softmax -> context. */
+ * below and evaluate scores, weights and each context sum in the same order;
+ * the fused context runs four d per work-item as float4, where the compiler
+ * may contract w * k + acc differently, so the two paths agree within the
+ * context tolerance rather than always to the bit. */
 
 #ifndef WG
 #define WG 64 /* work-group size of the row kernels; a power of two */
@@ -25,15 +27,24 @@
 #define SCORE_DOT 2
 #define SCORE_SCALED_DOT 3
 
-/* Sum of a[i] * b[i], accumulated left to right. */
+/* Sum of a[i] * b[i]: four partial sums over float4 loads (vload4 needs only
+ * float alignment) and one for the tail, added at the end. At most
+ * len / 4 + 5 roundings per term, inside the dot product bound. The lanes are
+ * summed with dot(acc, 1) and the tail kept apart because Oclgrind 21.10's
+ * uninitialised-value checker crashes on reading or updating acc.x etc. */
 static float dot_row(__global const float *a, __global const float *b, int len) {
-  float acc = 0.0f;
-  for (int i = 0; i < len; ++i) acc += a[i] * b[i];
-  return acc;
+  float4 acc = (float4)(0.0f);
+  float tail = 0.0f;
+  int i = 0;
+  for (; i + 4 <= len; i += 4) acc += vload4(0, a + i) * vload4(0, b + i);
+  for (; i < len; ++i) tail += a[i] * b[i];
+  return dot(acc, (float4)(1.0f)) + tail;
 }
 
 /* The raw energy of key j of row n (no mask). Dot-type scores read the key
- * itself; the additive score reads the precomputed key projection pk. */
+ * itself; the additive score reads the precomputed key projection pk. The
+ * additive terms run four at a time (a float4 tanh, per-lane float partial
+ * sums, the same bound as dot_row with |tanh| <= 1). */
 static float score_at(int kind, int n, int j, int S, int He, int A,
                       __global const float *qp, int ld_qp,
                       __global const float *keys, __global const float *pkeys,
@@ -43,8 +54,13 @@ static float score_at(int kind, int n, int j, int S, int He, int A,
   if (kind == SCORE_ADDITIVE) {
     __global const float *pk = pkeys + ((size_t)n * S + j) * A;
     __global const float *q = qp + (size_t)n * ld_qp;
-    e = 0.0f;
-    for (int a = 0; a < A; ++a) e += v[a] * tanh(pk[a] + q[a]);
+    float4 acc = (float4)(0.0f);
+    float tail = 0.0f;
+    int a = 0;
+    for (; a + 4 <= A; a += 4)
+      acc += vload4(0, v + a) * tanh(vload4(0, pk + a) + vload4(0, q + a));
+    for (; a < A; ++a) tail += v[a] * tanh(pk[a] + q[a]);
+    e = dot(acc, (float4)(1.0f)) + tail;
     if (has_bv) e += bv[0];
   } else {
     e = dot_row(keys + ((size_t)n * S + j) * He, qp + (size_t)n * ld_qp, He);
@@ -257,13 +273,28 @@ void attn_fused(int kind, int N, int S, int He, int A,
   /* The context reads every work-item's weights. */
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
+  /* Four adjacent d per work-item (float4 loads of a key row); each lane sums
+   * over j in attn_context's order. A last group of fewer than four d is
+   * summed lane by lane. */
   __global const float *kr = keys + (size_t)n * S * He;
-  for (int d = lid; d < He; d += WG) {
-    float acc = 0.0f;
-    for (int j = 0; j < len; ++j) {
-      const float w = row_get(ls, gs, use_local, j);
-      if (w != 0.0f) acc += w * kr[(size_t)j * He + d];
+  __global float *cr = c + c_off + (size_t)n * ld_c;
+  for (int d = 4 * lid; d < He; d += 4 * WG) {
+    if (d + 4 <= He) {
+      float4 acc = (float4)(0.0f);
+      for (int j = 0; j < len; ++j) {
+        const float w = row_get(ls, gs, use_local, j);
+        if (w != 0.0f) acc += w * vload4(0, kr + (size_t)j * He + d);
+      }
+      vstore4(acc, 0, cr + d);
+    } else {
+      for (int t = d; t < He; ++t) {
+        float acc = 0.0f;
+        for (int j = 0; j < len; ++j) {
+          const float w = row_get(ls, gs, use_local, j);
+          if (w != 0.0f) acc += w * kr[(size_t)j * He + t];
+        }
+        cr[t] = acc;
+      }
     }
-    c[c_off + (size_t)n * ld_c + d] = acc;
   }
 }

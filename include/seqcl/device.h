@@ -58,7 +58,16 @@ void seqcl_devices_free(seqcl_device_info *list);
 const char *seqcl_device_env(void);
 
 /* A context: one device, its queue, its program cache, its workspace.
- * Contexts are independent; one context must be used by one thread at a time. */
+ *
+ * Threads: use one context per thread (a context and the models and results
+ * made with it must be used by one thread at a time). Contexts are independent:
+ * several threads may each open their own context, on the same device or not,
+ * and load and run models concurrently; results do not depend on it.
+ * seqcl_devices_list/select/free, seqcl_device_env (SEQCL_DEVICE is read once,
+ * under a once-guard), seqcl_version and seqcl_last_message (one message per
+ * thread) may be called from any thread at any time. The program cache on disk
+ * is safe across threads and processes: entries are written to a temporary
+ * file and renamed into place, and a damaged entry is rebuilt. */
 typedef struct seqcl_ctx seqcl_ctx;
 
 /* Opens the single device the selector names (NULL/"" = SEQCL_DEVICE, else "auto").

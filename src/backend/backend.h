@@ -96,6 +96,41 @@ typedef struct sq_gru_args {
   int reverse;
 } sq_gru_args;
 
+/* Beam search slots. K hypotheses per sentence, R = n K rows, row s K + i is
+ * hypothesis i of sentence s. K is at most SQ_BEAM_MAX_K (private arrays).
+ *
+ * beam_topk: for each row r < N, the K best tokens of x[r, :V] (row stride ld)
+ *   ranked by x itself (log_softmax only shifts a row; ranking before the shift
+ *   keeps K = 1 identical to argmax), ties to the lower id, NaN below every
+ *   number: ids[r K + i] = token, vals[r K + i] = x[r, token] - logsumexp(x[r, :]).
+ *   When V < K the missing entries get id -1 and value -inf.
+ *
+ * beam_select: one beam step (tests/golden/README.md, "Beam search") for every
+ *   sentence s with done[s] == 0; a done sentence only sets parent[r] = r.
+ *   Candidates: every live row k of s times its K tokens, scored cum[r] + vals;
+ *   ranked by score (NaN last), then lower token id, then lower k. With F =
+ *   fin_count[s], the best K - F are kept in rank order: EOS candidates are
+ *   appended to the finished table (fin_lp, fin_step = step, fin_par = the
+ *   parent row), the others become rows s K + 0.. (live = 1, cum = score,
+ *   parent = the parent row, tok_hist/par_hist[step R + r] = token/parent row,
+ *   ids = token); the remaining rows get live = 0, ids = eos, parent = r.
+ *   done[s] = 1 when F reaches K, no live row is left or step + 1 >= max_steps
+ *   (then ids of s are eos; the live rows and their history stay for reading).
+ *
+ * gather_rows: dst[r, :D] = src[idx[r], :D] for r < N (idx in [0, N)). */
+#define SQ_BEAM_MAX_K 16
+typedef struct sq_beam_args {
+  int n, K, step, max_steps, eos;
+  sq_ref vals, tok;            /* beam_topk's output [R, K] */
+  sq_ref cum;                  /* float [R] in/out: Σ log p of each row */
+  sq_ref live;                 /* int [R] in/out */
+  sq_ref ids, parent;          /* int [R] out */
+  sq_ref tok_hist, par_hist;   /* int [max_steps, R] */
+  sq_ref fin_lp;               /* float [n, K] */
+  sq_ref fin_step, fin_par;    /* int [n, K] */
+  sq_ref fin_count, done;      /* int [n] in/out */
+} sq_beam_args;
+
 typedef struct sq_backend_ops {
   const char *name; /* "host", "opencl" */
 
@@ -158,6 +193,13 @@ typedef struct sq_backend_ops {
   seqcl_status (*argmax_greedy)(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
                                 sq_ref ids, sq_ref finished, int eos, sq_ref hist);
 
+  /* Beam search on the device (host_beam.c, opencl/ops_beam.c); NULL where a
+   * backend has none. K <= SQ_BEAM_MAX_K. */
+  seqcl_status (*beam_topk)(sq_backend *be, int N, int V, sq_ref x, int ld, int K, sq_ref vals,
+                            sq_ref ids);
+  seqcl_status (*beam_select)(sq_backend *be, const struct sq_beam_args *a);
+  seqcl_status (*gather_rows)(sq_backend *be, int N, int D, sq_ref src, sq_ref idx, sq_ref dst);
+
   void (*destroy)(sq_backend *be);
 
   /* Backward slots for training (src/train/grad.h); NULL where a backend has none. */
@@ -180,6 +222,18 @@ seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out);
 seqcl_status sq_host_greedy_update(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
                                    sq_ref hist);
 seqcl_status sq_host_tanh_inplace(sq_backend *be, size_t count, sq_ref x);
+seqcl_status sq_host_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, int K,
+                               sq_ref vals, sq_ref ids);
+seqcl_status sq_host_beam_select(sq_backend *be, const sq_beam_args *a);
+seqcl_status sq_host_gather_rows(sq_backend *be, int N, int D, sq_ref src, sq_ref idx,
+                                 sq_ref dst);
+#ifdef SEQCL_HAVE_OPENCL
+seqcl_status sq_ocl_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, int K, sq_ref vals,
+                              sq_ref ids);
+seqcl_status sq_ocl_beam_select(sq_backend *be, const sq_beam_args *a);
+seqcl_status sq_ocl_gather_rows(sq_backend *be, int N, int D, sq_ref src, sq_ref idx,
+                                sq_ref dst);
+#endif
 #ifdef SEQCL_HAVE_OPENCL
 seqcl_status sq_ocl_greedy_update(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
                                   sq_ref hist);

@@ -1,166 +1,72 @@
-/* Beam search (SPEC §4), batched over sentences: n sentences x K hypotheses run
- * as n*K decoder rows on the device; each step the logits come back and the
- * scoring and top-K selection run on the host in double precision, then the
- * surviving hypotheses' states are gathered and written back. A sentence holds
- * K hypotheses, finished ones included: once f have finished, each step keeps
- * the best K - f candidates (tools/seq2seq_reference.py does the same).
+/* Beam search (SPEC §4), batched over sentences and kept on the device: n
+ * sentences x K hypotheses run as R = n K decoder rows. Each step is the
+ * decoder step, then three launches: beam_topk (each row's K best tokens and
+ * their log-probabilities), beam_select (ranks every sentence's K x K
+ * candidates, appends to the token history and the finished table, sets the
+ * next input tokens and the parent rows) and gather_rows (reorders the
+ * decoder state by parent). The rules are those of tests/golden/README.md
+ * ("Beam search") and backend.h; tools/seq2seq_reference.py does the same.
  *
- * Ranking inside one hypothesis uses the logits themselves (log_softmax only
- * shifts a row, and computing it first could merge two distinct logits into
- * one rounded value), so K = 1 picks exactly the greedy argmax. Candidates of
- * one sentence are ranked by Σ log p, ties to the lower token id, then the
- * earlier hypothesis. */
+ * The host reads only the per-sentence done flags, every CHECK_EVERY steps,
+ * and at the end the finished table, the live rows and the history, from
+ * which it rebuilds each hypothesis by following parents. Alignments are kept
+ * per step and row, unreordered, and followed the same way. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "model/beam_ops.h"
 #include "model/seq2seq.h"
 
-typedef struct cand {
-  double logprob;
-  int32_t tok;
-  int hyp; /* parent row within the sentence */
-} cand;
+/* Steps between two reads of the done flags (as greedy.c): a read drains the
+ * queue; at most CHECK_EVERY - 1 steps are spent once every sentence is done
+ * (beam_select leaves done sentences alone, so they never change the output). */
+#define CHECK_EVERY 4
 
-/* A hypothesis that ends at step `step` with token tok, extending row `parent`. */
+/* A hypothesis to report: it ends at step `step` with token tok, extending row
+ * `parent` of that step. */
 typedef struct ending {
   int step, parent;
   int32_t tok;
   double logprob, score;
-  int order; /* when it was found, for stable ordering */
+  int order; /* finished: when it finished; live: rank order */
 } ending;
 
 typedef struct beam_state {
   int n, K, R, S, V, Hd, max_steps, want_align;
-  int32_t *ids_host, *tok_hist, *par_hist;
-  float *logits_host, *align_hist, *h_host, *h_tmp;
-  double *cum;
-  int *live, *done;
-  ending *fin;       /* [n * K] */
-  int *fin_count;    /* [n] */
-  ending *open;      /* [n * K]: the live hypotheses when a sentence ran out of steps */
-  int *open_count;   /* [n] */
-  cand *cands;       /* [K * K] */
-  sq_buf *ids, *logits, *alpha;
+  /* device */
+  sq_buf *ids, *logits, *alpha, *h_alt;
+  sq_buf *vals, *toks, *cum, *live, *parent, *tok_hist, *par_hist;
+  sq_buf *fin_lp, *fin_step, *fin_par, *fin_count, *done;
+  /* host copies read at the end */
+  int32_t *tok_hist_h, *par_hist_h, *live_h, *fin_step_h, *fin_par_h, *fin_count_h, *done_h;
+  float *cum_h, *fin_lp_h, *align_hist;
+  ending *ends; /* [K]: one sentence's hypotheses */
 } beam_state;
 
 static void beam_free(beam_state *b) {
-  free(b->ids_host);
-  free(b->tok_hist);
-  free(b->par_hist);
-  free(b->logits_host);
+  sq_buf *bufs[] = {b->ids,    b->logits, b->alpha,    b->h_alt,    b->vals,    b->toks,
+                    b->cum,    b->live,   b->parent,   b->tok_hist, b->par_hist, b->fin_lp,
+                    b->fin_step, b->fin_par, b->fin_count, b->done};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sq_buf_free(bufs[i]);
+  free(b->tok_hist_h);
+  free(b->par_hist_h);
+  free(b->live_h);
+  free(b->fin_step_h);
+  free(b->fin_par_h);
+  free(b->fin_count_h);
+  free(b->done_h);
+  free(b->cum_h);
+  free(b->fin_lp_h);
   free(b->align_hist);
-  free(b->h_host);
-  free(b->h_tmp);
-  free(b->cum);
-  free(b->live);
-  free(b->done);
-  free(b->fin);
-  free(b->fin_count);
-  free(b->open);
-  free(b->open_count);
-  free(b->cands);
-  sq_buf_free(b->ids);
-  sq_buf_free(b->logits);
-  sq_buf_free(b->alpha);
-}
-
-static int cand_cmp(const void *pa, const void *pb) {
-  const cand *a = pa, *b = pb;
-  if (a->logprob != b->logprob) return a->logprob > b->logprob ? -1 : 1;
-  if (a->tok != b->tok) return a->tok < b->tok ? -1 : 1;
-  return (a->hyp > b->hyp) - (a->hyp < b->hyp);
+  free(b->ends);
 }
 
 static int ending_cmp(const void *pa, const void *pb) {
   const ending *a = pa, *b = pb;
   if (a->score != b->score) return a->score > b->score ? -1 : 1;
   return (a->order > b->order) - (a->order < b->order);
-}
-
-/* The k best tokens of a row by logit (lower id first on ties); returns how many. */
-static int top_k(const float *x, int V, int k, int32_t *best) {
-  int count = 0;
-  for (int v = 0; v < V; v++) {
-    if (count == k && !(x[v] > x[best[count - 1]])) continue;
-    int pos = count < k ? count++ : k - 1;
-    while (pos > 0 && x[v] > x[best[pos - 1]]) {
-      best[pos] = best[pos - 1];
-      pos--;
-    }
-    best[pos] = v;
-  }
-  return count;
-}
-
-static double log_sum_exp(const float *x, int V) {
-  double mx = x[0];
-  for (int v = 1; v < V; v++)
-    if (x[v] > mx) mx = x[v];
-  double sum = 0.0;
-  for (int v = 0; v < V; v++) sum += exp((double)x[v] - mx);
-  return mx + log(sum);
-}
-
-/* Ranks the candidates of sentence s at step t and rebuilds its K rows. */
-static void select_sentence(beam_state *b, int s, int t, int eos, double A, int32_t *top) {
-  const int K = b->K, V = b->V;
-  int nc = 0;
-  for (int k = 0; k < K; k++) {
-    const int r = s * K + k;
-    if (!b->live[r]) continue;
-    const float *x = b->logits_host + (size_t)r * V;
-    const double lse = log_sum_exp(x, V);
-    const int got = top_k(x, V, K, top);
-    for (int i = 0; i < got; i++) {
-      b->cands[nc].logprob = b->cum[r] + ((double)x[top[i]] - lse);
-      b->cands[nc].tok = top[i];
-      b->cands[nc].hyp = k;
-      nc++;
-    }
-  }
-  qsort(b->cands, (size_t)nc, sizeof *b->cands, cand_cmp);
-  ending *fin = b->fin + (size_t)s * K;
-  ending *next = b->open + (size_t)s * K; /* scratch for the new live set */
-  /* The sentence holds K hypotheses in all: the best K - finished candidates
-   * are kept, those ending in EOS joining the finished ones. */
-  const int keep = K - b->fin_count[s];
-  int nl = 0;
-  for (int c = 0; c < nc && c < keep; c++) {
-    const cand *cd = &b->cands[c];
-    ending e = {t, s * K + cd->hyp, cd->tok, cd->logprob, 0.0, 0};
-    if (cd->tok == eos) {
-      e.score = cd->logprob / pow((double)(t + 1), A);
-      e.order = b->fin_count[s];
-      fin[b->fin_count[s]++] = e;
-    } else {
-      e.score = cd->logprob / pow((double)(t + 1), A);
-      e.order = nl;
-      next[nl++] = e;
-    }
-  }
-  const int out_of_steps = t + 1 >= b->max_steps;
-  if (b->fin_count[s] >= K || nl == 0 || out_of_steps) {
-    b->done[s] = 1;
-    b->open_count[s] = b->fin_count[s] >= K ? 0 : nl;
-  }
-  /* New rows: row s*K+i continues next[i]; the rest go idle (fed EOS). */
-  for (int i = 0; i < K; i++) {
-    const int r = s * K + i;
-    if (i < nl && !b->done[s]) {
-      b->tok_hist[(size_t)t * b->R + r] = next[i].tok;
-      b->par_hist[(size_t)t * b->R + r] = next[i].parent;
-      memcpy(b->h_tmp + (size_t)r * b->Hd, b->h_host + (size_t)next[i].parent * b->Hd,
-             (size_t)b->Hd * sizeof(float));
-      b->cum[r] = next[i].logprob;
-      b->live[r] = 1;
-      b->ids_host[r] = next[i].tok;
-    } else {
-      b->live[r] = 0;
-      b->ids_host[r] = eos;
-    }
-  }
 }
 
 /* Rebuilds the tokens (and alignment rows) of a hypothesis by following parents. */
@@ -182,8 +88,8 @@ static seqcl_status backtrack(seqcl_ctx *ctx, const beam_state *b, const ending 
            (size_t)src_len * sizeof(float));
   for (int u = e->step - 1; u >= 0; u--) {
     const size_t at = (size_t)u * b->R + cur;
-    seq[u] = b->tok_hist[at];
-    cur = b->par_hist[at];
+    seq[u] = b->tok_hist_h[at];
+    cur = b->par_hist_h[at];
     if (a)
       memcpy(a + (size_t)u * src_len, b->align_hist + ((size_t)u * b->R + cur) * b->S,
              (size_t)src_len * sizeof(float));
@@ -198,31 +104,140 @@ static seqcl_status backtrack(seqcl_ctx *ctx, const beam_state *b, const ending 
   return SEQCL_OK;
 }
 
-static seqcl_status beam_alloc(seqcl_model *m, beam_state *b) {
+static seqcl_status beam_alloc(seqcl_ctx *ctx, beam_state *b) {
   const size_t R = (size_t)b->R, T = (size_t)b->max_steps, K = (size_t)b->K, n = (size_t)b->n;
-  b->ids_host = malloc(R * sizeof(int32_t));
-  b->tok_hist = calloc(T * R, sizeof(int32_t));
-  b->par_hist = calloc(T * R, sizeof(int32_t));
-  b->logits_host = malloc(R * b->V * sizeof(float));
-  b->align_hist = b->want_align ? calloc(T * R * b->S, sizeof(float)) : NULL;
-  b->h_host = malloc(R * b->Hd * sizeof(float));
-  b->h_tmp = malloc(R * b->Hd * sizeof(float));
-  b->cum = calloc(R, sizeof(double));
-  b->live = calloc(R, sizeof(int));
-  b->done = calloc(n, sizeof(int));
-  b->fin = calloc(n * K, sizeof(ending));
-  b->fin_count = calloc(n, sizeof(int));
-  b->open = calloc(n * K, sizeof(ending));
-  b->open_count = calloc(n, sizeof(int));
-  b->cands = malloc(K * K * sizeof(cand));
-  if (!b->ids_host || !b->tok_hist || !b->par_hist || !b->logits_host ||
-      (b->want_align && !b->align_hist) || !b->h_host || !b->h_tmp || !b->cum || !b->live ||
-      !b->done || !b->fin || !b->fin_count || !b->open || !b->open_count || !b->cands)
-    return sq_fail(m->ctx, SEQCL_ERR_OUT_OF_MEMORY, "beam search: out of host memory");
-  SQ_TRY(sq_buf_alloc(m->ctx, R * sizeof(int32_t), &b->ids));
-  SQ_TRY(sq_buf_alloc(m->ctx, R * b->V * sizeof(float), &b->logits));
-  if (b->want_align) SQ_TRY(sq_buf_alloc(m->ctx, R * b->S * sizeof(float), &b->alpha));
+  const size_t i4 = sizeof(int32_t), f4 = sizeof(float);
+  SQ_TRY(sq_buf_alloc(ctx, R * i4, &b->ids));
+  SQ_TRY(sq_buf_alloc(ctx, R * b->V * f4, &b->logits));
+  if (b->want_align) SQ_TRY(sq_buf_alloc(ctx, T * R * b->S * f4, &b->alpha));
+  SQ_TRY(sq_buf_alloc(ctx, R * b->Hd * f4, &b->h_alt));
+  SQ_TRY(sq_buf_alloc(ctx, R * K * f4, &b->vals));
+  SQ_TRY(sq_buf_alloc(ctx, R * K * i4, &b->toks));
+  SQ_TRY(sq_buf_alloc(ctx, R * f4, &b->cum));
+  SQ_TRY(sq_buf_alloc(ctx, R * i4, &b->live));
+  SQ_TRY(sq_buf_alloc(ctx, R * i4, &b->parent));
+  SQ_TRY(sq_buf_alloc(ctx, T * R * i4, &b->tok_hist));
+  SQ_TRY(sq_buf_alloc(ctx, T * R * i4, &b->par_hist));
+  SQ_TRY(sq_buf_alloc(ctx, n * K * f4, &b->fin_lp));
+  SQ_TRY(sq_buf_alloc(ctx, n * K * i4, &b->fin_step));
+  SQ_TRY(sq_buf_alloc(ctx, n * K * i4, &b->fin_par));
+  SQ_TRY(sq_buf_alloc(ctx, n * i4, &b->fin_count));
+  SQ_TRY(sq_buf_alloc(ctx, n * i4, &b->done));
+  b->tok_hist_h = malloc(T * R * i4);
+  b->par_hist_h = malloc(T * R * i4);
+  b->live_h = malloc(R * i4);
+  b->cum_h = malloc(R * f4);
+  b->fin_lp_h = malloc(n * K * f4);
+  b->fin_step_h = malloc(n * K * i4);
+  b->fin_par_h = malloc(n * K * i4);
+  b->fin_count_h = malloc(n * i4);
+  b->done_h = malloc(n * i4);
+  b->align_hist = b->want_align ? malloc(T * R * b->S * f4) : NULL;
+  b->ends = malloc(K * sizeof(ending));
+  if (!b->tok_hist_h || !b->par_hist_h || !b->live_h || !b->cum_h || !b->fin_lp_h ||
+      !b->fin_step_h || !b->fin_par_h || !b->fin_count_h || !b->done_h ||
+      (b->want_align && !b->align_hist) || !b->ends)
+    return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "beam search: out of host memory");
   return SEQCL_OK;
+}
+
+/* Step 0 state: one live hypothesis per sentence (row s K), BOS as input. */
+static seqcl_status beam_start(seqcl_model *m, beam_state *b) {
+  seqcl_ctx *ctx = m->ctx;
+  const size_t R = (size_t)b->R, n = (size_t)b->n;
+  for (int r = 0; r < b->R; r++) b->live_h[r] = r % b->K == 0;
+  SQ_TRY(sq_write(ctx, sq_at(b->live, 0), b->live_h, R * sizeof(int32_t)));
+  SQ_TRY(sq_fill_i32(ctx, sq_at(b->ids, 0), R, m->cfg.bos_id));
+  SQ_TRY(sq_fill(ctx, sq_at(b->cum, 0), R, 0.0f));
+  SQ_TRY(sq_fill_i32(ctx, sq_at(b->fin_count, 0), n, 0));
+  return sq_fill_i32(ctx, sq_at(b->done, 0), n, 0);
+}
+
+static seqcl_status beam_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, beam_state *b,
+                              int t) {
+  seqcl_ctx *ctx = m->ctx;
+  const size_t R = (size_t)b->R;
+  sq_ref alpha = b->want_align ? sq_at(b->alpha, (size_t)t * R * b->S) : sq_none();
+  SQ_TRY(sq_dec_step(m, e, ws, sq_at(b->ids, 0), NULL, alpha, sq_at(b->logits, 0), 1));
+  SQ_TRY(sq_beam_topk(ctx, b->R, b->V, sq_at(b->logits, 0), b->V, b->K, sq_at(b->vals, 0),
+                      sq_at(b->toks, 0)));
+  sq_beam_args a = {.n = b->n,
+                    .K = b->K,
+                    .step = t,
+                    .max_steps = b->max_steps,
+                    .eos = m->cfg.eos_id,
+                    .vals = sq_at(b->vals, 0),
+                    .tok = sq_at(b->toks, 0),
+                    .cum = sq_at(b->cum, 0),
+                    .live = sq_at(b->live, 0),
+                    .ids = sq_at(b->ids, 0),
+                    .parent = sq_at(b->parent, 0),
+                    .tok_hist = sq_at(b->tok_hist, 0),
+                    .par_hist = sq_at(b->par_hist, 0),
+                    .fin_lp = sq_at(b->fin_lp, 0),
+                    .fin_step = sq_at(b->fin_step, 0),
+                    .fin_par = sq_at(b->fin_par, 0),
+                    .fin_count = sq_at(b->fin_count, 0),
+                    .done = sq_at(b->done, 0)};
+  SQ_TRY(sq_beam_select(ctx, &a));
+  /* the surviving rows' states, gathered into the spare buffer, which becomes ws->h */
+  SQ_TRY(sq_gather_rows(ctx, b->R, b->Hd, sq_at(ws->h, 0), sq_at(b->parent, 0),
+                        sq_at(b->h_alt, 0)));
+  sq_buf *h = ws->h;
+  ws->h = b->h_alt;
+  b->h_alt = h;
+  return SEQCL_OK;
+}
+
+static seqcl_status read_back(seqcl_ctx *ctx, beam_state *b, int ran) {
+  const size_t R = (size_t)b->R, nK = (size_t)b->n * b->K, n = (size_t)b->n;
+  const size_t i4 = sizeof(int32_t), f4 = sizeof(float);
+  SQ_TRY(sq_read(ctx, sq_at(b->tok_hist, 0), b->tok_hist_h, (size_t)ran * R * i4));
+  SQ_TRY(sq_read(ctx, sq_at(b->par_hist, 0), b->par_hist_h, (size_t)ran * R * i4));
+  SQ_TRY(sq_read(ctx, sq_at(b->live, 0), b->live_h, R * i4));
+  SQ_TRY(sq_read(ctx, sq_at(b->cum, 0), b->cum_h, R * f4));
+  SQ_TRY(sq_read(ctx, sq_at(b->fin_lp, 0), b->fin_lp_h, nK * f4));
+  SQ_TRY(sq_read(ctx, sq_at(b->fin_step, 0), b->fin_step_h, nK * i4));
+  SQ_TRY(sq_read(ctx, sq_at(b->fin_par, 0), b->fin_par_h, nK * i4));
+  SQ_TRY(sq_read(ctx, sq_at(b->fin_count, 0), b->fin_count_h, n * i4));
+  if (b->want_align)
+    SQ_TRY(sq_read(ctx, sq_at(b->alpha, 0), b->align_hist, (size_t)ran * R * b->S * f4));
+  return SEQCL_OK;
+}
+
+/* Sentence s's hypotheses, best first: the finished ones, else the live ones
+ * (which exist only when the sentence ran out of steps: then every step ran). */
+static int collect(const beam_state *b, int s, int eos, double A) {
+  const int K = b->K, f = b->fin_count_h[s];
+  int count = 0;
+  for (int i = 0; i < f; i++) {
+    ending *e = &b->ends[count++];
+    const size_t at = (size_t)s * K + i;
+    e->step = b->fin_step_h[at];
+    e->parent = b->fin_par_h[at];
+    e->tok = eos;
+    e->logprob = b->fin_lp_h[at];
+    e->score = e->logprob / pow((double)(e->step + 1), A);
+    e->order = i;
+  }
+  qsort(b->ends, (size_t)count, sizeof *b->ends, ending_cmp);
+  if (f >= K) return count;
+  const int last = b->max_steps - 1;
+  const int first_open = count;
+  for (int i = 0; i < K - f; i++) {
+    const int r = s * K + i;
+    if (!b->live_h[r]) break;
+    ending *e = &b->ends[count++];
+    const size_t at = (size_t)last * b->R + r;
+    e->step = last;
+    e->parent = b->par_hist_h[at];
+    e->tok = b->tok_hist_h[at];
+    e->logprob = b->cum_h[r];
+    e->score = e->logprob / pow((double)(last + 1), A);
+    e->order = i;
+  }
+  qsort(b->ends + first_open, (size_t)(count - first_open), sizeof *b->ends, ending_cmp);
+  return count;
 }
 
 static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int n, int K,
@@ -231,6 +246,9 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
                         sq_dec_ws *ws, beam_state *b) {
   seqcl_ctx *ctx = m->ctx;
   const int eos = m->cfg.eos_id;
+  if (K > SQ_BEAM_MAX_K)
+    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED,
+                   "beam search: beam size %d exceeds the device limit of %d", K, SQ_BEAM_MAX_K);
   SQ_TRY(sq_encode(m, src, first, n, e1));
   SQ_TRY(sq_encoded_repeat(m, e1, K, e));
   sq_encoded_free(e1);
@@ -242,52 +260,31 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
   b->Hd = m->cfg.dec_hidden;
   b->max_steps = max_steps;
   b->want_align = line_align != NULL;
-  SQ_TRY(beam_alloc(m, b));
+  SQ_TRY(beam_alloc(ctx, b));
   SQ_TRY(sq_dec_ws_init(m, b->R, ws));
   SQ_TRY(sq_dec_start(m, e, ws));
-  int32_t *top = malloc((size_t)K * sizeof(int32_t));
-  if (!top) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "beam search: out of host memory");
-  for (int r = 0; r < b->R; r++) {
-    b->ids_host[r] = m->cfg.bos_id;
-    b->live[r] = r % K == 0; /* step 0: one hypothesis per sentence */
+  SQ_TRY(beam_start(m, b));
+  int ran = 0;
+  while (ran < max_steps) {
+    SQ_TRY(beam_step(m, e, ws, b, ran));
+    ran++;
+    if (ran % CHECK_EVERY == 0 && ran < max_steps) {
+      SQ_TRY(sq_read(ctx, sq_at(b->done, 0), b->done_h, (size_t)n * sizeof(int32_t)));
+      int all = 1;
+      for (int s = 0; s < n && all; s++) all = b->done_h[s] != 0;
+      if (all) break;
+    }
   }
-  const size_t R = (size_t)b->R, Hd = (size_t)b->Hd;
-  seqcl_status st = SEQCL_OK;
-  for (int t = 0; t < max_steps && st == SEQCL_OK; t++) {
-    int all_done = 1;
-    for (int s = 0; s < n && all_done; s++) all_done = b->done[s];
-    if (all_done) break;
-    sq_ref alpha = b->want_align ? sq_at(b->alpha, 0) : sq_none();
-    st = sq_write(ctx, sq_at(b->ids, 0), b->ids_host, R * sizeof(int32_t));
-    if (st == SEQCL_OK)
-      st = sq_dec_step(m, e, ws, sq_at(b->ids, 0), b->ids_host, alpha, sq_at(b->logits, 0), 1);
-    if (st == SEQCL_OK)
-      st = sq_read(ctx, sq_at(b->logits, 0), b->logits_host, R * b->V * sizeof(float));
-    if (st == SEQCL_OK && b->want_align)
-      st = sq_read(ctx, alpha, b->align_hist + (size_t)t * R * b->S, R * b->S * sizeof(float));
-    if (st == SEQCL_OK) st = sq_read(ctx, sq_at(ws->h, 0), b->h_host, R * Hd * sizeof(float));
-    if (st != SEQCL_OK) break;
-    memcpy(b->h_tmp, b->h_host, R * Hd * sizeof(float));
-    for (int s = 0; s < n; s++)
-      if (!b->done[s]) select_sentence(b, s, t, eos, A, top);
-    st = sq_write(ctx, sq_at(ws->h, 0), b->h_tmp, R * Hd * sizeof(float));
-  }
-  free(top);
-  SQ_TRY(st);
+  SQ_TRY(read_back(ctx, b, ran));
 
   for (int s = 0; s < n; s++) {
-    ending *fin = b->fin + (size_t)s * K, *open = b->open + (size_t)s * K;
-    qsort(fin, (size_t)b->fin_count[s], sizeof *fin, ending_cmp);
-    qsort(open, (size_t)b->open_count[s], sizeof *open, ending_cmp);
-    int count = 0;
-    for (int i = 0; i < b->fin_count[s] && count < slots; i++, count++)
-      SQ_TRY(backtrack(ctx, b, &fin[i], eos, e->lens_host[s * K], &hyps[(size_t)s * slots + count],
-                       count == 0 && line_align ? &line_align[s] : NULL));
-    for (int i = 0; i < b->open_count[s] && count < slots; i++, count++)
-      SQ_TRY(backtrack(ctx, b, &open[i], eos, e->lens_host[s * K],
-                       &hyps[(size_t)s * slots + count],
-                       count == 0 && line_align ? &line_align[s] : NULL));
-    hyp_counts[s] = count;
+    const int count = collect(b, s, eos, A);
+    int out = 0;
+    for (int i = 0; i < count && out < slots; i++, out++)
+      SQ_TRY(backtrack(ctx, b, &b->ends[i], eos, e->lens_host[s * K],
+                       &hyps[(size_t)s * slots + out],
+                       out == 0 && line_align ? &line_align[s] : NULL));
+    hyp_counts[s] = out;
   }
   return SEQCL_OK;
 }

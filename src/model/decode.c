@@ -82,6 +82,33 @@ static seqcl_status assemble(seqcl_ctx *ctx, const seqcl_seqs *src, seqcl_decode
   return SEQCL_OK;
 }
 
+/* NaN/Inf weights must not pass for results. The beam path reads every
+ * log-probability back, alignments are read back when asked for; the greedy
+ * loop keeps its logits on the device, so without alignments it cannot tell. */
+static seqcl_status check_finite(seqcl_ctx *ctx, const seqcl_seqs *src,
+                                 const seqcl_decode_result *r, int use_beam,
+                                 float *const *line_align) {
+  for (size_t i = 0; i < r->count; i++) {
+    for (int k = 0; use_beam && k < r->hyp_counts[i]; k++) {
+      const double lp = r->hyps[i * (size_t)r->nbest + k].logprob;
+      if (!isfinite(lp))
+        return sq_fail(ctx, SEQCL_ERR_NON_FINITE,
+                       "decode: line %zu, hypothesis %d: the log-probability is not finite (%g): "
+                       "the model's logits are not finite",
+                       i + 1, k + 1, lp);
+    }
+    const size_t L = sq_seq_len_of(src, i);
+    const size_t n = line_align ? (size_t)r->hyps[i * (size_t)r->nbest].steps * L : 0;
+    for (size_t j = 0; j < n; j++)
+      if (!isfinite(line_align[i][j]))
+        return sq_fail(ctx, SEQCL_ERR_NON_FINITE,
+                       "decode: line %zu: alignments at step %zu, source position %zu are not "
+                       "finite (%g)",
+                       i + 1, j / L + 1, j % L + 1, (double)line_align[i][j]);
+  }
+  return SEQCL_OK;
+}
+
 seqcl_status seqcl_model_decode(seqcl_model *m, const seqcl_seqs *src,
                                 const seqcl_decode_options *opts, seqcl_decode_result **out) {
   if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_decode: out is NULL");
@@ -129,6 +156,7 @@ seqcl_status seqcl_model_decode(seqcl_model *m, const seqcl_seqs *src,
       for (int i = 0; i < n; i++) r->hyp_counts[first + i] = 1;
     }
   }
+  if (st == SEQCL_OK) st = check_finite(ctx, src, r, use_beam, line_align);
   if (st == SEQCL_OK) st = assemble(ctx, src, r, line_align);
   if (line_align)
     for (size_t i = 0; i < N; i++) free(line_align[i]);

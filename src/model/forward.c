@@ -2,6 +2,7 @@
  * labels y_1..y_L, mean cross-entropy over every label of every line. Each
  * batch keeps its logits and alignments on the device step-major ([t][n]) so
  * that every step writes one contiguous block; they are read back once. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,30 @@ static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const seqcl
   return SEQCL_OK;
 }
 
+/* NaN/Inf weights or overflowing activations must not pass for results: names
+ * the first non-finite logit or alignment (line and step 1-based), else the loss. */
+static seqcl_status check_finite(seqcl_ctx *ctx, const seqcl_forward_result *r) {
+  for (size_t n = 0; n < r->N; n++)
+    for (int t = 0; t < r->steps[n]; t++) {
+      const float *l = r->logits + (n * r->T + t) * r->V;
+      for (int v = 0; v < r->V; v++)
+        if (!isfinite(l[v]))
+          return sq_fail(ctx, SEQCL_ERR_NON_FINITE,
+                         "forward: logits of line %zu, step %d, id %d are not finite (%g)", n + 1,
+                         t + 1, v, (double)l[v]);
+      const float *a = r->alignments + (n * r->T + t) * r->S;
+      for (int j = 0; j < r->S; j++)
+        if (!isfinite(a[j]))
+          return sq_fail(ctx, SEQCL_ERR_NON_FINITE,
+                         "forward: alignments of line %zu, step %d, source position %d are not "
+                         "finite (%g)", n + 1, t + 1, j + 1, (double)a[j]);
+    }
+  if (!isfinite(r->loss))
+    return sq_fail(ctx, SEQCL_ERR_NON_FINITE, "forward: the loss is not finite (%g)",
+                   (double)r->loss);
+  return SEQCL_OK;
+}
+
 seqcl_status seqcl_model_forward(seqcl_model *m, const seqcl_seqs *src, const seqcl_seqs *tgt,
                                  int batch_size, seqcl_forward_result **out) {
   if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_forward: out is NULL");
@@ -147,6 +172,10 @@ seqcl_status seqcl_model_forward(seqcl_model *m, const seqcl_seqs *src, const se
     return st;
   }
   r->loss = (float)(loss_sum / (double)r->labels);
+  if ((st = check_finite(ctx, r)) != SEQCL_OK) {
+    seqcl_forward_result_free(r);
+    return st;
+  }
   *out = r;
   return SEQCL_OK;
 }

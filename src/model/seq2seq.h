@@ -74,7 +74,8 @@ seqcl_status sq_dec_start(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws);
  * when not NULL, is its host copy for validation), s_{t-1} from ws->h.
  * Writes alpha_t [n, S] (optional), updates ws->h to s_t and writes logits_t
  * [n, V_tgt] (without the output bias unless with_bias). Launches: embedding 1,
- * query projection 0-2, attention 1, GRU cell 3, output 1-3. */
+ * s_{t-1} [W_hh ; W_q]^T 1 (+1 for general's query bias), attention 1, the
+ * GRU's input GEMM and gates 2, output 1-3 (decoder.c). */
 seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ids,
                          const int32_t *ids_host, sq_ref alpha, sq_ref logits, int with_bias);
 

@@ -52,6 +52,9 @@ void oracle_log_softmax(int N, int V, const double *x, double *y);
 /* Mean over rows with labels >= 0 of -log_softmax(x)[label]; 0 when none. */
 double oracle_cross_entropy(int N, int V, const double *x, const int32_t *labels);
 
+/* The references of the backward entries (grad.*; oracle_grad.c). */
+seqcl_status oracle_grad_reference(const sq_case *c, double *const *ref);
+
 /* The oracle as a reference for the op list (sq_reference.fn). */
 seqcl_status oracle_reference(void *user, const sq_case *c, double *const *ref);
 sq_reference oracle_as_reference(void);

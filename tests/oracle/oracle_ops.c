@@ -1,5 +1,6 @@
 /* The oracle as a reference for the op list: unpacks a case's named inputs and
  * computes every declared output in double precision. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,6 +177,36 @@ static void ref_cross_entropy(pool *pl, const sq_case *c, double *const *ref) {
                                    sq_case_ini(c, "labels"));
 }
 
+/* beam_topk: the K best positions by the float logits themselves (lower id on
+ * ties; -1 and -inf past V), valued by the double log-softmax. */
+static void ref_beam_topk(pool *pl, const sq_case *c, double *const *ref) {
+  const int N = SH("N", 1), V = SH("V", 1), K = SH("K", 1), ld = V + SH("pad", 0);
+  const float *x = sq_case_inf(c, "x");
+  double *row = tmp(pl, (size_t)V), *lsm = tmp(pl, (size_t)V);
+  char *used = calloc((size_t)V, 1);
+  if (!row || !lsm || !used) {
+    free(used);
+    return;
+  }
+  for (int n = 0; n < N; n++) {
+    const float *xr = x + (size_t)n * ld;
+    for (int v = 0; v < V; v++) {
+      row[v] = xr[v];
+      used[v] = 0;
+    }
+    oracle_log_softmax(1, V, row, lsm);
+    for (int i = 0; i < K; i++) {
+      int b = -1;
+      for (int v = 0; v < V; v++)
+        if (!used[v] && (b < 0 || xr[v] > xr[b])) b = v;
+      if (b >= 0) used[b] = 1;
+      ref[0][(size_t)n * K + i] = b >= 0 ? lsm[b] : -INFINITY;
+      ref[1][(size_t)n * K + i] = b;
+    }
+  }
+  free(used);
+}
+
 static const struct {
   const char *family;
   void (*fn)(pool *, const sq_case *, double *const *);
@@ -185,10 +216,12 @@ static const struct {
     {"gru_gates", ref_gates},     {"gru_cell", ref_cell},         {"gru_layer", ref_layer},
     {"embedding", ref_embedding}, {"argmax", ref_argmax},         {"log_softmax", ref_log_softmax},
     {"cross_entropy", ref_cross_entropy}, {"argmax_greedy", ref_argmax_greedy},
+    {"beam_topk", ref_beam_topk},
 };
 
 seqcl_status oracle_reference(void *user, const sq_case *c, double *const *ref) {
   (void)user;
+  if (sq_op_matches(c->op, "grad")) return oracle_grad_reference(c, ref);
   for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++)
     if (sq_op_matches(c->op, refs[i].family)) {
       pool pl = {{0}, 0};

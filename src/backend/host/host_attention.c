@@ -2,25 +2,81 @@
  * per-row pass. Accumulation:
  *  - dot-type energies (general, dot, scaled_dot) use cblas_sgemv (float
  *    accumulation, the GEMM tolerance applies);
- *  - additive energies: tanh runs SQ_VW lanes at a time (host_math.h, within
- *    1.5 ulp), each product v_a * tanh(...) is rounded to float once and the
- *    products are summed in double, so cancelling terms lose nothing;
+ *  - additive energies: tanh runs 8 (or SQ_VW) lanes at a time (host_math.h,
+ *    within 1.5 ulp) and the products v_a * tanh(...) are summed in float,
+ *    one partial sum per lane (additive_energies states the bound);
  *  - the softmax denominator is summed in double, so the weights are within a
  *    few ulp whatever S;
  *  - the context sums alpha_j * h_j in float, SQ_VW lanes at a time; the GEMM
  *    tolerance applies. */
 #include <cblas.h>
 #include <math.h>
+#include <string.h>
 
 #include "backend/host/host.h"
 #include "backend/host/host_math.h"
+#include "backend/host/host_threads.h"
 #include "core/error.h"
 
-/* sum over w <= SQ_VW lanes of v * tanh(pk + qp), in double (missing lanes
- * load 0, and v = 0 adds nothing). Inlined with w = SQ_VW for full vectors. */
-static inline double energy_terms(const float *v, const float *pk, const float *qp, int w) {
-  sq_vf p = sq_v_load(v, w) * sq_v_tanh(sq_v_load(pk, w) + sq_v_load(qp, w));
-  return ((double)p[0] + (double)p[1]) + ((double)p[2] + (double)p[3]);
+/* The additive energies run EW lanes wide with one float partial sum per lane.
+ * With GCC on x86-64 the loop is 8 lanes wide and compiled twice, for AVX2 and
+ * for the SSE2 baseline, and the loader picks the clone the CPU runs; every
+ * lane computes the same bits either way. Elsewhere it is the 4-lane sq_vf. */
+#ifdef SQ_HAVE_VF8
+#pragma GCC diagnostic ignored "-Wpsabi" /* static code only: no ABI is exposed */
+#define EW 8
+typedef sq_vf8 ew_vf;
+#define ew_tanh sq_v8_tanh
+#define ENERGY_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define EW SQ_VW
+typedef sq_vf ew_vf;
+#define ew_tanh sq_v_tanh
+#define ENERGY_CLONES
+#endif
+
+/* e[j] = scale * (sum_a v_a tanh(pk[j, a] + q_a) + bv) for j < len, two
+ * positions per pass so q and v are loaded once for both (an odd last position
+ * is computed twice and stored once). Each lane sums ceil(A / EW) products
+ * v_a * tanh(...) in float, then the EW lanes are added in float: at most
+ * ceil(A / EW) + EW + 1 roundings of terms bounded by |v_a| (|tanh| <= 1), well
+ * inside the (A + 2)-term dot product bound the energy tolerance allows.
+ * Missing lanes of a short last vector load 0, and v = 0 adds exactly 0. */
+ENERGY_CLONES
+static void additive_energies(int len, int A, const float *restrict pk, const float *restrict q,
+                              const float *restrict v, float bv, float scale, float *restrict e) {
+  for (int j = 0; j < len; j += 2) {
+    const float *p0 = pk + (size_t)j * (size_t)A;
+    const float *p1 = j + 1 < len ? p0 + A : p0;
+    ew_vf s0 = {0}, s1 = {0};
+    int k = 0;
+    for (; k + EW <= A; k += EW) {
+      ew_vf qk, vk, a0, a1;
+      memcpy(&qk, q + k, sizeof qk);
+      memcpy(&vk, v + k, sizeof vk);
+      memcpy(&a0, p0 + k, sizeof a0);
+      memcpy(&a1, p1 + k, sizeof a1);
+      s0 += vk * ew_tanh(a0 + qk);
+      s1 += vk * ew_tanh(a1 + qk);
+    }
+    if (k < A) {
+      const size_t tail = (size_t)(A - k) * sizeof(float);
+      ew_vf qk = {0}, vk = {0}, a0 = {0}, a1 = {0};
+      memcpy(&qk, q + k, tail);
+      memcpy(&vk, v + k, tail);
+      memcpy(&a0, p0 + k, tail);
+      memcpy(&a1, p1 + k, tail);
+      s0 += vk * ew_tanh(a0 + qk);
+      s1 += vk * ew_tanh(a1 + qk);
+    }
+    float h0 = 0.0f, h1 = 0.0f;
+    for (int l = 0; l < EW; l++) {
+      h0 += s0[l];
+      h1 += s1[l];
+    }
+    e[j] = scale * (h0 + bv);
+    if (j + 1 < len) e[j + 1] = scale * (h1 + bv);
+  }
 }
 
 /* Energies of row n for j < len; positions len..S-1 get 0 (finite, as the
@@ -33,17 +89,12 @@ static void score_row(const sq_attn_args *a, int n, int len, float *restrict e) 
     const float *pk = sq_host_f32(a->pkeys) + (size_t)n * (size_t)S * (size_t)A;
     const float *v = sq_host_f32(a->v);
     const float bv = a->bv.buf ? sq_host_f32(a->bv)[0] : 0.0f;
-    for (int j = 0; j < len; j++) {
-      const float *pkj = pk + (size_t)j * (size_t)A;
-      double acc = 0.0;
-      int k = 0;
-      for (; k + SQ_VW <= A; k += SQ_VW) acc += energy_terms(v + k, pkj + k, qp + k, SQ_VW);
-      if (k < A) acc += energy_terms(v + k, pkj + k, qp + k, A - k);
-      e[j] = a->scale * (float)(acc + (double)bv);
-    }
+    additive_energies(len, A, pk, qp, v, bv, a->scale, e);
   } else {
     const float *keys = sq_host_f32(a->keys) + (size_t)n * (size_t)S * (size_t)He;
+    sq_host_blas_begin(len, 1, He, 1);
     cblas_sgemv(CblasRowMajor, CblasNoTrans, len, He, a->scale, keys, He, qp, 1, 0.0f, e, 1);
+    sq_host_blas_end();
   }
   for (int j = len; j < S; j++) e[j] = 0.0f;
 }

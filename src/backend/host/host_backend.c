@@ -93,20 +93,20 @@ static seqcl_status host_gemm(sq_backend *be, int ta, int tb, int M, int N, int 
   const float *a = sq_host_f32(A);
   const float *b = sq_host_f32(B);
   float *c = sq_host_f32(C);
-  sq_host_threads_for_gemm(M, N, K, batch);
+  sq_host_blas_begin(M, N, K, batch);
   if (M == 1 && tb && !ta) {
     /* one row (decoding at batch 1): y = alpha B x + beta y as a GEMV, which
      * OpenBLAS runs at several times sgemm's speed for this shape */
     for (int i = 0; i < batch; i++)
       cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, alpha, b + (size_t)i * sb, ldb,
                   a + (size_t)i * sa, 1, beta, c + (size_t)i * sc, 1);
-    return SEQCL_OK;
+  } else {
+    for (int i = 0; i < batch; i++)
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                  M, N, K, alpha, a + (size_t)i * sa, lda, b + (size_t)i * sb, ldb, beta,
+                  c + (size_t)i * sc, ldc);
   }
-  for (int i = 0; i < batch; i++) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
-                N, K, alpha, a + (size_t)i * sa, lda, b + (size_t)i * sb, ldb, beta,
-                c + (size_t)i * sc, ldc);
-  }
+  sq_host_blas_end();
   return SEQCL_OK;
 }
 
@@ -155,6 +155,7 @@ static const sq_backend_ops host_ops = {
     .cross_entropy = sq_host_cross_entropy,
     .greedy_update = sq_host_greedy_update,
     .tanh_inplace = sq_host_tanh_inplace,
+    .beam_topk = sq_host_beam_topk, .beam_select = sq_host_beam_select, .gather_rows = sq_host_gather_rows,
     .destroy = host_destroy,
 };
 

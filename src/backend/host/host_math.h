@@ -95,4 +95,66 @@ static inline sq_vf sq_v_tanh(sq_vf x) {
 /* 1 / (1 + exp(-x)); exact 0 and 1 limits are approached within 2^-126. */
 static inline sq_vf sq_v_sigmoid(sq_vf x) { return 1.0f / (1.0f + sq_v_exp(-x)); }
 
+/* Eight-lane copies of sq_v_exp and sq_v_tanh for the additive attention
+ * energies, built only by GCC on x86-64, where host_attention.c compiles its
+ * energy loop twice (AVX2 and the SSE2 baseline) and picks one at load time.
+ * Every lane runs exactly the operations of the four-lane versions, so the
+ * results are the same bits and the accuracy above holds. The functions are
+ * static and always inlined, so the 32-byte vectors never cross an ABI
+ * boundary; -Wpsabi only warns that they would if they did. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define SQ_HAVE_VF8 1
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float sq_vf8 __attribute__((vector_size(32)));
+typedef int32_t sq_vi8 __attribute__((vector_size(32)));
+
+static inline __attribute__((always_inline)) sq_vf8 sq_v8_splat(float x) {
+  return (sq_vf8){x, x, x, x, x, x, x, x};
+}
+
+static inline __attribute__((always_inline)) sq_vf8 sq_v8_select(sq_vi8 m, sq_vf8 a, sq_vf8 b) {
+  return (sq_vf8)(((sq_vi8)a & m) | ((sq_vi8)b & ~m));
+}
+
+static inline __attribute__((always_inline)) sq_vf8 sq_v8_exp(sq_vf8 xin) {
+  const sq_vf8 hi = sq_v8_splat(88.0f), lo = sq_v8_splat(-87.0f);
+  sq_vf8 x = sq_v8_select(xin < hi, xin, hi);
+  x = sq_v8_select(x > lo, x, lo);
+  sq_vf8 t = x * 1.44269504088896341f + 0.5f;
+  sq_vi8 n = __builtin_convertvector(t, sq_vi8);
+  sq_vf8 fn = __builtin_convertvector(n, sq_vf8);
+  n += (sq_vi8)(fn > t);
+  fn = __builtin_convertvector(n, sq_vf8);
+  sq_vf8 r = x - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  sq_vf8 p = sq_v8_splat(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  sq_vi8 scale = (n + 127) << 23;
+  return sq_v8_select(xin == xin, p * (sq_vf8)scale, xin);
+}
+
+static inline __attribute__((always_inline)) sq_vf8 sq_v8_tanh(sq_vf8 x) {
+  const sq_vi8 sign = (sq_vi8)sq_v8_splat(-0.0f);
+  sq_vf8 ax = (sq_vf8)((sq_vi8)x & ~sign);
+  sq_vf8 z = x * x;
+  sq_vf8 p = sq_v8_splat(-5.70498872745e-3f);
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  sq_vf8 small = p * z * x + x;
+  sq_vf8 e = sq_v8_exp(-2.0f * sq_v8_select(ax > 10.0f, sq_v8_splat(10.0f), ax));
+  sq_vf8 big = 1.0f - 2.0f * e / (1.0f + e);
+  big = (sq_vf8)((sq_vi8)big | ((sq_vi8)x & sign));
+  return sq_v8_select(ax < 0.625f, small, big);
+}
+#pragma GCC diagnostic pop
+#endif
+
 #endif

@@ -6,7 +6,10 @@
 /* The configured thread count (SEQCL_THREADS, read once; an invalid value is
  * ignored). */
 int sq_host_threads(void);
-/* Tells OpenBLAS how many threads the next product of this size may use. */
-void sq_host_threads_for_gemm(int M, int N, int K, int batch);
+/* Brackets every BLAS product of the host backend: begin picks the thread
+ * count for a product of this size and holds the process-wide BLAS lock,
+ * end releases it. */
+void sq_host_blas_begin(int M, int N, int K, int batch);
+void sq_host_blas_end(void);
 
 #endif

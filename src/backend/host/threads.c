@@ -5,7 +5,13 @@
  * the product itself, several times more on a loaded machine. So products
  * below SQ_THREADS_MIN_FLOPS run on one thread, and only the large hoisted
  * GEMMs (the encoder's input projection over every time step, the key
- * projection, training's batched products) get the configured count. */
+ * projection, training's batched products) get the configured count.
+ *
+ * OpenBLAS's thread count is process-wide, and changing it while another
+ * thread's product runs on the pool is not safe. Contexts on different
+ * threads may run host products at the same time, so setting the count and
+ * running the product form one critical section (sq_host_blas_begin/end). */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <cblas.h>
@@ -18,11 +24,12 @@
  * ran faster on one thread (`seqcl bench --ablate`, row small_gemm_1_thread). */
 #define SQ_THREADS_MIN_FLOPS (32.0 * 1024 * 1024)
 
-static int configured = 0; /* 0: not read yet */
-static int current = 0;    /* what OpenBLAS was last told; 0: unknown */
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static int configured = 1; /* written once under config_once */
+static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static int current = 0; /* what OpenBLAS was last told (0: unknown); under blas_lock */
 
-int sq_host_threads(void) {
-  if (configured) return configured;
+static void read_config(void) {
   int n = 1;
   const char *env = getenv("SEQCL_THREADS");
   if (env && *env) {
@@ -37,19 +44,24 @@ int sq_host_threads(void) {
 #endif
   }
   configured = n;
-  return n;
 }
 
-static void set_threads(int n) {
-  if (n == current) return;
-#ifdef OPENBLAS_VERSION
-  openblas_set_num_threads(n);
-#endif
-  current = n;
+int sq_host_threads(void) {
+  pthread_once(&config_once, read_config);
+  return configured;
 }
 
-void sq_host_threads_for_gemm(int M, int N, int K, int batch) {
+void sq_host_blas_begin(int M, int N, int K, int batch) {
   const double macs = (double)M * N * K * (batch > 0 ? batch : 1);
   const int small = macs < SQ_THREADS_MIN_FLOPS && !(sq_ablated() & SQ_ABL_THREADS);
-  set_threads(small ? 1 : sq_host_threads());
+  const int n = small ? 1 : sq_host_threads();
+  pthread_mutex_lock(&blas_lock);
+  if (n != current) {
+#ifdef OPENBLAS_VERSION
+    openblas_set_num_threads(n);
+#endif
+    current = n;
+  }
 }
+
+void sq_host_blas_end(void) { pthread_mutex_unlock(&blas_lock); }

@@ -183,6 +183,7 @@ static const sq_backend_ops opencl_ops = {
     .gru_gates = sq_ocl_gru_gates,
     .greedy_update = sq_ocl_greedy_update,
     .argmax_greedy = sq_ocl_argmax_greedy,
+    .beam_topk = sq_ocl_beam_topk, .beam_select = sq_ocl_beam_select, .gather_rows = sq_ocl_gather_rows,
     .tanh_inplace = sq_ocl_tanh_inplace,
     .embedding = sq_ocl_embedding,
     .argmax = sq_ocl_argmax,
