@@ -24,7 +24,7 @@ static void help(FILE *f) {
           "  --out FILE             output file (default: standard output)\n"
           "  --max-steps N          decoder steps per line, EOS step included\n"
           "                         (default 2 x the longest source line + 10)\n"
-          "  --beam K               beam size (default 1 = greedy, run on the device)\n"
+          "  --beam K               beam size, 1..16 (default 1 = greedy, run on the device)\n"
           "  --length-penalty A     rank hypotheses by sum log p / L^A (default 0)\n"
           "  --nbest N              print the N best hypotheses of each line (N <= K) as\n"
           "                         'LINE<TAB>SCORE<TAB>tokens', LINE counted from 1\n"
@@ -79,7 +79,7 @@ static int parse(int argc, char **argv, dec_args *a) {
       *slot = v;
     } else if (num) {
       if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      long max = num == &a->beam ? 1024 : num == &a->max_steps ? 1000000 : 1L << 30;
+      long max = num == &a->beam ? 16 : num == &a->max_steps ? 1000000 : 1L << 30;
       if (cli_parse_int(v, 1, max, num))
         return cli_usage_error(cmd, "%s '%s' is not an integer in [1, %ld]", o, v, max);
       if (num == &a->nbest) a->nbest_given = 1;

@@ -97,7 +97,7 @@ void seqcl_forward_result_free(seqcl_forward_result *r); /* accepts NULL */
 
 typedef struct seqcl_decode_options {
   int max_steps;         /* 0: 2 x the longest source line + 10 */
-  int beam;              /* K >= 1; 1 = greedy (the device-resident greedy loop) */
+  int beam;              /* 1 <= K <= 16; 1 = greedy (the device-resident greedy loop) */
   double length_penalty; /* A in score = sum log p / L^A (beam search) */
   int nbest;             /* hypotheses kept per line (<= beam); 0 = 1. With nbest
                           * >= 1 given explicitly the beam path runs even for

@@ -247,8 +247,8 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
   seqcl_ctx *ctx = m->ctx;
   const int eos = m->cfg.eos_id;
   if (K > SQ_BEAM_MAX_K)
-    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED,
-                   "beam search: beam size %d exceeds the device limit of %d", K, SQ_BEAM_MAX_K);
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "beam search: beam size %d exceeds the limit of %d", K, SQ_BEAM_MAX_K);
   SQ_TRY(sq_encode(m, src, first, n, e1));
   SQ_TRY(sq_encoded_repeat(m, e1, K, e));
   sq_encoded_free(e1);

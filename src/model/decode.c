@@ -29,8 +29,9 @@ void seqcl_decode_result_free(seqcl_decode_result *r) {
 }
 
 static seqcl_status check_options(seqcl_ctx *ctx, const seqcl_decode_options *o) {
-  if (o->beam < 1 || o->beam > 1024)
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "decode: beam %d is not in [1, 1024]", o->beam);
+  if (o->beam < 1 || o->beam > SQ_BEAM_MAX_K)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "decode: beam %d is not in [1, %d]", o->beam,
+                   SQ_BEAM_MAX_K);
   if (o->nbest < 0 || o->nbest > o->beam)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "decode: nbest %d is not in [0, beam = %d]",
                    o->nbest, o->beam);
