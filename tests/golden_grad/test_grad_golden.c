@@ -26,6 +26,8 @@
 
 #include <cmocka.h>
 
+#include "test_devices.h"
+
 #include "core/ctx.h"
 #include "model/config.h"
 #include "model/safetensors.h"
@@ -36,8 +38,6 @@
 #define REL_TOL 1e-4
 #define FLOOR 1e-3
 
-static seqcl_device_info *devices;
-static size_t device_count;
 static int compared;
 
 static sq_st_file *read_st(const char *dir, const char *file) {
@@ -165,23 +165,7 @@ static void test_grad_golden(void **state) {
   assert_true(compared > 0);
 }
 
-static int setup(void **state) {
-  (void)state;
-  const char *sel = getenv("SEQCL_TEST_DEVICES");
-  if (seqcl_devices_select(sel && *sel ? sel : "all", &devices, &device_count) != SEQCL_OK) {
-    fprintf(stderr, "%s\n", seqcl_last_message());
-    return -1;
-  }
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  seqcl_devices_free(devices);
-  return 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_grad_golden)};
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_devices_setup, test_devices_teardown);
 }

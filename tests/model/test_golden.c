@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "test_devices.h"
 #include <jansson.h>
 
 #include <seqcl/seqcl.h>
@@ -27,8 +29,6 @@
 #endif
 #define REL_TOL 1e-4
 
-static seqcl_device_info *devices;
-static size_t device_count;
 static int checked_fixtures;
 
 /* Lines of ids; empty lines allowed (decode outputs may be empty). */
@@ -268,23 +268,7 @@ static void test_golden(void **state) {
   if (checked_fixtures == 0) skip();
 }
 
-static int setup(void **state) {
-  (void)state;
-  const char *sel = getenv("SEQCL_TEST_DEVICES");
-  if (seqcl_devices_select(sel && *sel ? sel : "all", &devices, &device_count) != SEQCL_OK) {
-    fprintf(stderr, "%s\n", seqcl_last_message());
-    return -1;
-  }
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  seqcl_devices_free(devices);
-  return 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden)};
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_devices_setup, test_devices_teardown);
 }

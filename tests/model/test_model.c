@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "test_devices.h"
+
 #include <seqcl/seqcl.h>
 
 #include "model/config.h"
@@ -339,8 +341,6 @@ static void track(worst *w, double got, double ref) {
 /* ------------------------------------------------------------------ */
 /* Per-device checks                                                   */
 
-static seqcl_device_info *devices;
-static size_t device_count;
 
 static void check_forward(const tmodel *tm, seqcl_model *model, const char *dev, int batch) {
   seqcl_seqs src = the_src(), tgt = the_tgt();
@@ -744,28 +744,11 @@ static void test_bad_inputs(void **state) {
   free_model(&tm);
 }
 
-static int setup(void **state) {
-  (void)state;
-  const char *sel = getenv("SEQCL_TEST_DEVICES");
-  seqcl_status st = seqcl_devices_select(sel && *sel ? sel : "all", &devices, &device_count);
-  if (st != SEQCL_OK) {
-    fprintf(stderr, "%s\n", seqcl_last_message());
-    return -1;
-  }
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  seqcl_devices_free(devices);
-  return 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_load_errors),
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_model_vs_reference),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_devices_setup, test_devices_teardown);
 }

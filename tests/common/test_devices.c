@@ -1,0 +1,25 @@
+#include "test_devices.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+seqcl_device_info *devices;
+size_t device_count;
+
+int test_devices_setup(void **state) {
+  (void)state;
+  const char *sel = getenv("SEQCL_TEST_DEVICES");
+  if (seqcl_devices_select(sel && *sel ? sel : "all", &devices, &device_count) != SEQCL_OK) {
+    fprintf(stderr, "%s\n", seqcl_last_message());
+    return -1;
+  }
+  return 0;
+}
+
+int test_devices_teardown(void **state) {
+  (void)state;
+  seqcl_devices_free(devices);
+  devices = NULL;
+  device_count = 0;
+  return 0;
+}
