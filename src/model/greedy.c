@@ -33,6 +33,33 @@ static void greedy_bufs_free(greedy_bufs *b) {
   free(b->alpha_host);
 }
 
+/* The logits stay on the device, so non-finite weights or states would go
+ * unnoticed: NaN/Inf anywhere in the model reaches the last step's logits
+ * (every row still runs every step), and one small read at the end checks
+ * them, with the output bias argmax added. */
+static seqcl_status check_last_logits(seqcl_model *m, size_t first, int n, int ran,
+                                      greedy_bufs *b) {
+  seqcl_ctx *ctx = m->ctx;
+  const int V = m->cfg.tgt_vocab;
+  float *host = malloc(((size_t)n + 1) * V * sizeof(float));
+  if (!host) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "greedy decoding: out of host memory");
+  float *bias = host + (size_t)n * V;
+  seqcl_status st = sq_read(ctx, sq_at(b->logits, 0), host, (size_t)n * V * sizeof(float));
+  if (st == SEQCL_OK) st = sq_read(ctx, m->out_b, bias, (size_t)V * sizeof(float));
+  for (int i = 0; i < n && st == SEQCL_OK; i++)
+    for (int v = 0; v < V; v++) {
+      const float x = host[(size_t)i * V + v] + bias[v];
+      if (!isfinite(x)) {
+        st = sq_fail(ctx, SEQCL_ERR_NON_FINITE,
+                     "greedy decoding: logits of line %zu, step %d, id %d are not finite (%g)",
+                     first + (size_t)i + 1, ran, v, (double)x);
+        break;
+      }
+    }
+  free(host);
+  return st;
+}
+
 static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int n, int max_steps,
                         seqcl_hypothesis *hyps, float **line_align, sq_encoded *e, sq_dec_ws *ws,
                         greedy_bufs *b) {
@@ -82,6 +109,7 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
       if (all) break;
     }
   }
+  if (ran > 0) SQ_TRY(check_last_logits(m, first, n, ran, b));
   SQ_TRY(sq_read(ctx, sq_at(b->hist, 0), b->hist_host, (size_t)ran * n * sizeof(int32_t)));
   if (line_align) {
     b->alpha_host = malloc((size_t)ran * n * S * sizeof(float));

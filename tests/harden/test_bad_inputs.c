@@ -72,6 +72,12 @@ static void check_non_finite(const char *tag, float value) {
   seqcl_decode_result *d = (seqcl_decode_result *)1;
   expect(seqcl_model_decode(m, &src, &o, &d), SEQCL_ERR_NON_FINITE, "line 1", NULL);
   assert_null(d);
+  /* greedy without alignments: the logits never leave the device during the loop */
+  seqcl_decode_options_init(&o);
+  d = (seqcl_decode_result *)1;
+  expect(seqcl_model_decode(m, &src, &o, &d), SEQCL_ERR_NON_FINITE, "greedy decoding: logits",
+         "line 1");
+  assert_null(d);
   seqcl_model_free(m);
   sq_seqs_free(&s);
   sq_seqs_free(&t);
