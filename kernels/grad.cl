@@ -129,57 +129,6 @@ static int gru_time(__global const int *lens, int has_lens, int n, int step, int
   return 1;
 }
 
-/* The GRU step of gru.cl's gru_gates (same expressions, same order), which
- * also keeps r, z, n and W_hn h + b_hn of every active row in sv [4H] at
- * sv + n*sv_sn + t*sv_st. global (>= H, N); work-item (i, n) owns h[n, i]. */
-__kernel void gru_fwd_keep(int N, int H,
-                           __global const float *gi, int gi_off, int gi_sn, int gi_st,
-                           __global const float *gh, int gh_off, int ld_gh,
-                           __global const float *b_ih, int b_ih_off, int has_b_ih,
-                           __global const float *b_hh, int b_hh_off, int has_b_hh,
-                           __global float *h, int h_off,
-                           __global float *out, int out_off, int out_sn, int out_st, int has_out,
-                           __global const int *lens, int lens_off, int has_lens,
-                           int step, int reverse,
-                           __global float *sv, int sv_off, int sv_sn, int sv_st, int has_sv) {
-  const int i = get_global_id(0);
-  const int n = get_global_id(1);
-  if (i >= H || n >= N) return;
-  int t = 0;
-  if (!gru_time(lens + lens_off, has_lens, n, step, reverse, &t)) return;
-
-  __global const float *x = gi + gi_off + (size_t)n * gi_sn + (size_t)t * gi_st;
-  __global const float *g = gh + gh_off + (size_t)n * ld_gh;
-  float xr = x[i], xz = x[H + i], xn = x[2 * H + i];
-  float hr = g[i], hz = g[H + i], hn = g[2 * H + i];
-  if (has_b_ih) {
-    b_ih += b_ih_off;
-    xr += b_ih[i];
-    xz += b_ih[H + i];
-    xn += b_ih[2 * H + i];
-  }
-  if (has_b_hh) {
-    b_hh += b_hh_off;
-    hr += b_hh[i];
-    hz += b_hh[H + i];
-    hn += b_hh[2 * H + i];
-  }
-  const float r = sigmoid_f(xr + hr);
-  const float z = sigmoid_f(xz + hz);
-  const float nn = tanh(xn + r * hn);
-  __global float *hp = h + h_off + (size_t)n * H + i;
-  const float hnew = nn + z * (hp[0] - nn);
-  hp[0] = hnew;
-  if (has_out) out[out_off + (size_t)n * out_sn + (size_t)t * out_st + i] = hnew;
-  if (has_sv) {
-    __global float *s = sv + sv_off + (size_t)n * sv_sn + (size_t)t * sv_st;
-    s[i] = r;
-    s[H + i] = z;
-    s[2 * H + i] = nn;
-    s[3 * H + i] = hn;
-  }
-}
-
 /* Backward of one GRU step (sq_gru_bwd_args). global (>= H, N); work-item
  * (i, n) owns column i of row n in dh, dgi and dgh, so nothing is shared.
  * Inactive rows get dgh = 0 and keep dh; their dgi slot is left alone. */

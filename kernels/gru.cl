@@ -19,7 +19,9 @@ static float sigmoid(float x) {
  * the reverse direction of a packed sequence. Inactive rows are untouched.
  * The update is in place: each work-item reads its own h element before it
  * writes it, and gh was computed from h beforehand, so no other work-item
- * depends on the old value. */
+ * depends on the old value. Training (has_sv) also keeps r, z, n and
+ * W_hn h + b_hn of every active row in sv [4H] at sv + n*sv_sn + t*sv_st, for
+ * the backward pass (grad.cl's gru_bwd). */
 __kernel void gru_gates(int N, int H,
                         __global const float *gi, int gi_off, int gi_sn, int gi_st,
                         __global const float *gh, int gh_off, int ld_gh,
@@ -28,7 +30,8 @@ __kernel void gru_gates(int N, int H,
                         __global float *h, int h_off,
                         __global float *out, int out_off, int out_sn, int out_st, int has_out,
                         __global const int *lens, int lens_off, int has_lens,
-                        int step, int reverse) {
+                        int step, int reverse,
+                        __global float *sv, int sv_off, int sv_sn, int sv_st, int has_sv) {
   const int i = get_global_id(0);
   const int n = get_global_id(1);
   if (i >= H || n >= N) return;
@@ -65,4 +68,11 @@ __kernel void gru_gates(int N, int H,
   const float hnew = nn + z * (hp[0] - nn);
   hp[0] = hnew;
   if (has_out) out[out_off + (size_t)n * out_sn + (size_t)t * out_st + i] = hnew;
+  if (has_sv) {
+    __global float *s = sv + sv_off + (size_t)n * sv_sn + (size_t)t * sv_st;
+    s[i] = r;
+    s[H + i] = z;
+    s[2 * H + i] = nn;
+    s[3 * H + i] = hn;
+  }
 }

@@ -91,5 +91,9 @@ seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, 
                                sq_ref alpha);
 /* gru.cl / ops_gru.c */
 seqcl_status sq_ocl_gru_gates(sq_backend *be, const sq_gru_args *g);
+/* The same step, also keeping r, z, n and W_hn h + b_hn of each active row at
+ * saved + n*sv_sn + t*sv_st (4H each) when saved is present: training's gru_fwd. */
+seqcl_status sq_ocl_gru_step(sq_backend *be, const sq_gru_args *g, sq_ref saved, size_t sv_sn,
+                             size_t sv_st);
 
 #endif

@@ -157,38 +157,6 @@ static seqcl_status check_strides(sq_ocl *o, const char *what, size_t a, size_t 
   return SEQCL_OK;
 }
 
-static seqcl_status g_gru_fwd(sq_backend *be, const sq_gru_args *g, sq_ref saved, size_t sv_sn,
-                              size_t sv_st) {
-  sq_ocl *o = sq_ocl_of(be);
-  SQ_TRY(check_strides(o, "gru_fwd", g->gi_sn, g->gi_st, g->out_sn, g->out_st));
-  SQ_TRY(check_strides(o, "gru_fwd", sv_sn, sv_st, 0, 0));
-  cl_kernel k;
-  SQ_TRY(grad_kernel(o, "gru_fwd_keep", &k, NULL));
-  kargs a = kargs_start(o, k, "gru_fwd_keep");
-  arg_int(&a, g->N);
-  arg_int(&a, g->H);
-  arg_ref(&a, g->gi);
-  arg_size(&a, g->gi_sn);
-  arg_size(&a, g->gi_st);
-  arg_ref(&a, g->gh);
-  arg_int(&a, g->ld_gh);
-  arg_opt(&a, g->b_ih);
-  arg_opt(&a, g->b_hh);
-  arg_ref(&a, g->h);
-  arg_ref(&a, g->out);
-  arg_size(&a, g->out.buf ? g->out_sn : 0);
-  arg_size(&a, g->out.buf ? g->out_st : 0);
-  arg_int(&a, g->out.buf != NULL);
-  arg_opt(&a, g->lens);
-  arg_int(&a, g->step);
-  arg_int(&a, g->reverse);
-  arg_ref(&a, saved);
-  arg_size(&a, saved.buf ? sv_sn : 0);
-  arg_size(&a, saved.buf ? sv_st : 0);
-  arg_int(&a, saved.buf != NULL);
-  return launch3(&a, (size_t)g->H, (size_t)g->N, 1, COL_WG);
-}
-
 static seqcl_status g_gru_gates_bwd(sq_backend *be, const sq_gru_bwd_args *g) {
   sq_ocl *o = sq_ocl_of(be);
   SQ_TRY(check_strides(o, "gru_gates_bwd", g->gi_sn, g->gi_st, g->dout_sn, g->dout_st));
@@ -462,7 +430,7 @@ const struct sq_grad_ops sq_ocl_grad_table = {
     .bias_grad = g_bias_grad,
     .tanh_bwd = g_tanh_bwd,
     .gru_gates_bwd = g_gru_gates_bwd,
-    .gru_fwd = g_gru_fwd,
+    .gru_fwd = sq_ocl_gru_step, /* kernels/gru.cl, keeping the gates */
     .attn_bwd = g_attn_bwd,
     .attn_fwd = g_attn_fwd,
     .embedding_bwd = g_embedding_bwd,

@@ -29,7 +29,8 @@ static seqcl_status gru_stride(sq_ocl *o, size_t s, const char *what, int *out) 
 
 /* Without lens every row is active and the time index is `step` itself, in
  * both directions: the caller walks the steps backwards for a reverse pass. */
-seqcl_status sq_ocl_gru_gates(sq_backend *be, const sq_gru_args *g) {
+seqcl_status sq_ocl_gru_step(sq_backend *be, const sq_gru_args *g, sq_ref saved, size_t sv_sn,
+                             size_t sv_st) {
   sq_ocl *o = sq_ocl_of(be);
   cl_kernel gru_gates;
   SQ_TRY(sq_ocl_kernel(o, "gru.cl", "", "gru_gates", &gru_gates));
@@ -51,6 +52,14 @@ seqcl_status sq_ocl_gru_gates(sq_backend *be, const sq_gru_args *g) {
     SQ_TRY(gru_stride(o, g->out_sn, "out row", &out_sn));
     SQ_TRY(gru_stride(o, g->out_st, "out time", &out_st));
   }
+  int sv_off, sv_sn_i = 0, sv_st_i = 0;
+  SQ_TRY(gru_ref_off(o, saved, "saved gates", &sv_off));
+  if (saved.buf) {
+    SQ_TRY(gru_stride(o, sv_sn, "saved row", &sv_sn_i));
+    SQ_TRY(gru_stride(o, sv_st, "saved time", &sv_st_i));
+  }
+  cl_mem sv = sq_ocl_mem_or_dummy(o, saved);
+  int has_sv = saved.buf != NULL;
   cl_mem gi = sq_ocl_mem(g->gi), gh = sq_ocl_mem(g->gh), h = sq_ocl_mem(g->h);
   cl_mem b_ih = sq_ocl_mem_or_dummy(o, g->b_ih), b_hh = sq_ocl_mem_or_dummy(o, g->b_hh);
   cl_mem out = sq_ocl_mem_or_dummy(o, g->out), lens = sq_ocl_mem_or_dummy(o, g->lens);
@@ -85,8 +94,17 @@ seqcl_status sq_ocl_gru_gates(sq_backend *be, const sq_gru_args *g) {
   SQ_ARG(o, gru_gates, i++, has_lens);
   SQ_ARG(o, gru_gates, i++, step);
   SQ_ARG(o, gru_gates, i++, reverse);
+  SQ_ARG(o, gru_gates, i++, sv);
+  SQ_ARG(o, gru_gates, i++, sv_off);
+  SQ_ARG(o, gru_gates, i++, sv_sn_i);
+  SQ_ARG(o, gru_gates, i++, sv_st_i);
+  SQ_ARG(o, gru_gates, i++, has_sv);
 
   const size_t local[2] = {wg, 1};
   const size_t global[2] = {sq_round_up((size_t)H, wg), (size_t)N};
   return sq_ocl_launch(o, gru_gates, 2, global, local, "gru_gates");
+}
+
+seqcl_status sq_ocl_gru_gates(sq_backend *be, const sq_gru_args *g) {
+  return sq_ocl_gru_step(be, g, sq_none(), 0, 0);
 }
