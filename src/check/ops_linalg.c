@@ -121,6 +121,11 @@ static const char *const gemm_shapes[] = {
     "M=1,N=77,K=259,tb=1,pad=1,beta=0.5",
     "M=64,N=100,K=33,tb=1,pad=2,alpha=-0.75,beta=1",
     "M=3,N=9,K=6,tb=1,batch=3,pad=1",
+    /* big enough for the host to split across its threads: by rows (the own
+     * AVX-512 kernel with tb=1, OpenBLAS otherwise), by columns (M = 1: GEMV) */
+    "M=131,N=29,K=47,tb=1,beta=0.5,pad=1",
+    "M=129,N=31,K=40,ta=1",
+    "M=1,N=4099,K=67,tb=1,alpha=2",
     NULL};
 static const char *const gemm_quick[] = {"M=7,N=13,K=37,tb=1", "M=20,N=24,K=100,int=1,beta=1",
                                          "M=1,N=77,K=259,tb=1,pad=1,beta=0.5", NULL};

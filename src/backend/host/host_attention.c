@@ -15,25 +15,18 @@
 
 #include "backend/host/host.h"
 #include "backend/host/host_math.h"
-#include "backend/host/host_threads.h"
+#include "backend/host/pool.h"
 #include "core/error.h"
 
-/* The additive energies run EW lanes wide with one float partial sum per lane.
- * With GCC on x86-64 the loop is 8 lanes wide and compiled twice, for AVX2 and
- * for the SSE2 baseline, and the loader picks the clone the CPU runs; every
- * lane computes the same bits either way. Elsewhere it is the 4-lane sq_vf. */
-#ifdef SQ_HAVE_VF8
+/* The additive energies run EW = 16 lanes wide with one float partial sum per
+ * lane, compiled once per instruction set (SQ_HOT_CLONES: AVX-512, AVX2, the
+ * baseline); every clone computes the same bits. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi" /* static code only: no ABI is exposed */
-#define EW 8
-typedef sq_vf8 ew_vf;
-#define ew_tanh sq_v8_tanh
-#define ENERGY_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define EW SQ_VW
-typedef sq_vf ew_vf;
-#define ew_tanh sq_v_tanh
-#define ENERGY_CLONES
 #endif
+#define EW SQ_VW16
+typedef sq_vf16 ew_vf;
+#define ew_tanh sq_v16_tanh
 
 /* e[j] = scale * (sum_a v_a tanh(pk[j, a] + q_a) + bv) for j < len, two
  * positions per pass so q and v are loaded once for both (an odd last position
@@ -42,7 +35,7 @@ typedef sq_vf ew_vf;
  * ceil(A / EW) + EW + 1 roundings of terms bounded by |v_a| (|tanh| <= 1), well
  * inside the (A + 2)-term dot product bound the energy tolerance allows.
  * Missing lanes of a short last vector load 0, and v = 0 adds exactly 0. */
-ENERGY_CLONES
+SQ_HOT_CLONES
 static void additive_energies(int len, int A, const float *restrict pk, const float *restrict q,
                               const float *restrict v, float bv, float scale, float *restrict e) {
   for (int j = 0; j < len; j += 2) {
@@ -92,9 +85,7 @@ static void score_row(const sq_attn_args *a, int n, int len, float *restrict e) 
     additive_energies(len, A, pk, qp, v, bv, a->scale, e);
   } else {
     const float *keys = sq_host_f32(a->keys) + (size_t)n * (size_t)S * (size_t)He;
-    sq_host_blas_begin(len, 1, He, 1);
     cblas_sgemv(CblasRowMajor, CblasNoTrans, len, He, a->scale, keys, He, qp, 1, 0.0f, e, 1);
-    sq_host_blas_end();
   }
   for (int j = len; j < S; j++) e[j] = 0.0f;
 }
@@ -138,55 +129,100 @@ static void context_row(int S, int He, const float *restrict alpha, const float 
   }
 }
 
+/* Work of one row of energies, in multiply-add equivalents (a tanh costs
+ * about twenty), for sizing the split across the pool. */
+static double energy_work(const sq_attn_args *a) {
+  return a->kind == SQ_SCORE_ADDITIVE ? 20.0 * a->S * a->A : (double)a->S * a->He;
+}
+
+/* Row-parallel slots: rows [lo, hi) of part p of parts. */
+typedef struct attn_job {
+  const sq_attn_args *a;
+  int N, S, He, ld_c, parts;
+  const float *x, *keys;
+  const int32_t *lens, *mask;
+  float *y, *c, *scratch; /* scratch: S floats per part, or NULL */
+} attn_job;
+
+static void scores_part(void *arg, int p) {
+  const attn_job *j = arg;
+  int lo, hi;
+  sq_pool_range(j->N, j->parts, p, &lo, &hi);
+  for (int n = lo; n < hi; n++) score_row(j->a, n, j->lens[n], j->y + (size_t)n * (size_t)j->S);
+}
+
+static void softmax_part(void *arg, int p) {
+  const attn_job *j = arg;
+  int lo, hi;
+  sq_pool_range(j->N, j->parts, p, &lo, &hi);
+  for (int n = lo; n < hi; n++) {
+    size_t row = (size_t)n * (size_t)j->S;
+    softmax_row(j->S, j->lens[n], j->mask ? j->mask + row : NULL, j->x + row, j->y + row);
+  }
+}
+
+static void context_part(void *arg, int p) {
+  const attn_job *j = arg;
+  int lo, hi;
+  sq_pool_range(j->N, j->parts, p, &lo, &hi);
+  for (int n = lo; n < hi; n++)
+    context_row(j->S, j->He, j->x + (size_t)n * (size_t)j->S,
+                j->keys + (size_t)n * (size_t)j->S * (size_t)j->He,
+                j->c + (size_t)n * (size_t)j->ld_c);
+}
+
+/* Scores, softmax and context of rows [lo, hi); the weights go to alpha (y)
+ * when the caller wants them, else to this part's scratch row. */
+static void fused_part(void *arg, int p) {
+  const attn_job *j = arg;
+  int lo, hi;
+  sq_pool_range(j->N, j->parts, p, &lo, &hi);
+  for (int n = lo; n < hi; n++) {
+    size_t off = (size_t)n * (size_t)j->S;
+    float *e = j->y ? j->y + off : j->scratch + (size_t)p * (size_t)j->S;
+    score_row(j->a, n, j->lens[n], e);
+    softmax_row(j->S, j->lens[n], j->mask ? j->mask + off : NULL, e, e);
+    context_row(j->S, j->He, e, j->keys + off * (size_t)j->He, j->c + (size_t)n * (size_t)j->ld_c);
+  }
+}
+
 seqcl_status sq_host_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref scores) {
   (void)be;
-  const int32_t *lens = sq_host_i32(a->lens);
-  float *e = sq_host_f32(scores);
-  for (int n = 0; n < a->N; n++) score_row(a, n, lens[n], e + (size_t)n * (size_t)a->S);
+  attn_job j = {.a = a, .N = a->N, .S = a->S, .lens = sq_host_i32(a->lens),
+                .y = sq_host_f32(scores)};
+  j.parts = sq_pool_parts(a->N, a->N * energy_work(a));
+  sq_pool_run(j.parts, scores_part, &j);
   return SEQCL_OK;
 }
 
 seqcl_status sq_host_masked_softmax(sq_backend *be, int N, int S, sq_ref x, sq_ref lens,
                                     sq_ref mask, sq_ref y) {
   (void)be;
-  const int32_t *l = sq_host_i32(lens);
-  const int32_t *m = sq_host_i32_opt(mask);
-  const float *xs = sq_host_f32(x);
-  float *ys = sq_host_f32(y);
-  for (int n = 0; n < N; n++) {
-    size_t row = (size_t)n * (size_t)S;
-    softmax_row(S, l[n], m ? m + row : NULL, xs + row, ys + row);
-  }
+  attn_job j = {.N = N, .S = S, .lens = sq_host_i32(lens), .mask = sq_host_i32_opt(mask),
+                .x = sq_host_f32(x), .y = sq_host_f32(y)};
+  j.parts = sq_pool_parts(N, 10.0 * N * S);
+  sq_pool_run(j.parts, softmax_part, &j);
   return SEQCL_OK;
 }
 
 seqcl_status sq_host_context(sq_backend *be, int N, int S, int He, sq_ref alpha, sq_ref keys,
                              sq_ref c, int ld_c) {
   (void)be;
-  const float *al = sq_host_f32(alpha);
-  const float *h = sq_host_f32(keys);
-  float *cs = sq_host_f32(c);
-  for (int n = 0; n < N; n++)
-    context_row(S, He, al + (size_t)n * (size_t)S, h + (size_t)n * (size_t)S * (size_t)He,
-                cs + (size_t)n * (size_t)ld_c);
+  attn_job j = {.N = N, .S = S, .He = He, .ld_c = ld_c, .x = sq_host_f32(alpha),
+                .keys = sq_host_f32(keys), .c = sq_host_f32(c)};
+  j.parts = sq_pool_parts(N, (double)N * S * He);
+  sq_pool_run(j.parts, context_part, &j);
   return SEQCL_OK;
 }
 
 seqcl_status sq_host_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
                                 sq_ref alpha) {
-  const int N = a->N, S = a->S, He = a->He;
-  float *row = NULL;
-  if (!alpha.buf) SQ_TRY(sq_host_scratch(be, (size_t)S, &row));
-  const int32_t *lens = sq_host_i32(a->lens);
-  const int32_t *mask = sq_host_i32_opt(a->mask);
-  const float *keys = sq_host_f32(a->keys);
-  float *cs = sq_host_f32(c);
-  for (int n = 0; n < N; n++) {
-    size_t off = (size_t)n * (size_t)S;
-    float *e = alpha.buf ? sq_host_f32(alpha) + off : row;
-    score_row(a, n, lens[n], e);
-    softmax_row(S, lens[n], mask ? mask + off : NULL, e, e);
-    context_row(S, He, e, keys + off * (size_t)He, cs + (size_t)n * (size_t)ld_c);
-  }
+  attn_job j = {.a = a, .N = a->N, .S = a->S, .He = a->He, .ld_c = ld_c,
+                .lens = sq_host_i32(a->lens), .mask = sq_host_i32_opt(a->mask),
+                .keys = sq_host_f32(a->keys), .c = sq_host_f32(c),
+                .y = sq_host_f32_opt(alpha)};
+  j.parts = sq_pool_parts(a->N, a->N * (energy_work(a) + (double)a->S * a->He));
+  if (!alpha.buf) SQ_TRY(sq_host_scratch(be, (size_t)j.parts * (size_t)a->S, &j.scratch));
+  sq_pool_run(j.parts, fused_part, &j);
   return SEQCL_OK;
 }

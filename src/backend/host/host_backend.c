@@ -2,17 +2,18 @@
  * memory; every slot runs to completion before it returns, so finish() has
  * nothing to wait for.
  *
- * Threads: the GEMMs run on OpenBLAS's own thread pool (OPENBLAS_NUM_THREADS
- * caps it); OpenBLAS keeps small products such as the per-step [N,H]x[H,3H]
- * single-threaded by itself. On a loaded machine its threads can cost more
- * than they bring, so a thread setting of seqcl's own should reach OpenBLAS
- * (openblas_set_num_threads). The loops of the other slots are single-threaded. */
+ * Threads: the products and the row loops of the heavier slots split across
+ * seqcl's own pool (pool.c, SEQCL_THREADS); OpenBLAS runs single-threaded
+ * inside each part (threads.c). */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/host/gemm_nt.h"
 #include "backend/host/host.h"
 #include "backend/host/host_threads.h"
+#include "backend/host/pool.h"
+#include "bench/ablate.h"
 #include "core/ctx.h"
 #include "core/fault.h"
 
@@ -83,30 +84,89 @@ static seqcl_status host_finish(sq_backend *be) {
   return SEQCL_OK;
 }
 
-/* Strided batches are a loop of cblas_sgemm calls: the batches seqcl issues are
- * few and each is large enough for OpenBLAS to run at full speed. With beta = 0
- * OpenBLAS overwrites C without reading it, so C may be uninitialised. */
+/* One product (or strided batch of products) and how it is split across the
+ * pool: by batch when there are enough batches, else along the longer side of
+ * C. Every part packs its own share of the operand along the split side and
+ * all of the other, so splitting the shorter side would pack the larger
+ * operand once per part: at decode shapes (C = [N, 3H] = [batch, 3H] x W^T)
+ * packing W was 15% of a step when the rows were split. Rows are split only
+ * while each part keeps GEMM_MIN_ROWS of them. Every element of C is computed
+ * by exactly one part. */
+enum { SPLIT_BATCH, SPLIT_ROWS, SPLIT_COLS, GEMM_MIN_ROWS = 8, GEMM_OWN_MAX_ROWS = 256 };
+
+typedef struct gemm_job {
+  int ta, tb, M, N, K, lda, ldb, ldc, batch, parts, how;
+  int own; /* sq_gemm_nt instead of OpenBLAS */
+  float alpha, beta;
+  const float *a, *b;
+  float *c;
+  size_t sa, sb, sc;
+} gemm_job;
+
+/* With beta = 0 OpenBLAS overwrites C without reading it, so C may be
+ * uninitialised. One row (decoding at batch 1) runs as a GEMV, which OpenBLAS
+ * runs at several times sgemm's speed for this shape. */
+static void gemm_one(const gemm_job *g, int M, int N, const float *a, const float *b, float *c) {
+  if (g->own)
+    sq_gemm_nt(M, N, g->K, g->alpha, a, g->lda, b, g->ldb, g->beta, c, g->ldc);
+  else if (M == 1 && g->tb && !g->ta)
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, N, g->K, g->alpha, b, g->ldb, a, 1, g->beta, c, 1);
+  else
+    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
+                M, N, g->K, g->alpha, a, g->lda, b, g->ldb, g->beta, c, g->ldc);
+}
+
+static void gemm_part(void *arg, int p) {
+  const gemm_job *g = arg;
+  int lo, hi;
+  if (g->how == SPLIT_BATCH) {
+    sq_pool_range(g->batch, g->parts, p, &lo, &hi);
+    for (int i = lo; i < hi; i++)
+      gemm_one(g, g->M, g->N, g->a + (size_t)i * g->sa, g->b + (size_t)i * g->sb,
+               g->c + (size_t)i * g->sc);
+    return;
+  }
+  const int rows = g->how == SPLIT_ROWS;
+  sq_pool_range(rows ? g->M : g->N, g->parts, p, &lo, &hi);
+  if (hi == lo) return;
+  for (int i = 0; i < g->batch; i++) {
+    const float *a = g->a + (size_t)i * g->sa, *b = g->b + (size_t)i * g->sb;
+    float *c = g->c + (size_t)i * g->sc;
+    if (rows) /* rows lo..hi of op(A) and C */
+      gemm_one(g, hi - lo, g->N, a + (g->ta ? (size_t)lo : (size_t)lo * g->lda), b,
+               c + (size_t)lo * g->ldc);
+    else /* columns lo..hi of op(B) and C */
+      gemm_one(g, g->M, hi - lo, a, b + (g->tb ? (size_t)lo * g->ldb : (size_t)lo), c + lo);
+  }
+}
+
 static seqcl_status host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                               sq_ref A, int lda, size_t sa, sq_ref B, int ldb, size_t sb,
                               float beta, sq_ref C, int ldc, size_t sc, int batch) {
   (void)be;
-  const float *a = sq_host_f32(A);
-  const float *b = sq_host_f32(B);
-  float *c = sq_host_f32(C);
-  sq_host_blas_begin(M, N, K, batch);
-  if (M == 1 && tb && !ta) {
-    /* one row (decoding at batch 1): y = alpha B x + beta y as a GEMV, which
-     * OpenBLAS runs at several times sgemm's speed for this shape */
-    for (int i = 0; i < batch; i++)
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, alpha, b + (size_t)i * sb, ldb,
-                  a + (size_t)i * sa, 1, beta, c + (size_t)i * sc, 1);
-  } else {
-    for (int i = 0; i < batch; i++)
-      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                  M, N, K, alpha, a + (size_t)i * sa, lda, b + (size_t)i * sb, ldb, beta,
-                  c + (size_t)i * sc, ldc);
+  gemm_job g = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc,
+                .batch = batch, .parts = 1, .how = SPLIT_BATCH, .alpha = alpha, .beta = beta,
+                .a = sq_host_f32(A), .b = sq_host_f32(B), .c = sq_host_f32(C),
+                .sa = sa, .sb = sb, .sc = sc};
+  /* The own kernel for the nn.Linear layout where the CPU runs it, up to
+   * GEMM_OWN_MAX_ROWS rows: it streams A past each block of four rows of B, so
+   * it wins while A stays in cache (the decode steps: 1.5x OpenBLAS at batch
+   * 64, H 256), and OpenBLAS's packed blocking wins beyond (the encoder's
+   * hoisted input product, 1280 x 768 x 128: 0.85x). `seqcl bench` shows both. */
+  g.own = !ta && tb && M <= GEMM_OWN_MAX_ROWS && sq_gemm_nt_available() &&
+          !(sq_ablated() & SQ_ABL_SMALL_GEMM);
+  const double work = (double)M * N * K * batch;
+  const int most = sq_pool_parts(batch > M ? (batch > N ? batch : N) : (M > N ? M : N), work);
+  if (most > 1 && batch >= most) {
+    g.parts = most;
+  } else if (most > 1 && M >= N && M / most >= GEMM_MIN_ROWS) {
+    g.how = SPLIT_ROWS;
+    g.parts = most;
+  } else if (most > 1) {
+    g.how = SPLIT_COLS;
+    g.parts = most < N ? most : N;
   }
-  sq_host_blas_end();
+  sq_pool_run(g.parts, gemm_part, &g);
   return SEQCL_OK;
 }
 
@@ -168,6 +228,7 @@ seqcl_status sq_host_backend_create(seqcl_ctx *ctx, sq_backend **out) {
     free(h);
     return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
   }
+  (void)sq_host_threads(); /* OpenBLAS to one thread before the first product */
   be->ops = &host_ops;
   be->ctx = ctx;
   be->impl = h;

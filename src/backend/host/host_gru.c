@@ -1,13 +1,22 @@
 /* One GRU time step on the host (PyTorch's reset-after form, gates r, z, n).
  * Pointwise only: the two GEMMs that produce gi and gh ran before. The gates
- * run SQ_VW lanes at a time with the vector sigmoid/tanh of host_math.h. */
+ * run 16 lanes at a time (then 4, then the rest) with the vector sigmoid/tanh
+ * of host_math.h, and rows are split across the host pool. */
+#include <string.h>
+
 #include "backend/host/host.h"
 #include "backend/host/host_math.h"
+#include "backend/host/pool.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi" /* static code only: no ABI is exposed */
+#endif
 
 /* Lanes [j, j + w) of h' for one row (w <= SQ_VW); inlined with w = SQ_VW for
- * full vectors. h is updated in place, out (optional) receives a copy; absent
+ * full vectors (always inlined: a call with a run-time w would copy lane by
+ * lane). h is updated in place, out (optional) receives a copy; absent
  * biases load as zeros. */
-static inline void gates_chunk(int H, int j, int w, const float *gi, const float *gh,
+static inline __attribute__((always_inline)) void gates_chunk(int H, int j, int w, const float *gi, const float *gh,
                                const float *bi, const float *bh, float *h, float *out) {
   const int wi = bi ? w : 0, wh = bh ? w : 0;
   const float *bi0 = bi ? bi + j : NULL, *bh0 = bh ? bh + j : NULL;
@@ -23,16 +32,55 @@ static inline void gates_chunk(int H, int j, int w, const float *gi, const float
   if (out) sq_v_store(out + j, hn, w);
 }
 
+static inline __attribute__((always_inline)) sq_vf16 load16(const float *p) {
+  sq_vf16 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+/* zeros for an absent bias */
+static inline __attribute__((always_inline)) sq_vf16 load16_opt(const float *p) {
+  return p ? load16(p) : (sq_vf16){0};
+}
+
+/* Sixteen lanes of h' for one row, the same operations per lane as
+ * gates_chunk (the same bits). */
+static inline __attribute__((always_inline)) void gates_chunk16(int H, int j, const float *gi,
+                                                                const float *gh, const float *bi,
+                                                                const float *bh, float *h,
+                                                                float *out) {
+  const float *b0 = bi ? bi + j : NULL, *c0 = bh ? bh + j : NULL;
+  /* the sums in gates_chunk's order */
+  sq_vf16 r = sq_v16_sigmoid(load16(gi + j) + load16_opt(b0) + load16(gh + j) + load16_opt(c0));
+  sq_vf16 z = sq_v16_sigmoid(load16(gi + H + j) + load16_opt(b0 ? b0 + H : NULL) +
+                             load16(gh + H + j) + load16_opt(c0 ? c0 + H : NULL));
+  sq_vf16 n = sq_v16_tanh(load16(gi + 2 * H + j) + load16_opt(b0 ? b0 + 2 * H : NULL) +
+                          r * (load16(gh + 2 * H + j) + load16_opt(c0 ? c0 + 2 * H : NULL)));
+  sq_vf16 hj = load16(h + j);
+  sq_vf16 hn = n + z * (hj - n);
+  memcpy(h + j, &hn, sizeof hn);
+  if (out) memcpy(out + j, &hn, sizeof hn);
+}
+
+SQ_HOT_CLONES
 static void gates_row(int H, const float *gi, const float *gh, const float *bi, const float *bh,
                       float *h, float *out) {
   int j = 0;
+  for (; j + SQ_VW16 <= H; j += SQ_VW16) gates_chunk16(H, j, gi, gh, bi, bh, h, out);
   for (; j + SQ_VW <= H; j += SQ_VW) gates_chunk(H, j, SQ_VW, gi, gh, bi, bh, h, out);
   if (j < H) gates_chunk(H, j, H - j, gi, gh, bi, bh, h, out);
 }
 
-seqcl_status sq_host_gru_gates(sq_backend *be, const sq_gru_args *g) {
-  (void)be;
-  const int N = g->N, H = g->H;
+/* Rows [lo, hi) of part p; a GRU cell costs about 100 multiply-add
+ * equivalents per hidden unit (two sigmoids and a tanh). */
+typedef struct gates_job {
+  const sq_gru_args *g;
+  int parts;
+} gates_job;
+
+static void gates_part(void *arg, int p) {
+  const gates_job *job = arg;
+  const sq_gru_args *g = job->g;
+  const int H = g->H;
   const int32_t *lens = sq_host_i32_opt(g->lens);
   const float *gi = sq_host_f32(g->gi);
   const float *gh = sq_host_f32(g->gh);
@@ -40,7 +88,9 @@ seqcl_status sq_host_gru_gates(sq_backend *be, const sq_gru_args *g) {
   const float *bh = sq_host_f32_opt(g->b_hh);
   float *h = sq_host_f32(g->h);
   float *out = sq_host_f32_opt(g->out);
-  for (int n = 0; n < N; n++) {
+  int lo, hi;
+  sq_pool_range(g->N, job->parts, p, &lo, &hi);
+  for (int n = lo; n < hi; n++) {
     if (lens && g->step >= lens[n]) continue; /* this row has finished */
     /* Without lens every row is active and its time index is the step itself
      * (the fronts require lens for the reverse direction). */
@@ -50,5 +100,11 @@ seqcl_status sq_host_gru_gates(sq_backend *be, const sq_gru_args *g) {
               bh, h + (size_t)n * (size_t)H,
               out ? out + (size_t)n * g->out_sn + t * g->out_st : NULL);
   }
+}
+
+seqcl_status sq_host_gru_gates(sq_backend *be, const sq_gru_args *g) {
+  (void)be;
+  gates_job job = {.g = g, .parts = sq_pool_parts(g->N, 100.0 * g->N * g->H)};
+  sq_pool_run(job.parts, gates_part, &job);
   return SEQCL_OK;
 }

@@ -1,7 +1,7 @@
-/* Four-wide float32 exp, tanh and sigmoid for the host backend's hot loops
- * (the additive attention energies and the GRU gates), written with GCC/Clang
- * vector extensions so they run as SIMD at any optimisation level; glibc's
- * scalar tanhf is ten times slower and does not vectorise.
+/* Vector float32 exp, tanh and sigmoid for the host backend's hot loops (the
+ * additive attention energies and the GRU gates), 4 and 16 lanes wide, written
+ * with GCC/Clang vector extensions so they run as SIMD at any optimisation
+ * level; glibc's scalar tanhf is ten times slower and does not vectorise.
  *
  * Accuracy against double over [-20, 20] (test_host_slots checks it): exp
  * within 1 ulp, tanh within 1.5 ulp, sigmoid within 2.5 ulp; the host tests
@@ -42,119 +42,92 @@ static inline void sq_v_store(float *p, sq_vf v, int n) {
   for (int i = 0; i < n; i++) p[i] = v[i];
 }
 
-/* m ? a : b lane by lane (m lanes are 0 or -1, as vector comparisons give). */
-static inline sq_vf sq_v_select(sq_vi m, sq_vf a, sq_vf b) {
-  return (sq_vf)(((sq_vi)a & m) | ((sq_vi)b & ~m));
-}
+/* The lane-wise functions below are generated for two widths by one macro, so
+ * every width runs exactly the same operations per lane (the same bits):
+ *  - sq_v_*   on sq_vf (4 lanes), the portable baseline;
+ *  - sq_v16_* on sq_vf16 (16 lanes), for the hot loops that are compiled once
+ *    per instruction set with target_clones (host_attention.c, host_gru.c);
+ *    on a target without 64-byte registers GCC splits each operation.
+ * The functions are static and always inlined, so a vector type never crosses
+ * an ABI boundary; -Wpsabi only warns that it would if it did.
+ *
+ * select(m, a, b): m ? a : b lane by lane (m lanes are 0 or -1, as vector
+ * comparisons give).
+ * exp(x) for x in [-87, 88] (clamped outside: callers only divide by 1 + exp),
+ * written so a NaN lane becomes a finite one inside (no float-to-int overflow)
+ * and is put back at the end; x = n ln2 + r, |r| <= ln2 / 2, with ln2 split in
+ * two for an exact n ln2.
+ * tanh(x): an odd polynomial below |x| = 0.625, else 1 - 2e / (1 + e) with
+ * e = exp(-2|x|) (no overflow, no cancellation), with the sign put back;
+ * beyond |x| = 10 the result rounds to 1 anyway, and the clamp keeps exp in
+ * range.
+ * sigmoid(x) = 1 / (1 + exp(-x)); exact 0 and 1 limits are approached within
+ * 2^-126. */
+#define SQ_VMATH_DEFINE(P, VF, VI)                                                         \
+  static inline __attribute__((always_inline)) VF P##select(VI m, VF a, VF b) {            \
+    return (VF)(((VI)a & m) | ((VI)b & ~m));                                               \
+  }                                                                                        \
+  static inline __attribute__((always_inline)) VF P##exp(VF xin) {                         \
+    const VF hi = (VF){0} + 88.0f, lo = (VF){0} - 87.0f;                                   \
+    VF x = P##select(xin < hi, xin, hi);                                                   \
+    x = P##select(x > lo, x, lo);                                                          \
+    VF t = x * 1.44269504088896341f + 0.5f;                                                \
+    VI n = __builtin_convertvector(t, VI); /* truncates toward 0 */                       \
+    VF fn = __builtin_convertvector(n, VF);                                                \
+    n += (VI)(fn > t); /* floor: subtract 1 where truncation went up */                   \
+    fn = __builtin_convertvector(n, VF);                                                   \
+    VF r = x - fn * 0.693359375f;                                                          \
+    r = r - fn * -2.12194440e-4f;                                                          \
+    VF p = (VF){0} + 1.9875691500e-4f;                                                     \
+    p = p * r + 1.3981999507e-3f;                                                          \
+    p = p * r + 8.3334519073e-3f;                                                          \
+    p = p * r + 4.1665795894e-2f;                                                          \
+    p = p * r + 1.6666665459e-1f;                                                          \
+    p = p * r + 5.0000001201e-1f;                                                          \
+    p = p * r * r + r + 1.0f;                                                              \
+    VI scale = (n + 127) << 23; /* 2^n, n in [-126, 127] */                               \
+    return P##select(xin == xin, p * (VF)scale, xin);                                      \
+  }                                                                                        \
+  static inline __attribute__((always_inline)) VF P##tanh(VF x) {                          \
+    const VI sign = (VI)(-(VF){0}); /* -0.0f in every lane */                             \
+    VF ax = (VF)((VI)x & ~sign);                                                           \
+    VF z = x * x;                                                                          \
+    VF p = (VF){0} - 5.70498872745e-3f;                                                    \
+    p = p * z + 2.06390887954e-2f;                                                         \
+    p = p * z - 5.37397155531e-2f;                                                         \
+    p = p * z + 1.33314422036e-1f;                                                         \
+    p = p * z - 3.33332819422e-1f;                                                         \
+    VF small = p * z * x + x;                                                              \
+    VF e = P##exp(-2.0f * P##select(ax > 10.0f, (VF){0} + 10.0f, ax));                     \
+    VF big = 1.0f - 2.0f * e / (1.0f + e);                                                 \
+    big = (VF)((VI)big | ((VI)x & sign));                                                  \
+    return P##select(ax < 0.625f, small, big);                                             \
+  }                                                                                        \
+  static inline __attribute__((always_inline)) VF P##sigmoid(VF x) {                       \
+    return 1.0f / (1.0f + P##exp(-x));                                                     \
+  }
 
-/* exp(x) for x in [-87, 88] (clamped outside: callers only divide by 1 + exp). */
-static inline sq_vf sq_v_exp(sq_vf xin) {
-  const sq_vf hi = sq_v_splat(88.0f), lo = sq_v_splat(-87.0f);
-  /* Written so a NaN lane becomes a finite one here (no float-to-int overflow
-   * below) and is put back at the end. */
-  sq_vf x = sq_v_select(xin < hi, xin, hi);
-  x = sq_v_select(x > lo, x, lo);
-  /* x = n ln2 + r, |r| <= ln2 / 2; ln2 split in two for an exact n ln2. */
-  sq_vf t = x * 1.44269504088896341f + 0.5f;
-  sq_vi n = __builtin_convertvector(t, sq_vi); /* truncates toward 0 */
-  sq_vf fn = __builtin_convertvector(n, sq_vf);
-  n += (sq_vi)(fn > t); /* floor: subtract 1 where truncation went up */
-  fn = __builtin_convertvector(n, sq_vf);
-  sq_vf r = x - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  sq_vf p = sq_v_splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  sq_vi scale = (n + 127) << 23; /* 2^n, n in [-126, 127] */
-  return sq_v_select(xin == xin, p * (sq_vf)scale, xin);
-}
-
-/* tanh(x): an odd polynomial below |x| = 0.625, else 1 - 2e / (1 + e) with
- * e = exp(-2|x|) (no overflow, no cancellation), with the sign put back. */
-static inline sq_vf sq_v_tanh(sq_vf x) {
-  const sq_vi sign = (sq_vi)sq_v_splat(-0.0f);
-  sq_vf ax = (sq_vf)((sq_vi)x & ~sign);
-  sq_vf z = x * x;
-  sq_vf p = sq_v_splat(-5.70498872745e-3f);
-  p = p * z + 2.06390887954e-2f;
-  p = p * z - 5.37397155531e-2f;
-  p = p * z + 1.33314422036e-1f;
-  p = p * z - 3.33332819422e-1f;
-  sq_vf small = p * z * x + x;
-  /* Beyond |x| = 10 the result rounds to 1 anyway; the clamp keeps exp in range. */
-  sq_vf e = sq_v_exp(-2.0f * sq_v_select(ax > 10.0f, sq_v_splat(10.0f), ax));
-  sq_vf big = 1.0f - 2.0f * e / (1.0f + e);
-  big = (sq_vf)((sq_vi)big | ((sq_vi)x & sign));
-  return sq_v_select(ax < 0.625f, small, big);
-}
-
-/* 1 / (1 + exp(-x)); exact 0 and 1 limits are approached within 2^-126. */
-static inline sq_vf sq_v_sigmoid(sq_vf x) { return 1.0f / (1.0f + sq_v_exp(-x)); }
-
-/* Eight-lane copies of sq_v_exp and sq_v_tanh for the additive attention
- * energies, built only by GCC on x86-64, where host_attention.c compiles its
- * energy loop twice (AVX2 and the SSE2 baseline) and picks one at load time.
- * Every lane runs exactly the operations of the four-lane versions, so the
- * results are the same bits and the accuracy above holds. The functions are
- * static and always inlined, so the 32-byte vectors never cross an ABI
- * boundary; -Wpsabi only warns that they would if they did. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define SQ_HAVE_VF8 1
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
-typedef float sq_vf8 __attribute__((vector_size(32)));
-typedef int32_t sq_vi8 __attribute__((vector_size(32)));
+#endif
+SQ_VMATH_DEFINE(sq_v_, sq_vf, sq_vi)
 
-static inline __attribute__((always_inline)) sq_vf8 sq_v8_splat(float x) {
-  return (sq_vf8){x, x, x, x, x, x, x, x};
-}
-
-static inline __attribute__((always_inline)) sq_vf8 sq_v8_select(sq_vi8 m, sq_vf8 a, sq_vf8 b) {
-  return (sq_vf8)(((sq_vi8)a & m) | ((sq_vi8)b & ~m));
-}
-
-static inline __attribute__((always_inline)) sq_vf8 sq_v8_exp(sq_vf8 xin) {
-  const sq_vf8 hi = sq_v8_splat(88.0f), lo = sq_v8_splat(-87.0f);
-  sq_vf8 x = sq_v8_select(xin < hi, xin, hi);
-  x = sq_v8_select(x > lo, x, lo);
-  sq_vf8 t = x * 1.44269504088896341f + 0.5f;
-  sq_vi8 n = __builtin_convertvector(t, sq_vi8);
-  sq_vf8 fn = __builtin_convertvector(n, sq_vf8);
-  n += (sq_vi8)(fn > t);
-  fn = __builtin_convertvector(n, sq_vf8);
-  sq_vf8 r = x - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  sq_vf8 p = sq_v8_splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  sq_vi8 scale = (n + 127) << 23;
-  return sq_v8_select(xin == xin, p * (sq_vf8)scale, xin);
-}
-
-static inline __attribute__((always_inline)) sq_vf8 sq_v8_tanh(sq_vf8 x) {
-  const sq_vi8 sign = (sq_vi8)sq_v8_splat(-0.0f);
-  sq_vf8 ax = (sq_vf8)((sq_vi8)x & ~sign);
-  sq_vf8 z = x * x;
-  sq_vf8 p = sq_v8_splat(-5.70498872745e-3f);
-  p = p * z + 2.06390887954e-2f;
-  p = p * z - 5.37397155531e-2f;
-  p = p * z + 1.33314422036e-1f;
-  p = p * z - 3.33332819422e-1f;
-  sq_vf8 small = p * z * x + x;
-  sq_vf8 e = sq_v8_exp(-2.0f * sq_v8_select(ax > 10.0f, sq_v8_splat(10.0f), ax));
-  sq_vf8 big = 1.0f - 2.0f * e / (1.0f + e);
-  big = (sq_vf8)((sq_vi8)big | ((sq_vi8)x & sign));
-  return sq_v8_select(ax < 0.625f, small, big);
-}
+#define SQ_VW16 16
+typedef float sq_vf16 __attribute__((vector_size(64)));
+typedef int32_t sq_vi16 __attribute__((vector_size(64)));
+SQ_VMATH_DEFINE(sq_v16_, sq_vf16, sq_vi16)
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
+
+/* Compiles a hot loop once per instruction set and picks the clone the CPU
+ * runs at load time (GCC on x86-64 with ifunc support); elsewhere one plain
+ * build. Every clone computes the same bits. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SQ_HOT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SQ_HOT_CLONES
 #endif
 
 #endif

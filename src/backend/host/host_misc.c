@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend/host/host.h"
+#include "backend/host/pool.h"
 
 seqcl_status sq_host_add_bias(sq_backend *be, int rows, int cols, sq_ref y, int ld, sq_ref bias) {
   (void)be;
@@ -29,26 +30,40 @@ seqcl_status sq_host_embedding(sq_backend *be, int N, int D, sq_ref ids, sq_ref 
   return SEQCL_OK;
 }
 
-seqcl_status sq_host_argmax(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
-                            sq_ref ids) {
-  (void)be;
-  const float *xs = sq_host_f32(x);
-  const float *b = sq_host_f32_opt(bias);
-  int32_t *out = sq_host_i32(ids);
-  for (int n = 0; n < N; n++) {
-    const float *xr = xs + (size_t)n * (size_t)ld;
+typedef struct argmax_job {
+  int N, V, ld, parts;
+  const float *x, *b;
+  int32_t *out;
+} argmax_job;
+
+static void argmax_part(void *arg, int p) {
+  const argmax_job *j = arg;
+  int lo, hi;
+  sq_pool_range(j->N, j->parts, p, &lo, &hi);
+  for (int n = lo; n < hi; n++) {
+    const float *xr = j->x + (size_t)n * (size_t)j->ld;
+    const float *b = j->b;
     int best = 0;
     float bestv = b ? xr[0] + b[0] : xr[0];
     /* strictly greater: the lowest index wins a tie */
-    for (int v = 1; v < V; v++) {
+    for (int v = 1; v < j->V; v++) {
       float val = b ? xr[v] + b[v] : xr[v];
       if (val > bestv) {
         bestv = val;
         best = v;
       }
     }
-    out[n] = best;
+    j->out[n] = best;
   }
+}
+
+seqcl_status sq_host_argmax(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
+                            sq_ref ids) {
+  (void)be;
+  argmax_job j = {.N = N, .V = V, .ld = ld, .x = sq_host_f32(x), .b = sq_host_f32_opt(bias),
+                  .out = sq_host_i32(ids)};
+  j.parts = sq_pool_parts(N, 2.0 * N * V);
+  sq_pool_run(j.parts, argmax_part, &j);
   return SEQCL_OK;
 }
 

@@ -1,0 +1,14 @@
+/* The host's own product for the nn.Linear layout (gemm_nt.c):
+ * C[M, N] = alpha * A[M, K] B[N, K]^T + beta * C, all row-major. */
+#ifndef SQ_BACKEND_HOST_GEMM_NT_H
+#define SQ_BACKEND_HOST_GEMM_NT_H
+
+/* Whether this CPU runs the own kernel (AVX-512F; detected once). */
+int sq_gemm_nt_available(void);
+
+/* The product; only when sq_gemm_nt_available(). With beta = 0, C is not
+ * read (it may hold anything). */
+void sq_gemm_nt(int M, int N, int K, float alpha, const float *a, int lda, const float *b,
+                int ldb, float beta, float *c, int ldc);
+
+#endif

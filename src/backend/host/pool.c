@@ -1,0 +1,177 @@
+/* The host path's worker pool.
+ *
+ * Why not OpenBLAS's threads: the decode-step products ([N, H] x [H, 3H] with
+ * N = 1..64) are too small for OpenBLAS's pool to pay, and every other slot
+ * (attention, GRU gates, argmax) would stay on one core anyway. So OpenBLAS
+ * runs single-threaded (threads.c) and the slots split their own rows, and
+ * their products' rows or columns, across this pool.
+ *
+ * One job at a time: the caller that gets the owner lock publishes the job in
+ * `claim` (generation | task count | next task), then it and the workers take
+ * tasks with compare-and-swap until none are left, and the caller waits for
+ * the workers' tasks to finish. A worker can only read job_fn/job_arg after
+ * claiming a task of the current generation, and the job cannot end (and be
+ * replaced) before that task is done, so it never sees a half-written job.
+ *
+ * Idle workers watch `claim` for SPIN_NS (a decode step issues its slots
+ * microseconds apart, so in a decode loop they never sleep), then sleep on a
+ * condition variable; the caller wakes them only when some are asleep. */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "backend/host/host_threads.h"
+#include "backend/host/pool.h"
+#include "bench/ablate.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* Below this many multiply-adds (or as much other work) per part a split
+ * costs more than it saves: handing a part to a watching worker takes about a
+ * microsecond, about what one core needs for this much work. */
+#define SQ_POOL_MIN_WORK 65536.0
+/* How long an idle worker watches for the next job before it sleeps. */
+#define SPIN_NS 200000L
+#define MAX_WORKERS 63
+#define TASK_BITS 16
+#define TASK_MASK ((1u << TASK_BITS) - 1)
+
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static int n_workers; /* started; written once under pool_once */
+static pthread_mutex_t owner = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t generation; /* under owner */
+
+/* generation << 32 | task count << 16 | next task */
+static _Atomic uint64_t claim;
+static atomic_int pending; /* tasks of the current job not yet finished */
+static sq_pool_fn job_fn;
+static void *job_arg;
+
+static pthread_mutex_t sleep_mx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sleep_cv = PTHREAD_COND_INITIALIZER;
+static atomic_int sleepers;
+
+static int has_work(uint64_t c) { return (c & TASK_MASK) < ((c >> TASK_BITS) & TASK_MASK); }
+
+static int try_claim(int *task) {
+  uint64_t c = atomic_load(&claim);
+  while (has_work(c))
+    if (atomic_compare_exchange_weak(&claim, &c, c + 1)) {
+      *task = (int)(c & TASK_MASK);
+      return 1;
+    }
+  return 0;
+}
+
+static long elapsed_ns(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
+static void run_claimed(int task) {
+  job_fn(job_arg, task);
+  atomic_fetch_sub(&pending, 1);
+}
+
+static void *worker_main(void *unused) {
+  (void)unused;
+  for (;;) {
+    int task;
+    if (try_claim(&task)) {
+      run_claimed(task);
+      continue;
+    }
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int found = 0;
+    for (unsigned i = 1; !found; i++) {
+      cpu_relax();
+      found = has_work(atomic_load(&claim));
+      if (!found && i % 64 == 0 && elapsed_ns(&t0) > SPIN_NS) break;
+    }
+    if (found) continue;
+    /* sleepers is raised before work is looked for again, and the caller
+     * publishes work before it reads sleepers (both sequentially consistent),
+     * so one of the two always sees the other. */
+    pthread_mutex_lock(&sleep_mx);
+    atomic_fetch_add(&sleepers, 1);
+    while (!has_work(atomic_load(&claim))) pthread_cond_wait(&sleep_cv, &sleep_mx);
+    atomic_fetch_sub(&sleepers, 1);
+    pthread_mutex_unlock(&sleep_mx);
+  }
+  return NULL;
+}
+
+static void start_workers(void) {
+  int want = sq_host_threads() - 1;
+  if (want > MAX_WORKERS) want = MAX_WORKERS;
+  if (want < 1) return;
+  /* Workers take no signals: they belong to the application's threads. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) == 0) {
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (int i = 0; i < want; i++) {
+      pthread_t t;
+      if (pthread_create(&t, &attr, worker_main, NULL) != 0) break; /* run with fewer */
+      n_workers++;
+    }
+    pthread_attr_destroy(&attr);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void run_serial(int tasks, sq_pool_fn fn, void *arg) {
+  for (int t = 0; t < tasks; t++) fn(arg, t);
+}
+
+void sq_pool_run(int tasks, sq_pool_fn fn, void *arg) {
+  if (tasks <= 1 || tasks > (int)TASK_MASK) {
+    run_serial(tasks, fn, arg);
+    return;
+  }
+  pthread_once(&pool_once, start_workers);
+  if (n_workers == 0 || pthread_mutex_trylock(&owner) != 0) {
+    run_serial(tasks, fn, arg);
+    return;
+  }
+  job_fn = fn;
+  job_arg = arg;
+  atomic_store(&pending, tasks);
+  generation++;
+  atomic_store(&claim, (uint64_t)generation << 32 | (uint64_t)tasks << TASK_BITS);
+  if (atomic_load(&sleepers) > 0) {
+    pthread_mutex_lock(&sleep_mx);
+    pthread_cond_broadcast(&sleep_cv);
+    pthread_mutex_unlock(&sleep_mx);
+  }
+  int task;
+  while (try_claim(&task)) run_claimed(task);
+  /* A worker's last task may still be running; a worker preempted by another
+   * process gets the core back through sched_yield. */
+  for (unsigned i = 1; atomic_load(&pending) > 0; i++) {
+    cpu_relax();
+    if (i % 4096 == 0) sched_yield();
+  }
+  pthread_mutex_unlock(&owner);
+}
+
+int sq_pool_parts(int items, double work) {
+  int parts = sq_host_threads();
+  if (sq_ablated() & SQ_ABL_THREADS) parts = 1;
+  const double by_work = work / SQ_POOL_MIN_WORK;
+  if (by_work < parts) parts = by_work < 1.0 ? 1 : (int)by_work;
+  if (items < parts) parts = items < 1 ? 1 : items;
+  return parts;
+}

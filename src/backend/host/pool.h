@@ -1,0 +1,29 @@
+/* The host path's worker threads (pool.c): one process-wide pool of
+ * sq_host_threads() - 1 workers that the caller joins, for splitting one
+ * slot's rows or one product's rows/columns across the cores. */
+#ifndef SQ_BACKEND_HOST_POOL_H
+#define SQ_BACKEND_HOST_POOL_H
+
+/* Runs fn(arg, t) for every t in [0, tasks) and returns when all have
+ * returned. The caller runs tasks too. Tasks run in parallel only when the
+ * pool is free: a call made while another thread's call (or this one's, from
+ * inside a task) holds the pool runs its tasks one after another on the
+ * caller. fn must not fail: statuses are checked before the split. */
+typedef void (*sq_pool_fn)(void *arg, int task);
+void sq_pool_run(int tasks, sq_pool_fn fn, void *arg);
+
+/* Into how many contiguous parts to split `items` items (rows, columns,
+ * batches) costing about `work` multiply-adds in all: one part per thread, but
+ * never parts of less than SQ_POOL_MIN_WORK, nor more parts than items, nor
+ * more than one when the pool is switched off (SEQCL_THREADS=1, or the bench
+ * ablation). */
+int sq_pool_parts(int items, double work);
+
+/* Part p of `parts` of [0, n): [*lo, *hi), sizes differing by at most one. */
+static inline void sq_pool_range(int n, int parts, int p, int *lo, int *hi) {
+  const int base = n / parts, extra = n % parts;
+  *lo = p * base + (p < extra ? p : extra);
+  *hi = *lo + base + (p < extra);
+}
+
+#endif
