@@ -298,3 +298,195 @@ void attn_fused(int kind, int N, int S, int He, int A,
     }
   }
 }
+
+/* ---- The fused step for CPU-type devices: one work-item per row. ----
+ *
+ * attn_fused above spreads a row over a work-group, which suits a GPU; a CPU
+ * device (PoCL) runs a work-group's items one after another on one core and
+ * vectorises poorly across them, so that kernel reached 8-13% of PoCL's copy
+ * bandwidth. Here each row is plain sequential code with explicit 16-wide
+ * vectors along He and A, and it reads every key once from memory: source
+ * positions go in blocks of ROW_JB; a block's scores are computed, then its
+ * keys (still in cache) are added into the context, weighted by
+ * exp(e_j - m) with m the running maximum; when a block raises the maximum,
+ * the context so far and the running sum are scaled by exp(m_old - m_new)
+ * first (the online softmax). The context is divided by the sum at the end.
+ * The weights, when wanted, are the raw scores until the end, then
+ * exp(e_j - m) / sum. Rounding against attn_fused: each weight and context
+ * element carries at most one extra rounding per block that raised the
+ * maximum, inside the fused tolerance; the op list checks both kernels.
+ * No barrier anywhere, so the early return is safe on PoCL. */
+#ifndef ROW_JB
+#define ROW_JB 16
+#endif
+
+/* The sum of the 16 lanes: four float4 quarters added, then dot(., 1). The
+ * lanes go through private memory because Oclgrind 21.10's uninitialised-value
+ * checker reports the .lo/.hi halves of a float16 (as it crashes on acc.x). */
+static float lane_sum16(float16 acc) {
+  float l[16];
+  vstore16(acc, 0, l);
+  return dot(vload4(0, l) + vload4(1, l) + vload4(2, l) + vload4(3, l), (float4)(1.0f));
+}
+
+/* Sum of a[i] * b[i] over 16-lane vectors (16 partial sums, then
+ * lane_sum16), the tail apart. */
+static float dot_row16(__global const float *a, __global const float *b, int len) {
+  float16 acc = (float16)(0.0f);
+  float tail = 0.0f;
+  int i = 0;
+  for (; i + 16 <= len; i += 16) acc += vload16(0, a + i) * vload16(0, b + i);
+  for (; i < len; ++i) tail += a[i] * b[i];
+  return lane_sum16(acc) + tail;
+}
+
+/* tanh for the row kernel's additive energies: the [13/6] rational
+ * approximation x P(x^2) / Q(x^2) on |x| <= 7.905 (beyond, tanh is 1 in
+ * float), x itself below |x| = 0.0004 (Eigen's float tanh). Absolute error
+ * at most 5.7 u (u = 2^-24; measured in float against double tanh at 2M
+ * points of [-12, 12]), which the energy bound 2(A+2)u sum|v_a| covers: only
+ * full 16-lane groups use it, so A >= 16 and the bound gives each term
+ * v_a tanh(.) 36 u |v_a|. Thirteen vector operations instead of the
+ * forty-odd of PoCL's exact tanh, which bounded this kernel. */
+static float16 tanh16(float16 x0) {
+  const float16 x = clamp(x0, -7.90531110763549805f, 7.90531110763549805f);
+  const float16 x2 = x * x;
+  float16 p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
+  p = p * x2 - 8.60467152213735e-11f;
+  p = p * x2 + 5.12229709037114e-08f;
+  p = p * x2 + 1.48572235717979e-05f;
+  p = p * x2 + 6.37261928875436e-04f;
+  p = p * x2 + 4.89352455891786e-03f;
+  p = x * p;
+  float16 q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
+  q = q * x2 + 2.26843463243900e-03f;
+  q = q * x2 + 4.89352518554385e-03f;
+  return select(p / q, x, fabs(x) < 0.0004f);
+}
+
+/* The raw energy of key j of row n for the row kernel: score_at's
+ * expressions, 16 lanes wide. */
+static float score_row16(int kind, int n, int j, int S, int He, int A,
+                         __global const float *q, __global const float *keys,
+                         __global const float *pkeys, __global const float *v,
+                         __global const float *bv, int has_bv, float scale) {
+  float e;
+  if (kind == SCORE_ADDITIVE) {
+    __global const float *pk = pkeys + ((size_t)n * S + j) * A;
+    float16 acc = (float16)(0.0f);
+    float tail = 0.0f;
+    int a = 0;
+    for (; a + 16 <= A; a += 16)
+      acc += vload16(0, v + a) * tanh16(vload16(0, pk + a) + vload16(0, q + a));
+    for (; a < A; ++a) tail += v[a] * tanh(pk[a] + q[a]);
+    e = lane_sum16(acc) + tail;
+    if (has_bv) e += bv[0];
+  } else {
+    e = dot_row16(keys + ((size_t)n * S + j) * He, q, He);
+  }
+  return e * scale;
+}
+
+/* c[0..He) = c * s, or c / s when div (the final normalisation divides, as
+ * masked_softmax does). */
+static void row_scale(__global float *c, int He, float s, int div) {
+  int d = 0;
+  for (; d + 16 <= He; d += 16) {
+    const float16 x = vload16(0, c + d);
+    vstore16(div ? x / s : x * s, 0, c + d);
+  }
+  for (; d < He; ++d) c[d] = div ? c[d] / s : c[d] * s;
+}
+
+/* c[0..He) += sum_t p[t] k[t] over the nb positions of a block whose score
+ * is not -INFINITY (invalid positions are skipped, never multiplied by 0, so
+ * whatever the padding of the keys holds never reaches the context). The
+ * terms are added in t order, as one position at a time would add them,
+ * with c held in registers across the block. */
+static void row_axpy_block(__global float *c, int He, int nb, const float *e, const float *p,
+                           __global const float *k) {
+  int d = 0;
+  for (; d + 16 <= He; d += 16) {
+    float16 acc = vload16(0, c + d);
+    for (int t = 0; t < nb; ++t)
+      if (e[t] != -INFINITY) acc += p[t] * vload16(0, k + (size_t)t * He + d);
+    vstore16(acc, 0, c + d);
+  }
+  for (; d < He; ++d) {
+    float acc = c[d];
+    for (int t = 0; t < nb; ++t)
+      if (e[t] != -INFINITY) acc += p[t] * k[(size_t)t * He + d];
+    c[d] = acc;
+  }
+}
+
+__kernel void attn_fused_row(int kind, int N, int S, int He, int A,
+                             __global const float *qp, int qp_off, int ld_qp,
+                             __global const float *keys, int keys_off,
+                             __global const float *pkeys, int pkeys_off,
+                             __global const float *v, int v_off,
+                             __global const float *bv, int bv_off, int has_bv,
+                             float scale,
+                             __global const int *lens, int lens_off,
+                             __global const int *mask, int mask_off, int has_mask,
+                             __global float *c, int c_off, int ld_c,
+                             __global float *alpha, int alpha_off, int has_alpha) {
+  const int n = get_global_id(0);
+  if (n >= N) return;
+  lens += lens_off;
+  mask += mask_off;
+  keys += keys_off;
+  pkeys += pkeys_off;
+  v += v_off;
+  bv += bv_off;
+  __global const float *q = qp + qp_off + (size_t)n * ld_qp;
+  __global const float *kr = keys + (size_t)n * S * He;
+  __global float *cr = c + c_off + (size_t)n * ld_c;
+  __global float *ar = alpha + alpha_off + (size_t)n * S;
+  const int len = lens[n];
+
+  for (int d = 0; d < He; ++d) cr[d] = 0.0f;
+  float m = -INFINITY, sum = 0.0f, comp = 0.0f;
+  float e[ROW_JB];
+  for (int j0 = 0; j0 < len; j0 += ROW_JB) {
+    const int nb = min(ROW_JB, len - j0);
+    float bm = -INFINITY;
+    for (int t = 0; t < nb; ++t) {
+      const int j = j0 + t;
+      float x = -INFINITY;
+      if (is_valid(n, j, S, lens, mask, has_mask)) {
+        x = score_row16(kind, n, j, S, He, A, q, keys, pkeys, v, bv, has_bv, scale);
+        bm = fmax(bm, x);
+      }
+      e[t] = x;
+      if (has_alpha) ar[j] = x;
+    }
+    if (bm == -INFINITY) continue; /* nothing valid in this block */
+    if (bm > m) {
+      if (m != -INFINITY) {
+        const float r = exp(m - bm);
+        sum *= r;
+        comp *= r;
+        row_scale(cr, He, r, 0);
+      }
+      m = bm;
+    }
+    float p[ROW_JB];
+    for (int t = 0; t < nb; ++t) {
+      p[t] = 0.0f;
+      if (e[t] == -INFINITY) continue;
+      p[t] = shifted_exp(e[t], m);
+      kahan_add(&sum, &comp, p[t]);
+    }
+    row_axpy_block(cr, He, nb, e, p, kr + (size_t)j0 * He);
+  }
+  /* sum >= 1 when anything was valid: the maximum contributes exp(0) */
+  if (sum > 0.0f) row_scale(cr, He, sum, 1);
+  if (has_alpha) {
+    for (int j = 0; j < len; ++j) {
+      const float x = ar[j];
+      ar[j] = (sum > 0.0f && x != -INFINITY) ? shifted_exp(x, m) / sum : 0.0f;
+    }
+    for (int j = len; j < S; ++j) ar[j] = 0.0f;
+  }
+}

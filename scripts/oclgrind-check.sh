@@ -2,7 +2,8 @@
 # Runs seqcl's kernels on Oclgrind (a simulated OpenCL device that detects
 # out-of-bounds accesses, uninitialised reads and data races) and fails if
 # Oclgrind reports anything inside one of seqcl's own kernels:
-#  1. `seqcl check --quick`: every forward operation, all checkers on;
+#  1. `seqcl check --quick`: every forward operation, all checkers on, then
+#     the fused attention again with the row kernel (SEQCL_ATTN=row);
 #  2. the PyTorch gradient fixtures (tests/golden_grad): every backward kernel,
 #     Adam excepted, with the out-of-bounds and data-race checkers on. The
 #     uninitialised-value checker is off there: it reports reads of buffers that
@@ -47,6 +48,13 @@ log=$(mktemp)
 status=$?
 [ $status -eq 0 ] || { echo "seqcl check under Oclgrind failed (exit $status)"; failed=1; }
 scan "$log" "seqcl check" || failed=1
+
+# Oclgrind is a GPU-type device, so the check above ran the work-group fused
+# attention; the row kernel (the default on CPU-type devices) runs here.
+SEQCL_ATTN=row "$build/cli/seqcl" check --device opencl:~oclgrind --quick --op attn_fused 2>"$log"
+status=$?
+[ $status -eq 0 ] || { echo "row attention under Oclgrind failed (exit $status)"; failed=1; }
+scan "$log" "row attention" || failed=1
 
 if [ -x "$build/tests/golden_grad/test_grad_golden" ]; then
   OCLGRIND_UNINITIALIZED=0 SEQCL_TEST_DEVICES=opencl:~oclgrind \

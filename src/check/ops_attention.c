@@ -485,14 +485,18 @@ static const char *const additive_fused_shapes[] = {
     "N=5,S=37,He=61,Hd=13,A=33,bk=0",
     "N=4,S=61,He=24,Hd=40,A=65,bq=0,bv=0,mask=1",
     "N=2,S=256,He=512,Hd=512,A=512",
+    /* long rows: the row kernel's many blocks and running-maximum rescales */
+    "N=3,S=1031,He=40,Hd=24,A=48,mask=1",
     NULL};
 static const char *const general_fused_shapes[] = {"N=1,S=1,He=1,Hd=1", "N=3,S=7,He=13,Hd=5,pad=2",
                                                    "N=5,S=37,He=61,Hd=29,bq=0",
                                                    "N=4,S=61,He=33,Hd=64,mask=1",
-                                                   "N=2,S=256,He=512,Hd=512", NULL};
+                                                   "N=2,S=256,He=512,Hd=512",
+                                                   "N=3,S=1031,He=67,Hd=31", NULL};
 static const char *const dot_fused_shapes[] = {"N=1,S=1,He=1",  "N=3,S=7,He=13,pad=2",
                                                "N=5,S=37,He=61", "N=4,S=61,He=64,mask=1",
-                                               "N=2,S=300,He=512", NULL};
+                                               "N=2,S=300,He=512", "N=2,S=2053,He=35,mask=1",
+                                               NULL};
 
 #define FUSED_TOL                                                                             \
   "alpha: (8 + 2 ceil(log2 S)) eps |alpha_j| + 2 |alpha_j| max_k tol(e_k) + eps (a score "    \

@@ -2,7 +2,8 @@
  * backend and each OpenCL device), against the double-precision oracle.
  * One context per device is shared by all its tests, so PoCL compiles each
  * program once. Unsupported operations fail: both backends must fill every
- * slot the op list uses. */
+ * slot the op list uses. SEQCL_TEST_OPS (a cmocka name pattern such as
+ * "*attn_fused*") runs a subset. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,6 +79,8 @@ int main(void) {
       units[n].initial_state = &tests[n];
     }
   }
+  const char *only = getenv("SEQCL_TEST_OPS");
+  if (only && *only) cmocka_set_test_filter(only);
   int rc = _cmocka_run_group_tests("ops_devices", units, n, NULL, NULL);
   for (size_t d = 0; d < ndev; d++) seqcl_ctx_close(ctxs[d]);
   for (size_t i = 0; i < n; i++) free(names[i]);

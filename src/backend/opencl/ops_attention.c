@@ -3,6 +3,8 @@
  * launch per decoder step. */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "backend/opencl/ocl.h"
 
@@ -182,9 +184,62 @@ static size_t fused_local_floats(const sq_ocl *o, size_t wg) {
   return (size_t)(o->local_mem - reserve) / sizeof(float);
 }
 
+/* Which fused kernel runs: attn_fused_row (a work-item per row) on CPU-type
+ * devices, attn_fused (a work-group per row) elsewhere; SEQCL_ATTN=row|group
+ * overrides (the tests run both on every device). */
+enum { ATTN_UNKNOWN = 0, ATTN_ROW, ATTN_GROUP };
+
+static int attn_policy(sq_ocl *o) {
+  if (o->attn_policy != ATTN_UNKNOWN) return o->attn_policy;
+  const char *env = getenv("SEQCL_ATTN");
+  int p;
+  if (env && !strcmp(env, "row")) {
+    p = ATTN_ROW;
+  } else if (env && !strcmp(env, "group")) {
+    p = ATTN_GROUP;
+  } else {
+    cl_device_type type = 0;
+    clGetDeviceInfo(o->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    p = (type & CL_DEVICE_TYPE_CPU) ? ATTN_ROW : ATTN_GROUP;
+  }
+  o->attn_policy = p;
+  return p;
+}
+
+static seqcl_status attn_fused_row(sq_ocl *o, const sq_attn_args *a, sq_ref c, int ld_c,
+                                   sq_ref alpha) {
+  cl_kernel k;
+  size_t wg_unused; /* the same program as the other attention kernels */
+  SQ_TRY(attn_kernel(o, "attn_fused_row", 0, &k, &wg_unused));
+  cl_uint i = 0;
+  int c_off, alpha_off, mask_off;
+  SQ_TRY(set_score_args(o, k, &i, a));
+  SQ_TRY(ref_off(o, c, "attention context", &c_off));
+  SQ_TRY(ref_off(o, alpha, "attention weights", &alpha_off));
+  SQ_TRY(ref_off(o, a->mask, "attention mask", &mask_off));
+  cl_mem mm = sq_ocl_mem_or_dummy(o, a->mask), cm = sq_ocl_mem(c);
+  cl_mem am = sq_ocl_mem_or_dummy(o, alpha);
+  int has_mask = a->mask.buf != NULL, has_alpha = alpha.buf != NULL;
+  SQ_ARG(o, k, i++, mm);
+  SQ_ARG(o, k, i++, mask_off);
+  SQ_ARG(o, k, i++, has_mask);
+  SQ_ARG(o, k, i++, cm);
+  SQ_ARG(o, k, i++, c_off);
+  SQ_ARG(o, k, i++, ld_c);
+  SQ_ARG(o, k, i++, am);
+  SQ_ARG(o, k, i++, alpha_off);
+  SQ_ARG(o, k, i++, has_alpha);
+  /* one work-item per group: a CPU device hands whole groups to its cores,
+   * so N rows keep min(N, cores) cores busy */
+  const size_t local[1] = {1};
+  const size_t global[1] = {(size_t)a->N};
+  return sq_ocl_launch(o, k, 1, global, local, "attn_fused_row");
+}
+
 seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
                                sq_ref alpha) {
   sq_ocl *o = sq_ocl_of(be);
+  if (attn_policy(o) == ATTN_ROW) return attn_fused_row(o, a, c, ld_c, alpha);
   cl_kernel attn_fused;
   size_t wg;
   SQ_TRY(attn_kernel(o, "attn_fused", 1, &attn_fused, &wg));
