@@ -3,7 +3,7 @@
 # out-of-bounds accesses, uninitialised reads and data races) and fails if
 # Oclgrind reports anything inside one of seqcl's own kernels:
 #  1. `seqcl check --quick`: every forward operation, all checkers on, then
-#     the fused attention again with the row kernel (SEQCL_ATTN=row);
+#     the CPU forms of the fused attention and GRU gates (SEQCL_KERNELS=cpu);
 #  2. the PyTorch gradient fixtures (tests/golden_grad): every backward kernel,
 #     Adam excepted, with the out-of-bounds and data-race checkers on. The
 #     uninitialised-value checker is off there: it reports reads of buffers that
@@ -49,12 +49,22 @@ status=$?
 [ $status -eq 0 ] || { echo "seqcl check under Oclgrind failed (exit $status)"; failed=1; }
 scan "$log" "seqcl check" || failed=1
 
-# Oclgrind is a GPU-type device, so the check above ran the work-group fused
-# attention; the row kernel (the default on CPU-type devices) runs here.
-SEQCL_ATTN=row "$build/cli/seqcl" check --device opencl:~oclgrind --quick --op attn_fused 2>"$log"
-status=$?
-[ $status -eq 0 ] || { echo "row attention under Oclgrind failed (exit $status)"; failed=1; }
-scan "$log" "row attention" || failed=1
+# Oclgrind is a GPU-type device, so the check above ran the GPU forms of the
+# kernels that have two; their CPU forms (PoCL's default) run here.
+: >"$log"
+for op in attn_fused gru_gates gru_layer grad.gru_fwd; do
+  SEQCL_KERNELS=cpu "$build/cli/seqcl" check --device opencl:~oclgrind --quick --op $op 2>>"$log"
+  status=$?
+  [ $status -eq 0 ] || { echo "CPU kernel forms under Oclgrind failed ($op, exit $status)"; failed=1; }
+done
+# the quick shapes are narrower than the row kernel's 16-lane vectors
+for op in attn_fused.additive attn_fused.general; do
+  SEQCL_KERNELS=cpu "$build/cli/seqcl" check --device opencl:~oclgrind --op $op \
+    --shape N=2,S=21,He=37,Hd=5,A=35,mask=1 2>>"$log"
+  status=$?
+  [ $status -eq 0 ] || { echo "CPU kernel forms under Oclgrind failed ($op, exit $status)"; failed=1; }
+done
+scan "$log" "CPU kernel forms" || failed=1
 
 if [ -x "$build/tests/golden_grad/test_grad_golden" ]; then
   OCLGRIND_UNINITIALIZED=0 SEQCL_TEST_DEVICES=opencl:~oclgrind \

@@ -24,10 +24,11 @@ typedef struct sq_ocl {
   size_t max_wg;          /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
   cl_ulong local_mem;     /* CL_DEVICE_LOCAL_MEM_SIZE */
   cl_uint mem_align_bytes;/* CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8 */
+  int cpu_device;         /* CPU-type device (PoCL), or SEQCL_KERNELS=cpu: the kernels with a
+                             CPU form (fused attention, GRU gates) use it */
   sq_program_cache *programs;
   cl_mem dummy;           /* 16-byte buffer passed for absent optional arguments */
   int gemm_policy;        /* gemm_small.c: which GEMM runs small products (0: not decided) */
-  int attn_policy;        /* ops_attention.c: which fused attention kernel (0: not decided) */
   /* Work counters read by `seqcl bench` (sq_ocl_counters): kernels seqcl enqueued,
    * CLBlast calls (each one or more kernels of its own), blocking waits. */
   unsigned long long n_launches, n_blas_calls, n_syncs;

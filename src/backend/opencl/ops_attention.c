@@ -3,8 +3,6 @@
  * launch per decoder step. */
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "backend/opencl/ocl.h"
 
@@ -184,28 +182,9 @@ static size_t fused_local_floats(const sq_ocl *o, size_t wg) {
   return (size_t)(o->local_mem - reserve) / sizeof(float);
 }
 
-/* Which fused kernel runs: attn_fused_row (a work-item per row) on CPU-type
- * devices, attn_fused (a work-group per row) elsewhere; SEQCL_ATTN=row|group
- * overrides (the tests run both on every device). */
-enum { ATTN_UNKNOWN = 0, ATTN_ROW, ATTN_GROUP };
-
-static int attn_policy(sq_ocl *o) {
-  if (o->attn_policy != ATTN_UNKNOWN) return o->attn_policy;
-  const char *env = getenv("SEQCL_ATTN");
-  int p;
-  if (env && !strcmp(env, "row")) {
-    p = ATTN_ROW;
-  } else if (env && !strcmp(env, "group")) {
-    p = ATTN_GROUP;
-  } else {
-    cl_device_type type = 0;
-    clGetDeviceInfo(o->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    p = (type & CL_DEVICE_TYPE_CPU) ? ATTN_ROW : ATTN_GROUP;
-  }
-  o->attn_policy = p;
-  return p;
-}
-
+/* The fused step on CPU-type devices (o->cpu_device): attn_fused_row, a
+ * work-item per row (attention.cl says why); elsewhere attn_fused, a
+ * work-group per row. */
 static seqcl_status attn_fused_row(sq_ocl *o, const sq_attn_args *a, sq_ref c, int ld_c,
                                    sq_ref alpha) {
   cl_kernel k;
@@ -239,7 +218,7 @@ static seqcl_status attn_fused_row(sq_ocl *o, const sq_attn_args *a, sq_ref c, i
 seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
                                sq_ref alpha) {
   sq_ocl *o = sq_ocl_of(be);
-  if (attn_policy(o) == ATTN_ROW) return attn_fused_row(o, a, c, ld_c, alpha);
+  if (o->cpu_device) return attn_fused_row(o, a, c, ld_c, alpha);
   cl_kernel attn_fused;
   size_t wg;
   SQ_TRY(attn_kernel(o, "attn_fused", 1, &attn_fused, &wg));
