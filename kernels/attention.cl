@@ -210,23 +210,25 @@ static void row_put(__local float *ls, __global float *gs, int use_local, int j,
   if (use_local) ls[j] = x; else gs[j] = x;
 }
 
+/* The arguments both fused kernels take first (attn_fused adds its scratch
+ * row and local memory): attn_scores's, then the mask, the context output and
+ * the optional weights output. */
+#define FUSED_ARGS                                                              \
+  int kind, int N, int S, int He, int A, __global const float *qp, int qp_off,  \
+      int ld_qp, __global const float *keys, int keys_off,                      \
+      __global const float *pkeys, int pkeys_off, __global const float *v,      \
+      int v_off, __global const float *bv, int bv_off, int has_bv, float scale, \
+      __global const int *lens, int lens_off, __global const int *mask,         \
+      int mask_off, int has_mask, __global float *c, int c_off, int ld_c,       \
+      __global float *alpha, int alpha_off, int has_alpha
+
 /* One decoder step's attention for row n = group id: scores, mask, softmax
  * and context. Evaluates exactly the expressions of attn_scores,
  * masked_softmax and attn_context in the same order. Scores are computed
  * only for j < lens[n]; invalid positions get weight 0 and are skipped in the
  * context sum, as attn_context skips zero weights. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void attn_fused(int kind, int N, int S, int He, int A,
-                __global const float *qp, int qp_off, int ld_qp,
-                __global const float *keys, int keys_off,
-                __global const float *pkeys, int pkeys_off,
-                __global const float *v, int v_off,
-                __global const float *bv, int bv_off, int has_bv,
-                float scale,
-                __global const int *lens, int lens_off,
-                __global const int *mask, int mask_off, int has_mask,
-                __global float *c, int c_off, int ld_c,
-                __global float *alpha, int alpha_off, int has_alpha,
+void attn_fused(FUSED_ARGS,
                 __global float *scratch, int scratch_off, int use_local,
                 __local float *ls) {
   __local float red[WG];
@@ -420,17 +422,7 @@ static void row_axpy_block(__global float *c, int He, int nb, const float *e, co
   }
 }
 
-__kernel void attn_fused_row(int kind, int N, int S, int He, int A,
-                             __global const float *qp, int qp_off, int ld_qp,
-                             __global const float *keys, int keys_off,
-                             __global const float *pkeys, int pkeys_off,
-                             __global const float *v, int v_off,
-                             __global const float *bv, int bv_off, int has_bv,
-                             float scale,
-                             __global const int *lens, int lens_off,
-                             __global const int *mask, int mask_off, int has_mask,
-                             __global float *c, int c_off, int ld_c,
-                             __global float *alpha, int alpha_off, int has_alpha) {
+__kernel void attn_fused_row(FUSED_ARGS) {
   const int n = get_global_id(0);
   if (n >= N) return;
   lens += lens_off;

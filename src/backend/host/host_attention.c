@@ -1,8 +1,8 @@
 /* Attention on the host: energies, masked softmax, context, and the fused
- * per-row pass. Accumulation:
+ * per-row pass; rows are split across the host pool (pool.c). Accumulation:
  *  - dot-type energies (general, dot, scaled_dot) use cblas_sgemv (float
  *    accumulation, the GEMM tolerance applies);
- *  - additive energies: tanh runs 8 (or SQ_VW) lanes at a time (host_math.h,
+ *  - additive energies: tanh runs 16 lanes at a time (host_math.h,
  *    within 1.5 ulp) and the products v_a * tanh(...) are summed in float,
  *    one partial sum per lane (additive_energies states the bound);
  *  - the softmax denominator is summed in double, so the weights are within a
