@@ -72,10 +72,8 @@ typedef struct copy_arg {
 
 static seqcl_status copy_op(seqcl_ctx *ctx, void *p) {
   copy_arg *a = p;
-  if (is_host(ctx)) {
-    memcpy(a->dst->ptr, a->src->ptr, a->bytes);
-    return SEQCL_OK;
-  }
+  /* the host's copy slot: split across the host threads, as its kernels are */
+  if (is_host(ctx)) return sq_copy(ctx, sq_at(a->dst, 0), sq_at(a->src, 0), a->bytes / 4);
 #ifdef SEQCL_HAVE_OPENCL
   sq_ocl *o = sq_ocl_of(ctx->be);
   cl_kernel bench_copy;

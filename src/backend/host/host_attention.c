@@ -1,12 +1,13 @@
 /* Attention on the host: energies, masked softmax, context, and the fused
  * per-row pass; rows are split across the host pool (pool.c). Accumulation:
- *  - dot-type energies (general, dot, scaled_dot) use cblas_sgemv (float
- *    accumulation, the GEMM tolerance applies);
+ *  - dot-type energies (general, dot, scaled_dot): 16 float partial sums per
+ *    position (dot_energies; the GEMM tolerance applies);
  *  - additive energies: tanh runs 16 lanes at a time (host_math.h,
  *    within 1.5 ulp) and the products v_a * tanh(...) are summed in float,
  *    one partial sum per lane (additive_energies states the bound);
  *  - the softmax denominator is summed in double, so the weights are within a
- *    few ulp whatever S;
+ *    few ulp whatever S; the fused step does it in one pass over the keys
+ *    (fused_row: an online softmax);
  *  - the context sums alpha_j * h_j in float, SQ_VW lanes at a time; the GEMM
  *    tolerance applies. */
 #include <cblas.h>
@@ -72,22 +73,57 @@ static void additive_energies(int len, int A, const float *restrict pk, const fl
   }
 }
 
-/* Energies of row n for j < len; positions len..S-1 get 0 (finite, as the
+/* e[j] = scale * (h_j . q) for j < len: 16 float partial sums per position
+ * (as the additive energies), then the lanes in order: ceil(He / 16) + 16
+ * roundings, inside the He-term dot product bound. Replaces cblas_sgemv on
+ * these short blocks, where its call and blocking cost more than the dot. */
+SQ_HOT_CLONES
+static void dot_energies(int len, int He, const float *restrict h, const float *restrict q,
+                         float scale, float *restrict e) {
+  for (int j = 0; j < len; j++) {
+    const float *hj = h + (size_t)j * (size_t)He;
+    ew_vf acc = {0};
+    int k = 0;
+    for (; k + EW <= He; k += EW) {
+      ew_vf a, b;
+      memcpy(&a, hj + k, sizeof a);
+      memcpy(&b, q + k, sizeof b);
+      acc += a * b;
+    }
+    if (k < He) {
+      const size_t tail = (size_t)(He - k) * sizeof(float);
+      ew_vf a = {0}, b = {0};
+      memcpy(&a, hj + k, tail);
+      memcpy(&b, q + k, tail);
+      acc += a * b;
+    }
+    float sum = 0.0f;
+    for (int l = 0; l < EW; l++) sum += acc[l];
+    e[j] = scale * sum;
+  }
+}
+
+/* Energies of row n for positions j0 .. j0+nb-1 (score_block), and for
+ * j < len with positions len..S-1 set to 0 (score_row: finite, as the
  * contract allows, and never read by the softmax). */
-static void score_row(const sq_attn_args *a, int n, int len, float *restrict e) {
+static void score_block(const sq_attn_args *a, int n, int j0, int nb, float *restrict e) {
   const int S = a->S, He = a->He;
   const float *qp = sq_host_f32(a->qp) + (size_t)n * (size_t)a->ld_qp;
   if (a->kind == SQ_SCORE_ADDITIVE) {
     const int A = a->A;
-    const float *pk = sq_host_f32(a->pkeys) + (size_t)n * (size_t)S * (size_t)A;
+    const float *pk = sq_host_f32(a->pkeys) + ((size_t)n * (size_t)S + (size_t)j0) * (size_t)A;
     const float *v = sq_host_f32(a->v);
     const float bv = a->bv.buf ? sq_host_f32(a->bv)[0] : 0.0f;
-    additive_energies(len, A, pk, qp, v, bv, a->scale, e);
+    additive_energies(nb, A, pk, qp, v, bv, a->scale, e);
   } else {
-    const float *keys = sq_host_f32(a->keys) + (size_t)n * (size_t)S * (size_t)He;
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, len, He, a->scale, keys, He, qp, 1, 0.0f, e, 1);
+    const float *keys = sq_host_f32(a->keys) + ((size_t)n * (size_t)S + (size_t)j0) * (size_t)He;
+    dot_energies(nb, He, keys, qp, a->scale, e);
   }
-  for (int j = len; j < S; j++) e[j] = 0.0f;
+}
+
+static void score_row(const sq_attn_args *a, int n, int len, float *restrict e) {
+  if (len > 0) score_block(a, n, 0, len, e);
+  for (int j = len; j < a->S; j++) e[j] = 0.0f;
 }
 
 /* y = softmax of x over the valid positions (j < len and mask[j] != 0), exact
@@ -112,21 +148,22 @@ static void softmax_row(int S, int len, const int32_t *restrict mask, const floa
   for (int j = len; j < S; j++) y[j] = 0.0f;
 }
 
+/* c += w * h over He (SQ_VW lanes at a time) */
+static void axpy_row(int He, float w, const float *restrict h, float *restrict c) {
+  const sq_vf wv = sq_v_splat(w);
+  int k = 0;
+  for (; k + SQ_VW <= He; k += SQ_VW)
+    sq_v_store(c + k, sq_v_load(c + k, SQ_VW) + wv * sq_v_load(h + k, SQ_VW), SQ_VW);
+  for (; k < He; k++) c[k] += w * h[k];
+}
+
 /* c = sum_j alpha_j h_j. Positions with alpha exactly 0 (every invalid one) are
  * skipped, so whatever padding the keys hold never reaches the context. */
 static void context_row(int S, int He, const float *restrict alpha, const float *restrict h,
                         float *restrict c) {
   for (int k = 0; k < He; k++) c[k] = 0.0f;
-  for (int j = 0; j < S; j++) {
-    const float aj = alpha[j];
-    if (aj == 0.0f) continue;
-    const float *restrict hj = h + (size_t)j * (size_t)He;
-    const sq_vf av = sq_v_splat(aj);
-    int k = 0;
-    for (; k + SQ_VW <= He; k += SQ_VW)
-      sq_v_store(c + k, sq_v_load(c + k, SQ_VW) + av * sq_v_load(hj + k, SQ_VW), SQ_VW);
-    for (; k < He; k++) c[k] += aj * hj[k];
-  }
+  for (int j = 0; j < S; j++)
+    if (alpha[j] != 0.0f) axpy_row(He, alpha[j], h + (size_t)j * (size_t)He, c);
 }
 
 /* Work of one row of energies, in multiply-add equivalents (a tanh costs
@@ -171,8 +208,59 @@ static void context_part(void *arg, int p) {
                 j->c + (size_t)n * (size_t)j->ld_c);
 }
 
-/* Scores, softmax and context of rows [lo, hi); the weights go to alpha (y)
- * when the caller wants them, else to this part's scratch row. */
+/* The fused step of row n in one pass over its keys: positions go in blocks
+ * of FUSED_BLOCK; a block's energies are computed, then its keys (still in
+ * cache) are added into c weighted by exp(e_j - m), m the running maximum;
+ * when a block raises the maximum, c and the double sum are scaled by
+ * exp(m_old - m_new) first (the online softmax). At the end c is scaled by
+ * 1 / sum and the energies in e become the weights exp(e_j - m) / sum, as
+ * softmax_row computes them. Against softmax_row + context_row, each context
+ * element takes one extra rounding per rescale and one for the final scaling,
+ * inside the fused tolerance (the op list checks both paths). Invalid
+ * positions are skipped, never multiplied by 0. */
+enum { FUSED_BLOCK = 32 };
+
+static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *restrict mask,
+                      const float *restrict keys, float *restrict e, float *restrict c) {
+  const int S = a->S, He = a->He;
+  for (int k = 0; k < He; k++) c[k] = 0.0f;
+  float m = -INFINITY;
+  double sum = 0.0;
+  for (int j0 = 0; j0 < len; j0 += FUSED_BLOCK) {
+    const int nb = len - j0 < FUSED_BLOCK ? len - j0 : FUSED_BLOCK;
+    score_block(a, n, j0, nb, e + j0);
+    float bm = -INFINITY;
+    for (int j = j0; j < j0 + nb; j++)
+      if ((!mask || mask[j]) && e[j] > bm) bm = e[j];
+    if (bm == -INFINITY) continue;
+    if (bm > m) {
+      if (m != -INFINITY) {
+        const float r = expf(m - bm);
+        sum *= r;
+        for (int k = 0; k < He; k++) c[k] *= r;
+      }
+      m = bm;
+    }
+    for (int j = j0; j < j0 + nb; j++) {
+      if (mask && !mask[j]) continue;
+      const float p = expf(e[j] - m);
+      sum += p;
+      axpy_row(He, p, keys + (size_t)j * (size_t)He, c);
+    }
+  }
+  if (m == -INFINITY) { /* no valid position: rejected by the fronts; stay finite */
+    for (int j = 0; j < S; j++) e[j] = 0.0f;
+    return;
+  }
+  const double inv = 1.0 / sum; /* sum >= 1: the maximum contributes exp(0) */
+  for (int k = 0; k < He; k++) c[k] = (float)((double)c[k] * inv);
+  for (int j = 0; j < len; j++)
+    e[j] = (!mask || mask[j]) ? (float)((double)expf(e[j] - m) * inv) : 0.0f;
+  for (int j = len; j < S; j++) e[j] = 0.0f;
+}
+
+/* Rows [lo, hi) of the fused step; the weights go to alpha (y) when the
+ * caller wants them, else to this part's scratch row. */
 static void fused_part(void *arg, int p) {
   const attn_job *j = arg;
   int lo, hi;
@@ -180,9 +268,8 @@ static void fused_part(void *arg, int p) {
   for (int n = lo; n < hi; n++) {
     size_t off = (size_t)n * (size_t)j->S;
     float *e = j->y ? j->y + off : j->scratch + (size_t)p * (size_t)j->S;
-    score_row(j->a, n, j->lens[n], e);
-    softmax_row(j->S, j->lens[n], j->mask ? j->mask + off : NULL, e, e);
-    context_row(j->S, j->He, e, j->keys + off * (size_t)j->He, j->c + (size_t)n * (size_t)j->ld_c);
+    fused_row(j->a, n, j->lens[n], j->mask ? j->mask + off : NULL, j->keys + off * (size_t)j->He,
+              e, j->c + (size_t)n * (size_t)j->ld_c);
   }
 }
 

@@ -6,6 +6,7 @@
  * seqcl's own pool (pool.c, SEQCL_THREADS); OpenBLAS runs single-threaded
  * inside each part (threads.c). */
 #include <cblas.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,10 +59,32 @@ static seqcl_status host_read(sq_backend *be, sq_ref src, void *dst, size_t byte
   return SEQCL_OK;
 }
 
+typedef struct copy_job {
+  float *dst;
+  const float *src;
+  int parts;
+  size_t count;
+} copy_job;
+
+static void copy_part(void *arg, int p) {
+  const copy_job *j = arg;
+  const size_t lo = j->count * (size_t)p / (size_t)j->parts;
+  const size_t hi = j->count * (size_t)(p + 1) / (size_t)j->parts;
+  memcpy(j->dst + lo, j->src + lo, (hi - lo) * sizeof(float));
+}
+
 static seqcl_status host_copy(sq_backend *be, sq_ref dst, sq_ref src, size_t count) {
   (void)be;
-  /* memmove: the two ranges may lie in the same buffer and overlap. */
-  if (count) memmove(sq_host_f32(dst), sq_host_f32(src), count * sizeof(float));
+  copy_job j = {sq_host_f32(dst), sq_host_f32(src), 1, count};
+  /* Ranges in the same buffer may overlap: memmove, on one thread. Disjoint
+   * ranges are split across the pool (a large copy is memory-bound, and one
+   * core does not reach the memory bandwidth). */
+  const int disjoint = j.dst + count <= j.src || j.src + count <= j.dst;
+  if (disjoint && count <= (size_t)INT_MAX) j.parts = sq_pool_parts((int)(count / 1024), (double)count);
+  if (j.parts > 1)
+    sq_pool_run(j.parts, copy_part, &j);
+  else if (count)
+    memmove(j.dst, j.src, count * sizeof(float));
   return SEQCL_OK;
 }
 
