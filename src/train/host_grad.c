@@ -1,8 +1,12 @@
-/* Host implementation of the backward slots (grad.h): plain float32 loops; the
- * heavy lifting of training is in the GEMMs the graph issues around them. */
+/* Host implementation of the backward slots (grad.h): plain float32 loops, the
+ * row loops of the GRU and attention forward and the GRU backward split across
+ * the host pool; the heavy lifting of training is in the GEMMs the graph
+ * issues around them. */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
+#include "backend/host/pool.h"
 #include "train/grad.h"
 
 static inline float *fp(sq_ref r) { return (float *)r.buf->ptr + r.off; }
@@ -69,13 +73,13 @@ static seqcl_status h_tanh_bwd(sq_backend *be, size_t count, sq_ref yr, sq_ref d
   return SEQCL_OK;
 }
 
-static seqcl_status h_gru_gates_bwd(sq_backend *be, const sq_gru_bwd_args *g) {
-  (void)be;
+static void gru_gates_bwd_rows(void *arg, int lo, int hi) {
+  const sq_gru_bwd_args *g = arg;
   const int H = g->H;
   const float *bih = g->b_ih.buf ? fp(g->b_ih) : NULL;
   const float *bhh = g->b_hh.buf ? fp(g->b_hh) : NULL;
   const int32_t *lens = g->lens.buf ? ip(g->lens) : NULL;
-  for (int n = 0; n < g->N; n++) {
+  for (int n = lo; n < hi; n++) {
     int len = lens ? lens[n] : g->step + 1;
     float *dgh = fp(g->dgh) + (size_t)n * g->ld_dgh;
     if (g->step >= len) {
@@ -119,17 +123,30 @@ static seqcl_status h_gru_gates_bwd(sq_backend *be, const sq_gru_bwd_args *g) {
       dh[k] = d * z;
     }
   }
+}
+
+static seqcl_status h_gru_gates_bwd(sq_backend *be, const sq_gru_bwd_args *g) {
+  (void)be;
+  sq_pool_for(g->N, 60.0 * g->N * g->H, gru_gates_bwd_rows, (void *)g);
   return SEQCL_OK;
 }
 
-static seqcl_status h_gru_fwd(sq_backend *be, const sq_gru_args *g, sq_ref savedr, size_t sv_sn,
-                              size_t sv_st) {
-  (void)be;
+typedef struct gru_fwd_job {
+  const sq_gru_args *g;
+  sq_ref saved;
+  size_t sv_sn, sv_st;
+} gru_fwd_job;
+
+static void gru_fwd_rows(void *arg, int lo, int hi) {
+  const gru_fwd_job *job = arg;
+  const sq_gru_args *g = job->g;
+  const sq_ref savedr = job->saved;
+  const size_t sv_sn = job->sv_sn, sv_st = job->sv_st;
   const int H = g->H;
   const float *bih = g->b_ih.buf ? fp(g->b_ih) : NULL;
   const float *bhh = g->b_hh.buf ? fp(g->b_hh) : NULL;
   const int32_t *lens = g->lens.buf ? ip(g->lens) : NULL;
-  for (int n = 0; n < g->N; n++) {
+  for (int n = lo; n < hi; n++) {
     int len = lens ? lens[n] : g->step + 1;
     if (g->step >= len) continue;
     int t = g->reverse ? len - 1 - g->step : g->step;
@@ -149,19 +166,34 @@ static seqcl_status h_gru_fwd(sq_backend *be, const sq_gru_args *g, sq_ref saved
       if (sv) sv[k] = r, sv[H + k] = z, sv[2 * H + k] = nn, sv[3 * H + k] = hn;
     }
   }
+}
+
+static seqcl_status h_gru_fwd(sq_backend *be, const sq_gru_args *g, sq_ref savedr, size_t sv_sn,
+                              size_t sv_st) {
+  (void)be;
+  gru_fwd_job job = {g, savedr, sv_sn, sv_st};
+  sq_pool_for(g->N, 100.0 * g->N * g->H, gru_fwd_rows, &job);
   return SEQCL_OK;
 }
 
-static seqcl_status h_attn_fwd(sq_backend *be, const sq_attn_args *a, sq_ref ur, sq_ref cr,
-                               int ld_c, sq_ref alphar) {
-  (void)be;
+typedef struct attn_fwd_job {
+  const sq_attn_args *a;
+  sq_ref u, c, alpha;
+  int ld_c;
+} attn_fwd_job;
+
+static void attn_fwd_rows(void *arg, int lo, int hi) {
+  const attn_fwd_job *job = arg;
+  const sq_attn_args *a = job->a;
+  const sq_ref ur = job->u, cr = job->c, alphar = job->alpha;
+  const int ld_c = job->ld_c;
   const int S = a->S, He = a->He, A = a->A;
   const int additive = a->kind == SQ_SCORE_ADDITIVE;
   const int32_t *lens = ip(a->lens);
   const int32_t *mask = a->mask.buf ? ip(a->mask) : NULL;
   const float *v = additive ? fp(a->v) : NULL;
   const float bv = additive && a->bv.buf ? fp(a->bv)[0] : 0.0f;
-  for (int n = 0; n < a->N; n++) {
+  for (int n = lo; n < hi; n++) {
     const float *qp = fp(a->qp) + (size_t)n * a->ld_qp;
     const float *keys = fp(a->keys) + (size_t)n * S * He;
     float *al = fp(alphar) + (size_t)n * S;
@@ -204,6 +236,14 @@ static seqcl_status h_attn_fwd(sq_backend *be, const sq_attn_args *a, sq_ref ur,
       for (int k = 0; k < He; k++) c[k] += al[j] * h[k];
     }
   }
+}
+
+static seqcl_status h_attn_fwd(sq_backend *be, const sq_attn_args *a, sq_ref ur, sq_ref cr,
+                               int ld_c, sq_ref alphar) {
+  (void)be;
+  attn_fwd_job job = {a, ur, cr, alphar, ld_c};
+  const double per_pos = a->kind == SQ_SCORE_ADDITIVE ? 20.0 * a->A + a->He : 2.0 * a->He;
+  sq_pool_for(a->N, (double)a->N * a->S * per_pos, attn_fwd_rows, &job);
   return SEQCL_OK;
 }
 
@@ -306,16 +346,36 @@ static seqcl_status h_scale(sq_backend *be, size_t count, sq_ref xr, float s) {
   return SEQCL_OK;
 }
 
+typedef struct adam_job {
+  float *p, *m, *v;
+  const float *g;
+  float b1, b2, eps, step_size, bc2_sqrt;
+} adam_job;
+
+static void adam_range(void *arg, int lo, int hi) {
+  const adam_job *j = arg;
+  float *p = j->p, *m = j->m, *v = j->v;
+  const float *g = j->g;
+  const float b1 = j->b1, b2 = j->b2;
+  for (int i = lo; i < hi; i++) {
+    m[i] = b1 * m[i] + (1.f - b1) * g[i];
+    v[i] = b2 * v[i] + (1.f - b2) * g[i] * g[i];
+    p[i] -= j->step_size * m[i] / (sqrtf(v[i]) / j->bc2_sqrt + j->eps);
+  }
+}
+
 static seqcl_status h_adam(sq_backend *be, size_t count, sq_ref pr, sq_ref gr, sq_ref mr,
                            sq_ref vr, float b1, float b2, float eps, float step_size,
                            float bc2_sqrt) {
   (void)be;
-  float *p = fp(pr), *m = fp(mr), *v = fp(vr);
-  const float *g = fp(gr);
-  for (size_t i = 0; i < count; i++) {
-    m[i] = b1 * m[i] + (1.f - b1) * g[i];
-    v[i] = b2 * v[i] + (1.f - b2) * g[i] * g[i];
-    p[i] -= step_size * m[i] / (sqrtf(v[i]) / bc2_sqrt + eps);
+  adam_job j = {fp(pr), fp(mr), fp(vr), fp(gr), b1, b2, eps, step_size, bc2_sqrt};
+  /* elementwise: any split gives the same bits */
+  for (size_t at = 0; at < count;) {
+    const int n = count - at > (size_t)INT_MAX ? INT_MAX : (int)(count - at);
+    adam_job part = j;
+    part.p += at, part.m += at, part.v += at, part.g += at;
+    sq_pool_for(n, 20.0 * n, adam_range, &part);
+    at += (size_t)n;
   }
   return SEQCL_OK;
 }

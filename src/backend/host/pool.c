@@ -175,3 +175,22 @@ int sq_pool_parts(int items, double work) {
   if (items < parts) parts = items < 1 ? 1 : items;
   return parts;
 }
+
+typedef struct for_job {
+  sq_pool_range_fn fn;
+  void *arg;
+  int n, parts;
+} for_job;
+
+static void for_part(void *arg, int p) {
+  const for_job *j = arg;
+  int lo, hi;
+  sq_pool_range(j->n, j->parts, p, &lo, &hi);
+  if (lo < hi) j->fn(j->arg, lo, hi);
+}
+
+void sq_pool_for(int n, double work, sq_pool_range_fn fn, void *arg) {
+  if (n <= 0) return;
+  for_job j = {fn, arg, n, sq_pool_parts(n, work)};
+  sq_pool_run(j.parts, for_part, &j);
+}

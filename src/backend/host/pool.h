@@ -19,6 +19,11 @@ void sq_pool_run(int tasks, sq_pool_fn fn, void *arg);
  * ablation). */
 int sq_pool_parts(int items, double work);
 
+/* fn(arg, lo, hi) over contiguous parts of [0, n) that together cover it,
+ * in parallel where sq_pool_parts(n, work) says it pays. */
+typedef void (*sq_pool_range_fn)(void *arg, int lo, int hi);
+void sq_pool_for(int n, double work, sq_pool_range_fn fn, void *arg);
+
 /* Part p of `parts` of [0, n): [*lo, *hi), sizes differing by at most one. */
 static inline void sq_pool_range(int n, int parts, int p, int *lo, int *hi) {
   const int base = n / parts, extra = n % parts;
