@@ -62,7 +62,7 @@ seqcl_status sq_host_argmax(sq_backend *be, int N, int V, sq_ref x, int ld, sq_r
   (void)be;
   argmax_job j = {.N = N, .V = V, .ld = ld, .x = sq_host_f32(x), .b = sq_host_f32_opt(bias),
                   .out = sq_host_i32(ids)};
-  j.parts = sq_pool_parts(N, 2.0 * N * V);
+  j.parts = sq_pool_parts(N, 4.0 * N * V); /* a compare and an add per logit */
   sq_pool_run(j.parts, argmax_part, &j);
   return SEQCL_OK;
 }
