@@ -22,9 +22,7 @@
 /* The additive energies run EW = 16 lanes wide with one float partial sum per
  * lane, compiled once per instruction set (SQ_HOT_CLONES: AVX-512, AVX2, the
  * baseline); every clone computes the same bits. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi" /* static code only: no ABI is exposed */
-#endif
+SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
 #define EW SQ_VW16
 typedef sq_vf16 ew_vf;
 #define ew_tanh sq_v16_tanh

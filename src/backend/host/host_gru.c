@@ -8,9 +8,7 @@
 #include "backend/host/host_math.h"
 #include "backend/host/pool.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi" /* static code only: no ABI is exposed */
-#endif
+SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
 
 /* Lanes [j, j + w) of h' for one row (w <= SQ_VW); inlined with w = SQ_VW for
  * full vectors (always inlined: a call with a run-time w would copy lane by

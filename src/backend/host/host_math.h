@@ -107,17 +107,31 @@ static inline void sq_v_store(float *p, sq_vf v, int n) {
     return 1.0f / (1.0f + P##exp(-x));                                                     \
   }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
+/* Silences -Wpsabi ("a 64-byte vector argument changes the ABI without
+ * AVX-512") in the files that use the 16-lane functions: they are static and
+ * inlined, so no ABI is involved. Clang versions without the warning would
+ * complain about the unknown option, hence the first clang pragma. */
+#if defined(__clang__)
+#define SQ_IGNORE_PSABI                                                    \
+  _Pragma("clang diagnostic ignored \"-Wunknown-warning-option\"")        \
+      _Pragma("clang diagnostic ignored \"-Wpsabi\"")
+#elif defined(__GNUC__)
+#define SQ_IGNORE_PSABI _Pragma("GCC diagnostic ignored \"-Wpsabi\"")
+#else
+#define SQ_IGNORE_PSABI
 #endif
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#endif
+SQ_IGNORE_PSABI
 SQ_VMATH_DEFINE(sq_v_, sq_vf, sq_vi)
 
 #define SQ_VW16 16
 typedef float sq_vf16 __attribute__((vector_size(64)));
 typedef int32_t sq_vi16 __attribute__((vector_size(64)));
 SQ_VMATH_DEFINE(sq_v16_, sq_vf16, sq_vi16)
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
 
