@@ -118,6 +118,12 @@ static void kahan_add(float *sum, float *comp, float x) {
  * <= 0 and exp never overflows, whatever the magnitude of the logits. */
 static float shifted_exp(float x, float m) { return exp(x - m); }
 
+/* The program is built in two forms: the default one holds every kernel
+ * below but attn_fused_row; -DATTN_ROW_FORM (CPU-type devices) holds
+ * attn_fused_row alone. PoCL compiles a program's whole module again for each
+ * kernel it creates, so the 16-lane row code made every other attention kernel
+ * slower to build (0.5 s each on first use) while it shared their program. */
+#ifndef ATTN_ROW_FORM
 /* e[n, j]; global (>= S, N). Positions j >= lens[n] get 0: the contract lets
  * them hold anything finite, and the keys there need not be read at all. */
 __kernel void attn_scores(int kind, int N, int S, int He, int A,
@@ -210,6 +216,8 @@ static void row_put(__local float *ls, __global float *gs, int use_local, int j,
   if (use_local) ls[j] = x; else gs[j] = x;
 }
 
+#endif /* !ATTN_ROW_FORM */
+
 /* The arguments both fused kernels take first (attn_fused adds its scratch
  * row and local memory): attn_scores's, then the mask, the context output and
  * the optional weights output. */
@@ -222,6 +230,7 @@ static void row_put(__local float *ls, __global float *gs, int use_local, int j,
       int mask_off, int has_mask, __global float *c, int c_off, int ld_c,       \
       __global float *alpha, int alpha_off, int has_alpha
 
+#ifndef ATTN_ROW_FORM
 /* One decoder step's attention for row n = group id: scores, mask, softmax
  * and context. Evaluates exactly the expressions of attn_scores,
  * masked_softmax and attn_context in the same order. Scores are computed
@@ -300,7 +309,9 @@ void attn_fused(FUSED_ARGS,
     }
   }
 }
+#endif /* !ATTN_ROW_FORM */
 
+#ifdef ATTN_ROW_FORM
 /* ---- The fused step for CPU-type devices: one work-item per row. ----
  *
  * attn_fused above spreads a row over a work-group, which suits a GPU; a CPU
@@ -482,3 +493,4 @@ __kernel void attn_fused_row(FUSED_ARGS) {
     for (int j = len; j < S; ++j) ar[j] = 0.0f;
   }
 }
+#endif /* ATTN_ROW_FORM */

@@ -187,9 +187,8 @@ static size_t fused_local_floats(const sq_ocl *o, size_t wg) {
  * work-group per row. */
 static seqcl_status attn_fused_row(sq_ocl *o, const sq_attn_args *a, sq_ref c, int ld_c,
                                    sq_ref alpha) {
-  cl_kernel k;
-  size_t wg_unused; /* the same program as the other attention kernels */
-  SQ_TRY(attn_kernel(o, "attn_fused_row", 0, &k, &wg_unused));
+  cl_kernel k; /* attention.cl's row form: a program of its own */
+  SQ_TRY(sq_ocl_kernel(o, ATTN_FILE, "-DATTN_ROW_FORM", "attn_fused_row", &k));
   cl_uint i = 0;
   int c_off, alpha_off, mask_off;
   SQ_TRY(set_score_args(o, k, &i, a));
