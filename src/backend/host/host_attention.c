@@ -170,36 +170,31 @@ static double energy_work(const sq_attn_args *a) {
   return a->kind == SQ_SCORE_ADDITIVE ? 20.0 * a->S * a->A : (double)a->S * a->He;
 }
 
-/* Row-parallel slots: rows [lo, hi) of part p of parts. */
+/* Row-parallel slots: each runs rows [lo, hi) (sq_pool_for); the fused one
+ * splits itself so that each part has its own scratch row. */
 typedef struct attn_job {
   const sq_attn_args *a;
-  int N, S, He, ld_c, parts;
+  int N, S, He, ld_c, parts; /* parts: attn_fused only */
   const float *x, *keys;
   const int32_t *lens, *mask;
   float *y, *c, *scratch; /* scratch: S floats per part, or NULL */
 } attn_job;
 
-static void scores_part(void *arg, int p) {
+static void scores_rows(void *arg, int lo, int hi) {
   const attn_job *j = arg;
-  int lo, hi;
-  sq_pool_range(j->N, j->parts, p, &lo, &hi);
   for (int n = lo; n < hi; n++) score_row(j->a, n, j->lens[n], j->y + (size_t)n * (size_t)j->S);
 }
 
-static void softmax_part(void *arg, int p) {
+static void softmax_rows(void *arg, int lo, int hi) {
   const attn_job *j = arg;
-  int lo, hi;
-  sq_pool_range(j->N, j->parts, p, &lo, &hi);
   for (int n = lo; n < hi; n++) {
     size_t row = (size_t)n * (size_t)j->S;
     softmax_row(j->S, j->lens[n], j->mask ? j->mask + row : NULL, j->x + row, j->y + row);
   }
 }
 
-static void context_part(void *arg, int p) {
+static void context_rows(void *arg, int lo, int hi) {
   const attn_job *j = arg;
-  int lo, hi;
-  sq_pool_range(j->N, j->parts, p, &lo, &hi);
   for (int n = lo; n < hi; n++)
     context_row(j->S, j->He, j->x + (size_t)n * (size_t)j->S,
                 j->keys + (size_t)n * (size_t)j->S * (size_t)j->He,
@@ -275,8 +270,7 @@ seqcl_status sq_host_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref s
   (void)be;
   attn_job j = {.a = a, .N = a->N, .S = a->S, .lens = sq_host_i32(a->lens),
                 .y = sq_host_f32(scores)};
-  j.parts = sq_pool_parts(a->N, a->N * energy_work(a));
-  sq_pool_run(j.parts, scores_part, &j);
+  sq_pool_for(a->N, a->N * energy_work(a), scores_rows, &j);
   return SEQCL_OK;
 }
 
@@ -285,8 +279,7 @@ seqcl_status sq_host_masked_softmax(sq_backend *be, int N, int S, sq_ref x, sq_r
   (void)be;
   attn_job j = {.N = N, .S = S, .lens = sq_host_i32(lens), .mask = sq_host_i32_opt(mask),
                 .x = sq_host_f32(x), .y = sq_host_f32(y)};
-  j.parts = sq_pool_parts(N, 10.0 * N * S);
-  sq_pool_run(j.parts, softmax_part, &j);
+  sq_pool_for(N, 10.0 * N * S, softmax_rows, &j);
   return SEQCL_OK;
 }
 
@@ -295,8 +288,7 @@ seqcl_status sq_host_context(sq_backend *be, int N, int S, int He, sq_ref alpha,
   (void)be;
   attn_job j = {.N = N, .S = S, .He = He, .ld_c = ld_c, .x = sq_host_f32(alpha),
                 .keys = sq_host_f32(keys), .c = sq_host_f32(c)};
-  j.parts = sq_pool_parts(N, (double)N * S * He);
-  sq_pool_run(j.parts, context_part, &j);
+  sq_pool_for(N, (double)N * S * He, context_rows, &j);
   return SEQCL_OK;
 }
 

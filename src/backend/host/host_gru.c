@@ -68,16 +68,10 @@ static void gates_row(int H, const float *gi, const float *gh, const float *bi, 
   if (j < H) gates_chunk(H, j, H - j, gi, gh, bi, bh, h, out);
 }
 
-/* Rows [lo, hi) of part p; a GRU cell costs about 100 multiply-add
- * equivalents per hidden unit (two sigmoids and a tanh). */
-typedef struct gates_job {
-  const sq_gru_args *g;
-  int parts;
-} gates_job;
-
-static void gates_part(void *arg, int p) {
-  const gates_job *job = arg;
-  const sq_gru_args *g = job->g;
+/* Rows [lo, hi); a GRU cell costs about 100 multiply-add equivalents per
+ * hidden unit (two sigmoids and a tanh). */
+static void gates_rows(void *arg, int lo, int hi) {
+  const sq_gru_args *g = arg;
   const int H = g->H;
   const int32_t *lens = sq_host_i32_opt(g->lens);
   const float *gi = sq_host_f32(g->gi);
@@ -86,8 +80,6 @@ static void gates_part(void *arg, int p) {
   const float *bh = sq_host_f32_opt(g->b_hh);
   float *h = sq_host_f32(g->h);
   float *out = sq_host_f32_opt(g->out);
-  int lo, hi;
-  sq_pool_range(g->N, job->parts, p, &lo, &hi);
   for (int n = lo; n < hi; n++) {
     if (lens && g->step >= lens[n]) continue; /* this row has finished */
     /* Without lens every row is active and its time index is the step itself
@@ -102,7 +94,6 @@ static void gates_part(void *arg, int p) {
 
 seqcl_status sq_host_gru_gates(sq_backend *be, const sq_gru_args *g) {
   (void)be;
-  gates_job job = {.g = g, .parts = sq_pool_parts(g->N, 100.0 * g->N * g->H)};
-  sq_pool_run(job.parts, gates_part, &job);
+  sq_pool_for(g->N, 100.0 * g->N * g->H, gates_rows, (void *)g);
   return SEQCL_OK;
 }

@@ -31,15 +31,13 @@ seqcl_status sq_host_embedding(sq_backend *be, int N, int D, sq_ref ids, sq_ref 
 }
 
 typedef struct argmax_job {
-  int N, V, ld, parts;
+  int V, ld;
   const float *x, *b;
   int32_t *out;
 } argmax_job;
 
-static void argmax_part(void *arg, int p) {
+static void argmax_rows(void *arg, int lo, int hi) {
   const argmax_job *j = arg;
-  int lo, hi;
-  sq_pool_range(j->N, j->parts, p, &lo, &hi);
   for (int n = lo; n < hi; n++) {
     const float *xr = j->x + (size_t)n * (size_t)j->ld;
     const float *b = j->b;
@@ -60,10 +58,9 @@ static void argmax_part(void *arg, int p) {
 seqcl_status sq_host_argmax(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
                             sq_ref ids) {
   (void)be;
-  argmax_job j = {.N = N, .V = V, .ld = ld, .x = sq_host_f32(x), .b = sq_host_f32_opt(bias),
+  argmax_job j = {.V = V, .ld = ld, .x = sq_host_f32(x), .b = sq_host_f32_opt(bias),
                   .out = sq_host_i32(ids)};
-  j.parts = sq_pool_parts(N, 4.0 * N * V); /* a compare and an add per logit */
-  sq_pool_run(j.parts, argmax_part, &j);
+  sq_pool_for(N, 4.0 * N * V, argmax_rows, &j); /* a compare and an add per logit */
   return SEQCL_OK;
 }
 
