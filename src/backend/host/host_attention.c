@@ -206,15 +206,17 @@ static void context_rows(void *arg, int lo, int hi) {
  * cache) are added into c weighted by exp(e_j - m), m the running maximum;
  * when a block raises the maximum, c and the double sum are scaled by
  * exp(m_old - m_new) first (the online softmax). At the end c is scaled by
- * 1 / sum and the energies in e become the weights exp(e_j - m) / sum, as
- * softmax_row computes them. Against softmax_row + context_row, each context
+ * 1 / sum and, when the caller wants them (weights), the energies in e become
+ * the weights exp(e_j - m) / sum, as softmax_row computes them; otherwise e is
+ * scratch and left as it is. Against softmax_row + context_row, each context
  * element takes one extra rounding per rescale and one for the final scaling,
  * inside the fused tolerance (the op list checks both paths). Invalid
  * positions are skipped, never multiplied by 0. */
 enum { FUSED_BLOCK = 32 };
 
 static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *restrict mask,
-                      const float *restrict keys, float *restrict e, float *restrict c) {
+                      const float *restrict keys, int weights, float *restrict e,
+                      float *restrict c) {
   const int S = a->S, He = a->He;
   for (int k = 0; k < He; k++) c[k] = 0.0f;
   float m = -INFINITY;
@@ -242,11 +244,13 @@ static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *rest
     }
   }
   if (m == -INFINITY) { /* no valid position: rejected by the fronts; stay finite */
-    for (int j = 0; j < S; j++) e[j] = 0.0f;
+    if (weights)
+      for (int j = 0; j < S; j++) e[j] = 0.0f;
     return;
   }
   const double inv = 1.0 / sum; /* sum >= 1: the maximum contributes exp(0) */
   for (int k = 0; k < He; k++) c[k] = (float)((double)c[k] * inv);
+  if (!weights) return;
   for (int j = 0; j < len; j++)
     e[j] = (!mask || mask[j]) ? (float)((double)expf(e[j] - m) * inv) : 0.0f;
   for (int j = len; j < S; j++) e[j] = 0.0f;
@@ -262,7 +266,7 @@ static void fused_part(void *arg, int p) {
     size_t off = (size_t)n * (size_t)j->S;
     float *e = j->y ? j->y + off : j->scratch + (size_t)p * (size_t)j->S;
     fused_row(j->a, n, j->lens[n], j->mask ? j->mask + off : NULL, j->keys + off * (size_t)j->He,
-              e, j->c + (size_t)n * (size_t)j->ld_c);
+              j->y != NULL, e, j->c + (size_t)n * (size_t)j->ld_c);
   }
 }
 
