@@ -37,9 +37,8 @@ static int policy_of(sq_ocl *o) {
   } else if (env && !strcmp(env, "clblast")) {
     p = POLICY_CLBLAST;
   } else {
-    cl_device_type type = 0;
-    clGetDeviceInfo(o->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    p = (type & CL_DEVICE_TYPE_CPU) ? POLICY_AUTO_CPU : POLICY_AUTO_OTHER;
+    /* the device's type, not SEQCL_KERNELS: that switch picks kernel forms only */
+    p = (o->device_type & CL_DEVICE_TYPE_CPU) ? POLICY_AUTO_CPU : POLICY_AUTO_OTHER;
   }
   o->gemm_policy = p;
   return p;

@@ -24,6 +24,7 @@ typedef struct sq_ocl {
   size_t max_wg;          /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
   cl_ulong local_mem;     /* CL_DEVICE_LOCAL_MEM_SIZE */
   cl_uint mem_align_bytes;/* CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8 */
+  cl_device_type device_type; /* CL_DEVICE_TYPE, read once */
   int cpu_device;         /* CPU-type device (PoCL), or SEQCL_KERNELS=cpu: the kernels with a
                              CPU form (fused attention, GRU gates) use it */
   sq_program_cache *programs;

@@ -231,15 +231,14 @@ seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out) {
     if (o->max_wg == 0) o->max_wg = 1;
     /* SEQCL_KERNELS=cpu|gpu picks the kernel forms whatever the device type
      * (the tests run both forms on every device) */
-    cl_device_type type = 0;
-    clGetDeviceInfo(o->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    clGetDeviceInfo(o->device, CL_DEVICE_TYPE, sizeof o->device_type, &o->device_type, NULL);
     const char *forms = getenv("SEQCL_KERNELS");
     if (forms && !strcmp(forms, "cpu"))
       o->cpu_device = 1;
     else if (forms && !strcmp(forms, "gpu"))
       o->cpu_device = 0;
     else
-      o->cpu_device = (type & CL_DEVICE_TYPE_CPU) != 0;
+      o->cpu_device = (o->device_type & CL_DEVICE_TYPE_CPU) != 0;
     st = sq_program_cache_create(o, &o->programs);
   }
   if (st != SEQCL_OK) {
