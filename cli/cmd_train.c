@@ -33,7 +33,7 @@ static void train_help(FILE *f) {
           "and at the end); --resume DIR continues it bit for bit (same files, same\n"
           "device; --steps is the new total). Ctrl-C stops after the current step, saves\n"
           "the model and the checkpoint and exits with status 130. Training supports\n"
-          "encoder.num_layers 1 and output \"state\".\n");
+          "every score, init and output, and encoder.num_layers 1 to 4.\n");
 }
 
 typedef struct progress_state {

@@ -92,9 +92,9 @@ typedef struct seqcl_train_files_result {
 void seqcl_train_files_options_default(seqcl_train_files_options *o);
 
 /* Trains on token files with Adam over batches drawn by a seeded shuffle
- * (a new permutation each epoch); ragged lines are padded and masked. The
- * model config must have encoder.num_layers 1 and output "state"
- * (SEQCL_ERR_INVALID_ARGUMENT otherwise). Checkpoints (model, Adam moments,
+ * (a new permutation each epoch); ragged lines are padded and masked. Every
+ * score, init and output trains, with encoder.num_layers 1..4
+ * (SEQCL_ERR_INVALID_ARGUMENT naming the key otherwise). Checkpoints (model, Adam moments,
  * step, shuffle state) are written atomically to save_dir/checkpoint; a resumed
  * run continues bit for bit on the same device. Bad files are
  * SEQCL_ERR_BAD_TOKENS / SEQCL_ERR_BAD_MODEL / SEQCL_ERR_IO naming file and line. */

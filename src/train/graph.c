@@ -6,10 +6,17 @@
  * them); decoder tensors are step-major [T, N, *] so that every per-step
  * operand is one contiguous [N, *] block and the weight gradients of all steps
  * are one GEMM each (K = T*N) after the loop. What the forward keeps:
- *   encoder: input GEMM gi [N,S,3H], per-step recurrent GEMM gh [S,N,3H], the
- *            states hist [S+1,N,H] (hist[s+1] = state after step s);
+ *   encoder, per layer and direction: input GEMM gi [N,S,3H], per-step
+ *            recurrent GEMM gh [S,N,3H], the states hist [S+1,N,H]
+ *            (hist[s+1] = state after step s); per layer its output
+ *            [N,S,He] (layer l > 0 reads layer l-1's, as nn.GRU does);
  *   decoder: inputs X [T,N,D+He] = [embedding ; context], query projection qp,
  *            weights alpha [T,N,S], gi/gh [T,N,3Hd], states [T+1,N,Hd].
+ * With output "state_context" the output layer reads [s_t ; c_t]: its weight
+ * is used as two column blocks, the state block against the states and the
+ * context block against X's context columns, so nothing is copied. The
+ * backward buffers of the encoder (dgi, dgh, dh) are shared by the layers,
+ * which are back-propagated one after the other.
  * The GRU gates are recomputed in the backward slot from gi, gh and h_prev. */
 #include <math.h>
 #include <stdlib.h>
@@ -24,12 +31,15 @@ struct sq_graph {
   seqcl_ctx *ctx;
   sq_tlayout L;
   int max_n, S, T, N;
-  int D, H, He, Hd, A, qw, V, ndir, G, Gd, Xw;
+  int D, H, He, Hd, A, qw, V, ndir, G, Gd, Xw, layers, Ow, ctxout;
   sq_buf *fb, *ib;
   /* float offsets into fb */
   size_t params, grads;
-  size_t enc_x, enc_sv[2], enc_gi[2], enc_gh[2], enc_hist[2], enc_dgi[2], enc_dgh[2];
-  size_t enc_out, denc_out, denc_x, pkeys, dpkeys, enc_dh[2], hfinal, dpre;
+  size_t enc_x, enc_dgi[2], enc_dgh[2], enc_dh[2];
+  size_t enc_sv[SQ_TRAIN_MAX_LAYERS][2], enc_gi[SQ_TRAIN_MAX_LAYERS][2];
+  size_t enc_gh[SQ_TRAIN_MAX_LAYERS][2], enc_hist[SQ_TRAIN_MAX_LAYERS][2];
+  size_t lout[SQ_TRAIN_MAX_LAYERS], dlout[SQ_TRAIN_MAX_LAYERS]; /* [N,S,He] per layer */
+  size_t enc_out, denc_out, denc_x, pkeys, dpkeys, hfinal, dpre;
   size_t X, qp, alpha, u, sv, gi, gh, st, logits, dlogits, dS, ds, dX, dgi, dgh, dqp, loss;
   /* int32 offsets into ib */
   size_t src, lens, dec_in, labels, pred;
@@ -61,23 +71,32 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   g->ndir = c->bidirectional ? 2 : 1;
   g->G = 3 * g->H, g->Gd = 3 * g->Hd, g->Xw = g->D + g->He;
   g->qw = c->score == SQ_SCORE_ADDITIVE ? g->A : g->He;
+  g->layers = c->enc_layers;
+  g->ctxout = c->output == SQ_OUTPUT_STATE_CONTEXT;
+  g->Ow = g->Hd + (g->ctxout ? g->He : 0);
   const size_t N = (size_t)max_n;
   size_t f = 0;
 #define TAKE(field, count) (g->field = f, f += (count))
   TAKE(params, L->total);
   TAKE(grads, L->total);
   TAKE(enc_x, N * S * g->D);
+  for (int l = 0; l < g->layers; l++) {
+    for (int d = 0; d < g->ndir; d++) {
+      TAKE(enc_gi[l][d], N * S * g->G);
+      TAKE(enc_sv[l][d], N * S * 4 * g->H);
+      TAKE(enc_gh[l][d], (size_t)S * N * g->G);
+      TAKE(enc_hist[l][d], (size_t)(S + 1) * N * g->H);
+    }
+    TAKE(lout[l], N * S * g->He);
+    TAKE(dlout[l], N * S * g->He);
+  }
   for (int d = 0; d < g->ndir; d++) {
-    TAKE(enc_gi[d], N * S * g->G);
-    TAKE(enc_sv[d], N * S * 4 * g->H);
-    TAKE(enc_gh[d], (size_t)S * N * g->G);
-    TAKE(enc_hist[d], (size_t)(S + 1) * N * g->H);
     TAKE(enc_dgi[d], N * S * g->G);
     TAKE(enc_dgh[d], (size_t)S * N * g->G);
     TAKE(enc_dh[d], N * g->H);
   }
-  TAKE(enc_out, N * S * g->He);
-  TAKE(denc_out, N * S * g->He);
+  g->enc_out = g->lout[g->layers - 1];
+  g->denc_out = g->dlout[g->layers - 1];
   TAKE(denc_x, N * S * g->D);
   TAKE(pkeys, N * S * (g->A > 0 ? g->A : 1));
   TAKE(dpkeys, N * S * (g->A > 0 ? g->A : 1));
@@ -167,44 +186,58 @@ seqcl_status sq_graph_set_batch(sq_graph *g, int N, const int32_t *src, const in
   return SEQCL_OK;
 }
 
-/* Encoder forward: embedding, then each direction's GRU with saved gates, then
+/* One encoder layer forward, both directions, into lout[l] (0 at padding). */
+static seqcl_status layer_forward(sq_graph *g, int l) {
+  seqcl_ctx *ctx = g->ctx;
+  const sq_tlayout *L = &g->L;
+  const int N = g->N, S = g->S, H = g->H, He = g->He, G = g->G;
+  const int In = l ? He : g->D;
+  sq_ref in = F(g, l ? g->lout[l - 1] : g->enc_x);
+  SQ_TRY(sq_fill(ctx, F(g, g->lout[l]), (size_t)N * S * He, 0.0f));
+  for (int d = 0; d < g->ndir; d++) {
+    const size_t hist = g->enc_hist[l][d], gio = g->enc_gi[l][d];
+    SQ_TRY(sq_gemm(ctx, 0, 1, N * S, G, In, 1.0f, in, In, 0, P(g, L->enc_wih[l][d]), In, 0, 0.0f,
+                   F(g, gio), G, 0, 1));
+    SQ_TRY(sq_fill(ctx, F(g, hist), (size_t)N * H, 0.0f));
+    for (int s = 0; s < S; s++) {
+      sq_ref hprev = F(g, hist + (size_t)s * N * H);
+      sq_ref hnext = F(g, hist + (size_t)(s + 1) * N * H);
+      sq_ref gh = F(g, g->enc_gh[l][d] + (size_t)s * N * G);
+      SQ_TRY(sq_gemm(ctx, 0, 1, N, G, H, 1.0f, hprev, H, 0, P(g, L->enc_whh[l][d]), H, 0, 0.0f, gh,
+                     G, 0, 1));
+      SQ_TRY(sq_copy(ctx, hnext, hprev, (size_t)N * H));
+      sq_gru_args a = {.N = N, .H = H, .gi = F(g, gio), .gi_sn = (size_t)S * G,
+                       .gi_st = (size_t)G, .gh = gh, .ld_gh = G, .b_ih = P(g, L->enc_bih[l][d]),
+                       .b_hh = P(g, L->enc_bhh[l][d]), .h = hnext,
+                       .out = F(g, g->lout[l] + (size_t)d * H), .out_sn = (size_t)S * He,
+                       .out_st = (size_t)He, .lens = I(g, g->lens), .step = s, .reverse = d};
+      SQ_TRY(sq_grad_gru_fwd(ctx, &a, F(g, g->enc_sv[l][d]), (size_t)S * 4 * H, (size_t)4 * H));
+    }
+  }
+  return SEQCL_OK;
+}
+
+/* Encoder forward: embedding, then each layer's GRUs with saved gates, then
  * the key projection (additive) and the decoder's initial state. */
 static seqcl_status encoder_forward(sq_graph *g) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
-  const int N = g->N, S = g->S, D = g->D, H = g->H, He = g->He, G = g->G;
+  const int N = g->N, S = g->S, D = g->D, H = g->H, He = g->He;
+  const int top = g->layers - 1;
   SQ_TRY(sq_embedding(ctx, N * S, D, L->cfg.src_vocab, I(g, g->src), g->src_h,
                       P(g, L->enc_emb), F(g, g->enc_x), D));
-  SQ_TRY(sq_fill(ctx, F(g, g->enc_out), (size_t)N * S * He, 0.0f));
-  for (int d = 0; d < g->ndir; d++) {
-    SQ_TRY(sq_gemm(ctx, 0, 1, N * S, G, D, 1.0f, F(g, g->enc_x), D, 0, P(g, L->enc_wih[d]), D, 0,
-                   0.0f, F(g, g->enc_gi[d]), G, 0, 1));
-    SQ_TRY(sq_fill(ctx, F(g, g->enc_hist[d]), (size_t)N * H, 0.0f));
-    for (int s = 0; s < S; s++) {
-      sq_ref hprev = F(g, g->enc_hist[d] + (size_t)s * N * H);
-      sq_ref hnext = F(g, g->enc_hist[d] + (size_t)(s + 1) * N * H);
-      sq_ref gh = F(g, g->enc_gh[d] + (size_t)s * N * G);
-      SQ_TRY(sq_gemm(ctx, 0, 1, N, G, H, 1.0f, hprev, H, 0, P(g, L->enc_whh[d]), H, 0, 0.0f, gh,
-                     G, 0, 1));
-      SQ_TRY(sq_copy(ctx, hnext, hprev, (size_t)N * H));
-      sq_gru_args a = {.N = N, .H = H, .gi = F(g, g->enc_gi[d]), .gi_sn = (size_t)S * G,
-                       .gi_st = (size_t)G, .gh = gh, .ld_gh = G, .b_ih = P(g, L->enc_bih[d]),
-                       .b_hh = P(g, L->enc_bhh[d]), .h = hnext,
-                       .out = F(g, g->enc_out + (size_t)d * H), .out_sn = (size_t)S * He,
-                       .out_st = (size_t)He, .lens = I(g, g->lens), .step = s, .reverse = d};
-      SQ_TRY(sq_grad_gru_fwd(ctx, &a, F(g, g->enc_sv[d]), (size_t)S * 4 * H, (size_t)4 * H));
-    }
-  }
+  for (int l = 0; l < g->layers; l++) SQ_TRY(layer_forward(g, l));
   if (L->cfg.score == SQ_SCORE_ADDITIVE)
     SQ_TRY(sq_linear(ctx, N * S, He, g->A, F(g, g->enc_out), He, P(g, L->key_w), P(g, L->key_b),
                      F(g, g->pkeys), g->A));
   sq_ref s0 = F(g, g->st);
   if (L->cfg.init == SQ_INIT_BRIDGE) {
-    /* s0 = tanh(W_b [h_fwd_final ; h_bwd_final] + b_b); hist[S] holds each
-     * direction's state after its last valid step. */
+    /* s0 = tanh(W_b [h_fwd_final ; h_bwd_final] + b_b) of the top layer;
+     * hist[S] holds each direction's state after its last valid step. */
     for (int d = 0; d < g->ndir; d++)
-      SQ_TRY(sq_gemm(ctx, 0, 1, N, g->Hd, H, 1.0f, F(g, g->enc_hist[d] + (size_t)S * N * H), H, 0,
-                     P(g, L->bridge_w + (size_t)d * H), He, 0, d ? 1.0f : 0.0f, s0, g->Hd, 0, 1));
+      SQ_TRY(sq_gemm(ctx, 0, 1, N, g->Hd, H, 1.0f, F(g, g->enc_hist[top][d] + (size_t)S * N * H),
+                     H, 0, P(g, L->bridge_w + (size_t)d * H), He, 0, d ? 1.0f : 0.0f, s0, g->Hd,
+                     0, 1));
     SQ_TRY(sq_add_bias(ctx, N, g->Hd, s0, g->Hd, P(g, L->bridge_b)));
     SQ_TRY(sq_tanh_inplace(ctx, (size_t)N * g->Hd, s0));
   } else {
@@ -270,6 +303,20 @@ static seqcl_status decoder_step(sq_graph *g, int t, int hoisted) {
   return sq_grad_gru_fwd(ctx, &ga, F(g, g->sv + k * N * 4 * Hd), (size_t)4 * Hd, 0);
 }
 
+/* logits [rows, V] of the output layer from states s (ld Hd) and, for
+ * "state_context", the contexts c (ld Xw): W_o is [V, Hd (+ He)]. */
+static seqcl_status output_forward(sq_graph *g, int rows, sq_ref s, sq_ref c, sq_ref logits) {
+  seqcl_ctx *ctx = g->ctx;
+  const sq_tlayout *L = &g->L;
+  const int Hd = g->Hd, V = g->V, Ow = g->Ow;
+  if (!g->ctxout) return sq_linear(ctx, rows, Hd, V, s, Hd, P(g, L->out_w), P(g, L->out_b), logits, V);
+  SQ_TRY(sq_gemm(ctx, 0, 1, rows, V, Hd, 1.0f, s, Hd, 0, P(g, L->out_w), Ow, 0, 0.0f, logits, V, 0,
+                 1));
+  SQ_TRY(sq_gemm(ctx, 0, 1, rows, V, g->He, 1.0f, c, g->Xw, 0, P(g, L->out_w + (size_t)Hd), Ow, 0,
+                 1.0f, logits, V, 0, 1));
+  return sq_add_bias(ctx, rows, V, logits, V, P(g, L->out_b));
+}
+
 seqcl_status sq_graph_forward(sq_graph *g, float *loss) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
@@ -282,50 +329,86 @@ seqcl_status sq_graph_forward(sq_graph *g, float *loss) {
   SQ_TRY(sq_gemm(ctx, 0, 1, T * N, Gd, D, 1.0f, F(g, g->X), Xw, 0, P(g, L->dec_wih), Xw, 0, 0.0f,
                  F(g, g->gi), Gd, 0, 1));
   for (int t = 1; t <= T; t++) SQ_TRY(decoder_step(g, t, 1));
-  SQ_TRY(sq_linear(ctx, T * N, Hd, V, F(g, g->st + (size_t)N * Hd), Hd, P(g, L->out_w),
-                   P(g, L->out_b), F(g, g->logits), V));
+  SQ_TRY(output_forward(g, T * N, F(g, g->st + (size_t)N * Hd), F(g, g->X + (size_t)D),
+                        F(g, g->logits)));
   SQ_TRY(sq_cross_entropy(ctx, T * N, V, F(g, g->logits), I(g, g->labels), g->labels_h,
                           F(g, g->loss)));
   if (loss) SQ_TRY(sq_read(ctx, F(g, g->loss), loss, sizeof(float)));
   return SEQCL_OK;
 }
 
-static seqcl_status encoder_backward(sq_graph *g) {
+/* Backward of encoder layer l given dL/d(its output) in dlout[l] and, for the
+ * top layer, dL/d(final states) in enc_dh (the other layers' final states feed
+ * nothing else). Writes dL/d(its input) into dlout[l-1], or denc_x for l = 0. */
+static seqcl_status layer_backward(sq_graph *g, int l) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
-  const int N = g->N, S = g->S, D = g->D, H = g->H, He = g->He, G = g->G;
+  const int N = g->N, S = g->S, H = g->H, He = g->He, G = g->G;
+  const int In = l ? He : g->D;
+  sq_ref in = F(g, l ? g->lout[l - 1] : g->enc_x);
+  sq_ref din = F(g, l ? g->dlout[l - 1] : g->denc_x);
   for (int d = 0; d < g->ndir; d++) {
     sq_ref dh = F(g, g->enc_dh[d]);
+    if (l < g->layers - 1) SQ_TRY(sq_fill(ctx, dh, (size_t)N * H, 0.0f));
     if (!g->full) /* padding positions of dgi must read 0 in the weight GEMMs */
       SQ_TRY(sq_fill(ctx, F(g, g->enc_dgi[d]), (size_t)N * S * G, 0.0f));
     for (int s = S - 1; s >= 0; s--) {
       sq_ref dgh = F(g, g->enc_dgh[d] + (size_t)s * N * G);
-      sq_gru_bwd_args b = {.N = N, .H = H, .gi = F(g, g->enc_gi[d]), .gi_sn = (size_t)S * G,
-                           .gi_st = (size_t)G, .gh = F(g, g->enc_gh[d] + (size_t)s * N * G),
-                           .ld_gh = G, .b_ih = P(g, L->enc_bih[d]), .b_hh = P(g, L->enc_bhh[d]),
-                           .h_prev = F(g, g->enc_hist[d] + (size_t)s * N * H), .dh = dh,
-                           .dout = F(g, g->denc_out + (size_t)d * H), .dout_sn = (size_t)S * He,
+      sq_gru_bwd_args b = {.N = N, .H = H, .gi = F(g, g->enc_gi[l][d]), .gi_sn = (size_t)S * G,
+                           .gi_st = (size_t)G, .gh = F(g, g->enc_gh[l][d] + (size_t)s * N * G),
+                           .ld_gh = G, .b_ih = P(g, L->enc_bih[l][d]),
+                           .b_hh = P(g, L->enc_bhh[l][d]),
+                           .h_prev = F(g, g->enc_hist[l][d] + (size_t)s * N * H), .dh = dh,
+                           .dout = F(g, g->dlout[l] + (size_t)d * H), .dout_sn = (size_t)S * He,
                            .dout_st = (size_t)He, .dgi = F(g, g->enc_dgi[d]), .dgh = dgh,
                            .ld_dgh = G, .lens = I(g, g->lens), .step = s, .reverse = d,
-                           .saved = F(g, g->enc_sv[d]), .sv_sn = (size_t)S * 4 * H,
+                           .saved = F(g, g->enc_sv[l][d]), .sv_sn = (size_t)S * 4 * H,
                            .sv_st = (size_t)4 * H};
       SQ_TRY(sq_grad_gru_gates(ctx, &b));
       if (s > 0) /* every row starts at step 0 from the constant zero state */
-        SQ_TRY(sq_gemm(ctx, 0, 0, N, H, G, 1.0f, dgh, G, 0, P(g, L->enc_whh[d]), H, 0, 1.0f, dh, H,
-                       0, 1));
+        SQ_TRY(sq_gemm(ctx, 0, 0, N, H, G, 1.0f, dgh, G, 0, P(g, L->enc_whh[l][d]), H, 0, 1.0f,
+                       dh, H, 0, 1));
     }
     /* weight gradients of all steps at once */
-    SQ_TRY(sq_gemm(ctx, 1, 0, G, D, N * S, 1.0f, F(g, g->enc_dgi[d]), G, 0, F(g, g->enc_x), D, 0,
-                   1.0f, Gr(g, L->enc_wih[d]), D, 0, 1));
-    SQ_TRY(sq_gemm(ctx, 1, 0, G, H, S * N, 1.0f, F(g, g->enc_dgh[d]), G, 0, F(g, g->enc_hist[d]),
-                   H, 0, 1.0f, Gr(g, L->enc_whh[d]), H, 0, 1));
-    SQ_TRY(sq_grad_bias(ctx, N * S, G, F(g, g->enc_dgi[d]), G, Gr(g, L->enc_bih[d])));
-    SQ_TRY(sq_grad_bias(ctx, S * N, G, F(g, g->enc_dgh[d]), G, Gr(g, L->enc_bhh[d])));
-    SQ_TRY(sq_gemm(ctx, 0, 0, N * S, D, G, 1.0f, F(g, g->enc_dgi[d]), G, 0, P(g, L->enc_wih[d]), D,
-                   0, d ? 1.0f : 0.0f, F(g, g->denc_x), D, 0, 1));
+    SQ_TRY(sq_gemm(ctx, 1, 0, G, In, N * S, 1.0f, F(g, g->enc_dgi[d]), G, 0, in, In, 0, 1.0f,
+                   Gr(g, L->enc_wih[l][d]), In, 0, 1));
+    SQ_TRY(sq_gemm(ctx, 1, 0, G, H, S * N, 1.0f, F(g, g->enc_dgh[d]), G, 0,
+                   F(g, g->enc_hist[l][d]), H, 0, 1.0f, Gr(g, L->enc_whh[l][d]), H, 0, 1));
+    SQ_TRY(sq_grad_bias(ctx, N * S, G, F(g, g->enc_dgi[d]), G, Gr(g, L->enc_bih[l][d])));
+    SQ_TRY(sq_grad_bias(ctx, S * N, G, F(g, g->enc_dgh[d]), G, Gr(g, L->enc_bhh[l][d])));
+    SQ_TRY(sq_gemm(ctx, 0, 0, N * S, In, G, 1.0f, F(g, g->enc_dgi[d]), G, 0,
+                   P(g, L->enc_wih[l][d]), In, 0, d ? 1.0f : 0.0f, din, In, 0, 1));
   }
-  return sq_grad_embedding(ctx, N * S, D, I(g, g->src), F(g, g->denc_x), D, L->cfg.pad_id,
-                           Gr(g, L->enc_emb));
+  return SEQCL_OK;
+}
+
+static seqcl_status encoder_backward(sq_graph *g) {
+  for (int l = g->layers - 1; l >= 0; l--) SQ_TRY(layer_backward(g, l));
+  return sq_grad_embedding(g->ctx, g->N * g->S, g->D, I(g, g->src), F(g, g->denc_x), g->D,
+                           g->L.cfg.pad_id, Gr(g, g->L.enc_emb));
+}
+
+/* Backward of the output layer: dS [T*N, Hd] and, for "state_context", the
+ * context gradient written into dX's context columns (the decoder loop then
+ * adds the recurrent path to it). */
+static seqcl_status output_backward(sq_graph *g) {
+  seqcl_ctx *ctx = g->ctx;
+  const sq_tlayout *L = &g->L;
+  const int TN = g->T * g->N, Hd = g->Hd, He = g->He, V = g->V, Ow = g->Ow, Xw = g->Xw;
+  sq_ref S1 = F(g, g->st + (size_t)g->N * Hd), dl = F(g, g->dlogits);
+  if (!g->ctxout)
+    return sq_linear_bwd(ctx, TN, Hd, V, S1, Hd, P(g, L->out_w), dl, V, F(g, g->dS), Hd, 0.0f,
+                         Gr(g, L->out_w), Gr(g, L->out_b));
+  sq_ref C = F(g, g->X + (size_t)g->D), dC = F(g, g->dX + (size_t)g->D);
+  SQ_TRY(sq_gemm(ctx, 0, 0, TN, Hd, V, 1.0f, dl, V, 0, P(g, L->out_w), Ow, 0, 0.0f, F(g, g->dS),
+                 Hd, 0, 1));
+  SQ_TRY(sq_gemm(ctx, 0, 0, TN, He, V, 1.0f, dl, V, 0, P(g, L->out_w + (size_t)Hd), Ow, 0, 0.0f,
+                 dC, Xw, 0, 1));
+  SQ_TRY(sq_gemm(ctx, 1, 0, V, Hd, TN, 1.0f, dl, V, 0, S1, Hd, 0, 1.0f, Gr(g, L->out_w), Ow, 0,
+                 1));
+  SQ_TRY(sq_gemm(ctx, 1, 0, V, He, TN, 1.0f, dl, V, 0, C, Xw, 0, 1.0f,
+                 Gr(g, L->out_w + (size_t)Hd), Ow, 0, 1));
+  return sq_grad_bias(ctx, TN, V, dl, V, Gr(g, L->out_b));
 }
 
 seqcl_status sq_graph_backward(sq_graph *g) {
@@ -339,9 +422,7 @@ seqcl_status sq_graph_backward(sq_graph *g) {
   /* output layer: dlogits, then dS (all steps) and the output weights */
   SQ_TRY(sq_grad_cross_entropy(ctx, T * N, V, F(g, g->logits), I(g, g->labels),
                                g->valid ? 1.0f / (float)g->valid : 0.0f, F(g, g->dlogits)));
-  SQ_TRY(sq_linear_bwd(ctx, T * N, Hd, V, F(g, g->st + (size_t)N * Hd), Hd, P(g, L->out_w),
-                       F(g, g->dlogits), V, F(g, g->dS), Hd, 0.0f, Gr(g, L->out_w),
-                       Gr(g, L->out_b)));
+  SQ_TRY(output_backward(g));
   SQ_TRY(sq_fill(ctx, F(g, g->ds), (size_t)N * Hd, 0.0f));
   SQ_TRY(sq_fill(ctx, F(g, g->denc_out), (size_t)N * S * He, 0.0f));
   if (kind == SQ_SCORE_ADDITIVE)
@@ -363,9 +444,9 @@ seqcl_status sq_graph_backward(sq_graph *g) {
     SQ_TRY(sq_grad_gru_gates(ctx, &b));
     SQ_TRY(sq_gemm(ctx, 0, 0, N, Hd, Gd, 1.0f, dgh, Gd, 0, P(g, L->dec_whh), Hd, 0, 1.0f, ds, Hd,
                    0, 1));
-    /* dc = dgi W_ih[:, D:] */
+    /* dc (+)= dgi W_ih[:, D:]; "state_context" already put the output layer's part there */
     SQ_TRY(sq_gemm(ctx, 0, 0, N, He, Gd, 1.0f, dgi, Gd, 0, P(g, L->dec_wih + (size_t)D), Xw, 0,
-                   0.0f, dc, Xw, 0, 1));
+                   g->ctxout ? 1.0f : 0.0f, dc, Xw, 0, 1));
     sq_attn_args a = attn_args(g, t);
     sq_ref dqp = projected ? F(g, g->dqp + k * N * qw) : ds;
     SQ_TRY(sq_grad_attn(ctx, &a, F(g, g->alpha + k * N * S), saved_u(g, t), dc, Xw, dqp, projected ? qw : Hd,
@@ -407,7 +488,7 @@ seqcl_status sq_graph_backward(sq_graph *g) {
     SQ_TRY(sq_grad_tanh(ctx, (size_t)N * Hd, F(g, g->st), ds, dpre));
     SQ_TRY(sq_grad_bias(ctx, N, Hd, dpre, Hd, Gr(g, L->bridge_b)));
     for (int d = 0; d < g->ndir; d++) {
-      sq_ref hfin = F(g, g->enc_hist[d] + (size_t)S * N * H);
+      sq_ref hfin = F(g, g->enc_hist[g->layers - 1][d] + (size_t)S * N * H);
       /* dW_b[:, dH:(d+1)H] += dpre^T h_final_d; dh_final_d = dpre W_b[:, dH:(d+1)H] */
       SQ_TRY(sq_gemm(ctx, 1, 0, Hd, H, N, 1.0f, dpre, Hd, 0, hfin, H, 0, 1.0f,
                      Gr(g, L->bridge_w + (size_t)d * H), He, 0, 1));
@@ -432,8 +513,8 @@ seqcl_status sq_graph_greedy(sq_graph *g, int32_t *out) {
                         F(g, g->X + k * N * Xw), Xw));
     SQ_TRY(decoder_step(g, t, 0));
     sq_ref logit = F(g, g->logits + k * N * V);
-    SQ_TRY(sq_linear(ctx, N, Hd, V, F(g, g->st + (k + 1) * N * Hd), Hd, P(g, L->out_w),
-                     P(g, L->out_b), logit, V));
+    SQ_TRY(output_forward(g, N, F(g, g->st + (k + 1) * N * Hd), F(g, g->X + k * N * Xw + D),
+                          logit));
     SQ_TRY(sq_argmax(ctx, N, V, logit, V, sq_none(), I(g, g->pred)));
     SQ_TRY(sq_read(ctx, I(g, g->pred), ids, sizeof(int32_t) * (size_t)N));
     for (int n = 0; n < N; n++) {

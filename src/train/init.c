@@ -59,27 +59,31 @@ static size_t add(sq_tlayout *L, const char *name, int64_t d0, int64_t d1, sq_ti
 
 seqcl_status sq_tlayout_make(seqcl_ctx *ctx, const sq_config *c, sq_tlayout *L) {
   memset(L, 0, sizeof *L);
-  if (c->enc_layers != 1)
-    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "training: only one encoder layer is supported");
-  if (c->output != SQ_OUTPUT_STATE)
-    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "training: only output \"state\" is supported");
+  if (c->enc_layers < 1 || c->enc_layers > SQ_TRAIN_MAX_LAYERS)
+    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED,
+                   "training: encoder.num_layers %d is outside 1..%d", c->enc_layers,
+                   SQ_TRAIN_MAX_LAYERS);
   L->cfg = *c;
   memset(&L->enc_emb, 0xff, sizeof *L - offsetof(sq_tlayout, enc_emb));
   const int D = c->embed_dim, H = c->enc_hidden, He = sq_config_enc_width(c), Hd = c->dec_hidden;
   const int A = c->attn_dim, V = c->tgt_vocab;
+  const int Ow = Hd + (c->output == SQ_OUTPUT_STATE_CONTEXT ? He : 0);
   L->enc_emb = add(L, "encoder.embedding.weight", c->src_vocab, D, SQ_TINIT_NORMAL, 1);
-  for (int d = 0; d < (c->bidirectional ? 2 : 1); d++) {
-    const char *sfx = d ? "_reverse" : "";
-    char n[64];
-    snprintf(n, sizeof n, "encoder.rnn.weight_ih_l0%s", sfx);
-    L->enc_wih[d] = add(L, n, 3 * H, D, SQ_TINIT_UNIFORM, H);
-    snprintf(n, sizeof n, "encoder.rnn.weight_hh_l0%s", sfx);
-    L->enc_whh[d] = add(L, n, 3 * H, H, SQ_TINIT_UNIFORM, H);
-    snprintf(n, sizeof n, "encoder.rnn.bias_ih_l0%s", sfx);
-    L->enc_bih[d] = add(L, n, 3 * H, 0, SQ_TINIT_UNIFORM, H);
-    snprintf(n, sizeof n, "encoder.rnn.bias_hh_l0%s", sfx);
-    L->enc_bhh[d] = add(L, n, 3 * H, 0, SQ_TINIT_UNIFORM, H);
-  }
+  /* nn.GRU's order: per layer, per direction, w_ih w_hh b_ih b_hh */
+  for (int l = 0; l < c->enc_layers; l++)
+    for (int d = 0; d < (c->bidirectional ? 2 : 1); d++) {
+      const char *sfx = d ? "_reverse" : "";
+      const int in = l ? He : D;
+      char n[64];
+      snprintf(n, sizeof n, "encoder.rnn.weight_ih_l%d%s", l, sfx);
+      L->enc_wih[l][d] = add(L, n, 3 * H, in, SQ_TINIT_UNIFORM, H);
+      snprintf(n, sizeof n, "encoder.rnn.weight_hh_l%d%s", l, sfx);
+      L->enc_whh[l][d] = add(L, n, 3 * H, H, SQ_TINIT_UNIFORM, H);
+      snprintf(n, sizeof n, "encoder.rnn.bias_ih_l%d%s", l, sfx);
+      L->enc_bih[l][d] = add(L, n, 3 * H, 0, SQ_TINIT_UNIFORM, H);
+      snprintf(n, sizeof n, "encoder.rnn.bias_hh_l%d%s", l, sfx);
+      L->enc_bhh[l][d] = add(L, n, 3 * H, 0, SQ_TINIT_UNIFORM, H);
+    }
   if (c->init == SQ_INIT_BRIDGE) {
     L->bridge_w = add(L, "bridge.weight", Hd, He, SQ_TINIT_UNIFORM, He);
     L->bridge_b = add(L, "bridge.bias", Hd, 0, SQ_TINIT_UNIFORM, He);
@@ -104,8 +108,8 @@ seqcl_status sq_tlayout_make(seqcl_ctx *ctx, const sq_config *c, sq_tlayout *L) 
   L->dec_whh = add(L, "decoder.rnn.weight_hh", 3 * Hd, Hd, SQ_TINIT_UNIFORM, Hd);
   L->dec_bih = add(L, "decoder.rnn.bias_ih", 3 * Hd, 0, SQ_TINIT_UNIFORM, Hd);
   L->dec_bhh = add(L, "decoder.rnn.bias_hh", 3 * Hd, 0, SQ_TINIT_UNIFORM, Hd);
-  L->out_w = add(L, "decoder.output.weight", V, Hd, SQ_TINIT_UNIFORM, Hd);
-  L->out_b = add(L, "decoder.output.bias", V, 0, SQ_TINIT_UNIFORM, Hd);
+  L->out_w = add(L, "decoder.output.weight", V, Ow, SQ_TINIT_UNIFORM, Ow);
+  L->out_b = add(L, "decoder.output.bias", V, 0, SQ_TINIT_UNIFORM, Ow);
   return SEQCL_OK;
 }
 

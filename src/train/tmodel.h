@@ -1,6 +1,6 @@
 /* The trainable model: every parameter lives in one flat float buffer (so that
  * zeroing gradients, clipping and Adam are one call each), with a table giving
- * each tensor's SPEC §2 name, shape and offset. One encoder layer. */
+ * each tensor's SPEC §2 name, shape and offset. */
 #ifndef SQ_TRAIN_TMODEL_H
 #define SQ_TRAIN_TMODEL_H
 
@@ -10,7 +10,9 @@
 #include "core/ctx.h"
 #include "model/config.h"
 
-#define SQ_TPARAM_MAX 32
+/* Stacked encoders train up to this depth (SPEC §2 allows more for decode). */
+#define SQ_TRAIN_MAX_LAYERS 4
+#define SQ_TPARAM_MAX (8 * SQ_TRAIN_MAX_LAYERS + 16)
 
 typedef enum sq_tinit { SQ_TINIT_NORMAL, SQ_TINIT_UNIFORM } sq_tinit;
 
@@ -29,13 +31,15 @@ typedef struct sq_tlayout {
   sq_tparam p[SQ_TPARAM_MAX];
   size_t total;
   /* offsets (elements) into the flat buffer; (size_t)-1 when absent */
-  size_t enc_emb, enc_wih[2], enc_whh[2], enc_bih[2], enc_bhh[2];
+  size_t enc_emb;
+  size_t enc_wih[SQ_TRAIN_MAX_LAYERS][2], enc_whh[SQ_TRAIN_MAX_LAYERS][2];
+  size_t enc_bih[SQ_TRAIN_MAX_LAYERS][2], enc_bhh[SQ_TRAIN_MAX_LAYERS][2];
   size_t bridge_w, bridge_b, dec_emb;
   size_t key_w, key_b, query_w, query_b, energy_w, energy_b;
   size_t dec_wih, dec_whh, dec_bih, dec_bhh, out_w, out_b;
 } sq_tlayout;
 
-/* Fills the layout for cfg (enc_layers must be 1, output must be "state"). */
+/* Fills the layout for cfg (encoder.num_layers 1..SQ_TRAIN_MAX_LAYERS). */
 seqcl_status sq_tlayout_make(seqcl_ctx *ctx, const sq_config *cfg, sq_tlayout *out);
 /* Draws every parameter as PyTorch initialises the same modules, from our own
  * seeded generator: embeddings N(0,1); GRU U(-1/sqrt(H), 1/sqrt(H)); Linear

@@ -148,15 +148,10 @@ typedef struct run {
 } run;
 
 static seqcl_status check_trainable(seqcl_ctx *ctx, const sq_config *c, const char *from) {
-  if (c->enc_layers != 1)
+  if (c->enc_layers > SQ_TRAIN_MAX_LAYERS)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                   "%s: training supports encoder.num_layers 1 only (the config has %d)", from,
-                   c->enc_layers);
-  if (c->output != SQ_OUTPUT_STATE)
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                   "%s: training supports output \"state\" only (the config has "
-                   "\"state_context\")",
-                   from);
+                   "%s: training supports encoder.num_layers 1..%d (the config has %d)", from,
+                   SQ_TRAIN_MAX_LAYERS, c->enc_layers);
   return SEQCL_OK;
 }
 

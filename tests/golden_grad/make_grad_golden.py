@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 import export_pytorch  # noqa: E402
 import seq2seq_reference as ref  # noqa: E402
 
-# name: (score, bidirectional, init, pad_id, H, H_d, A)
+# name: (score, bidirectional, init, pad_id, H, H_d, A[, layers, output])
 CASES = {
     "uni_additive_zeros": ("additive", False, "zeros", None, 5, 5, 6),
     "bi_additive_bridge": ("additive", True, "bridge", 0, 4, 6, 5),
@@ -33,6 +33,17 @@ CASES = {
     "bi_general_zeros": ("general", True, "zeros", None, 4, 6, 0),
     "uni_dot_zeros": ("dot", False, "zeros", 0, 6, 6, 0),
     "bi_scaled_dot_bridge": ("scaled_dot", True, "bridge", None, 3, 6, 0),
+    # stacked encoders (layer l > 0 reads the whole previous layer's output) and
+    # the [s_t ; c_t] output layer
+    "uni2_additive_zeros_ctx": ("additive", False, "zeros", None, 5, 6, 4, 2, "state_context"),
+    "bi2_additive_bridge_ctx": ("additive", True, "bridge", 0, 4, 6, 5, 2, "state_context"),
+    "bi3_general_bridge": ("general", True, "bridge", None, 3, 5, 0, 3, "state"),
+    "uni3_dot_zeros_ctx": ("dot", False, "zeros", 0, 5, 5, 0, 3, "state_context"),
+    "bi2_scaled_dot_bridge_ctx": ("scaled_dot", True, "bridge", None, 3, 6, 0, 2, "state_context"),
+    "uni4_general_zeros_ctx": ("general", False, "zeros", 0, 4, 6, 0, 4, "state_context"),
+    "bi1_additive_zeros_ctx": ("additive", True, "zeros", None, 4, 5, 6, 1, "state_context"),
+    "uni2_scaled_dot_bridge": ("scaled_dot", False, "bridge", 0, 6, 6, 0, 2, "state"),
+    "bi4_additive_bridge_ctx": ("additive", True, "bridge", 0, 3, 4, 3, 4, "state_context"),
 }
 
 V_SRC, V_TGT, D, BOS, EOS = 7, 8, 4, 6, 7
@@ -40,11 +51,11 @@ SRC = [[1, 2, 3, 4, 5], [3, 0, 2], [5], [4, 4, 1, 2]]
 TGT = [[BOS, 5, 4, 3, EOS], [BOS, 2, EOS], [BOS, 1, 5, 0, 2, EOS], [BOS, 3, EOS]]
 
 
-def make_case(name, score, bidir, init, pad, H, Hd, A, seed):
+def make_case(name, score, bidir, init, pad, H, Hd, A, layers=1, output="state", seed=0):
     cfg = export_pytorch.make_config(
         src_vocab_size=V_SRC, tgt_vocab_size=V_TGT, embed_dim=D, bos_id=BOS, eos_id=EOS,
-        pad_id=pad, enc_hidden=H, enc_layers=1, bidirectional=bidir, dec_hidden=Hd, init=init,
-        score=score, attn_dim=A, output="state")
+        pad_id=pad, enc_hidden=H, enc_layers=layers, bidirectional=bidir, dec_hidden=Hd,
+        init=init, score=score, attn_dim=A, output=output)
     torch.manual_seed(seed)
     model = ref.Seq2Seq(cfg)
     gen = torch.Generator().manual_seed(1000 + seed)

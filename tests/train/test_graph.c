@@ -1,5 +1,6 @@
 /* The whole training graph (BPTT through decoder steps, attention, both encoder
- * directions with variable lengths, the bridge, embeddings with a pad row)
+ * directions with variable lengths, stacked layers, the [s; c] output, the
+ * bridge, embeddings with a pad row)
  * against central finite differences of its own float32 loss on the host.
  *
  * Float differences with h = 1e-2: truncation ~h^2 |f'''| ~ 1e-4 and rounding
@@ -20,13 +21,13 @@
 
 enum { N = 3, S = 4, T = 3 };
 
-static void run_case(sq_score score, int bidir, sq_init init) {
+static void run_case(sq_score score, int bidir, sq_init init, int layers, sq_output output) {
   seqcl_ctx *ctx = NULL;
   assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
   sq_config c = {.src_vocab = 6, .tgt_vocab = 7, .embed_dim = 3, .bos_id = 5, .eos_id = 6,
-                 .pad_id = 0, .enc_hidden = 4, .enc_layers = 1, .bidirectional = bidir,
+                 .pad_id = 0, .enc_hidden = 4, .enc_layers = layers, .bidirectional = bidir,
                  .dec_hidden = bidir ? 8 : 4, .init = init, .score = score,
-                 .attn_dim = score == SQ_SCORE_ADDITIVE ? 5 : 0, .output = SQ_OUTPUT_STATE};
+                 .attn_dim = score == SQ_SCORE_ADDITIVE ? 5 : 0, .output = output};
   sq_tlayout L;
   assert_int_equal(sq_tlayout_make(ctx, &c, &L), SEQCL_OK);
   sq_graph *g = NULL;
@@ -84,19 +85,28 @@ static void run_case(sq_score score, int bidir, sq_init init) {
 
 static void test_additive_bidir_bridge(void **s) {
   (void)s;
-  run_case(SQ_SCORE_ADDITIVE, 1, SQ_INIT_BRIDGE);
+  run_case(SQ_SCORE_ADDITIVE, 1, SQ_INIT_BRIDGE, 1, SQ_OUTPUT_STATE);
 }
 static void test_general_bidir_zeros(void **s) {
   (void)s;
-  run_case(SQ_SCORE_GENERAL, 1, SQ_INIT_ZEROS);
+  run_case(SQ_SCORE_GENERAL, 1, SQ_INIT_ZEROS, 1, SQ_OUTPUT_STATE);
 }
 static void test_dot_bridge(void **s) {
   (void)s;
-  run_case(SQ_SCORE_DOT, 0, SQ_INIT_BRIDGE);
+  run_case(SQ_SCORE_DOT, 0, SQ_INIT_BRIDGE, 1, SQ_OUTPUT_STATE);
 }
 static void test_scaled_dot_zeros(void **s) {
   (void)s;
-  run_case(SQ_SCORE_SCALED_DOT, 0, SQ_INIT_ZEROS);
+  run_case(SQ_SCORE_SCALED_DOT, 0, SQ_INIT_ZEROS, 1, SQ_OUTPUT_STATE);
+}
+
+static void test_additive_bi3_bridge_ctx(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_ADDITIVE, 1, SQ_INIT_BRIDGE, 3, SQ_OUTPUT_STATE_CONTEXT);
+}
+static void test_dot_uni2_zeros_ctx(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_DOT, 0, SQ_INIT_ZEROS, 2, SQ_OUTPUT_STATE_CONTEXT);
 }
 
 int main(void) {
@@ -105,6 +115,8 @@ int main(void) {
       cmocka_unit_test(test_general_bidir_zeros),
       cmocka_unit_test(test_dot_bridge),
       cmocka_unit_test(test_scaled_dot_zeros),
+      cmocka_unit_test(test_additive_bi3_bridge_ctx),
+      cmocka_unit_test(test_dot_uni2_zeros_ctx),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,6 +183,22 @@ static void test_learns(void **state) {
   base_options(&o, "L", 150);
   assert_int_equal(train(&o, &r), SEQCL_OK);
   assert_true(r.final_loss < 0.5f * r0.final_loss);
+  /* a stacked encoder with the [s; c] output trains from files too, and its
+   * saved model is what `decode` loads */
+  write_text("deep.json", config_text(2, "state_context"));
+  base_options(&o, "D", 1);
+  o.config_path = at("deep.json");
+  assert_int_equal(train(&o, &r0), SEQCL_OK);
+  base_options(&o, "D", 150);
+  o.config_path = at("deep.json");
+  assert_int_equal(train(&o, &r), SEQCL_OK);
+  assert_true(r.final_loss < 0.5f * r0.final_loss);
+  seqcl_model *m = NULL;
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  assert_int_equal(seqcl_model_load(ctx, at("D"), &m), SEQCL_OK);
+  seqcl_model_free(m);
+  seqcl_ctx_close(ctx);
 }
 
 static void expect_error(seqcl_train_files_options *o, seqcl_status want, const char *text) {
@@ -196,13 +212,10 @@ static void expect_error(seqcl_train_files_options *o, seqcl_status want, const 
 static void test_errors(void **state) {
   (void)state;
   seqcl_train_files_options o;
-  write_text("two_layers.json", config_text(2, "state"));
+  write_text("five_layers.json", config_text(5, "state"));
   base_options(&o, "E", 2);
-  o.config_path = at("two_layers.json");
-  expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "num_layers 1");
-  write_text("ctx.json", config_text(1, "state_context"));
-  o.config_path = at("ctx.json");
-  expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "output \"state\"");
+  o.config_path = at("five_layers.json");
+  expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "encoder.num_layers 1..4");
   base_options(&o, "E", 2);
   o.tgt_path = at("valid.tgt");
   expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "has 37 lines");
