@@ -159,7 +159,7 @@ static int show_examples(seqcl_ctx *ctx, const char *dir, unsigned long long see
 int cmd_demo(int argc, char **argv) {
   const char *cmd = "demo", *device = NULL, *save = NULL, *svg = "demo-attention.svg";
   seqcl_train_options o;
-  seqcl_train_options_default(&o);
+  seqcl_train_options_init(&o);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     long n;

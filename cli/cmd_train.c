@@ -85,7 +85,7 @@ int cmd_train(int argc, char **argv) {
   if (has_option(argc, argv, "--src") || has_option(argc, argv, "--resume"))
     return train_files(argc, argv);
   seqcl_train_options o;
-  seqcl_train_options_default(&o);
+  seqcl_train_options_init(&o);
   const char *task = NULL, *device = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -203,7 +203,7 @@ static int on_files_progress(void *user, const seqcl_train_event *e) {
 static int train_files(int argc, char **argv) {
   const char *cmd = "train", *device = NULL;
   seqcl_train_files_options o;
-  seqcl_train_files_options_default(&o);
+  seqcl_train_files_options_init(&o);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -32,7 +32,10 @@ typedef struct seqcl_train_result {
   double train_seconds;
 } seqcl_train_result;
 
-/* The defaults above. */
+/* The defaults above. Every options struct of the API is filled the same
+ * way: seqcl_X_options_init. */
+void seqcl_train_options_init(seqcl_train_options *o);
+/* The earlier spelling of seqcl_train_options_init, kept for callers of 0.1. */
 void seqcl_train_options_default(seqcl_train_options *o);
 
 /* Trains a fresh model on the reversal task on ctx's device, evaluates greedy
@@ -89,6 +92,8 @@ typedef struct seqcl_train_files_result {
   int train_lines, max_src_len, max_tgt_len;
 } seqcl_train_files_result;
 
+void seqcl_train_files_options_init(seqcl_train_files_options *o);
+/* The earlier spelling of seqcl_train_files_options_init. */
 void seqcl_train_files_options_default(seqcl_train_files_options *o);
 
 /* Trains on token files with Adam over batches drawn by a seeded shuffle

@@ -16,7 +16,7 @@
 
 #define EVAL_SAMPLES 256
 
-void seqcl_train_options_default(seqcl_train_options *o) {
+void seqcl_train_options_init(seqcl_train_options *o) {
   memset(o, 0, sizeof *o);
   o->length = 6;
   o->score = "additive";
@@ -161,3 +161,5 @@ seqcl_status seqcl_train_reverse(seqcl_ctx *ctx, const seqcl_train_options *o,
   free(R.host_params);
   return st;
 }
+
+void seqcl_train_options_default(seqcl_train_options *o) { seqcl_train_options_init(o); }

@@ -20,7 +20,7 @@
 
 #define SHUFFLE_SALT 0x5EED0DA7A5EED0DAull
 
-void seqcl_train_files_options_default(seqcl_train_files_options *o) {
+void seqcl_train_files_options_init(seqcl_train_files_options *o) {
   memset(o, 0, sizeof *o);
   o->steps = 1000;
   o->clip = -1.0;
@@ -417,4 +417,8 @@ seqcl_status seqcl_train_files(seqcl_ctx *ctx, const seqcl_train_files_options *
   free(R.host);
   free(R.ckdir);
   return st;
+}
+
+void seqcl_train_files_options_default(seqcl_train_files_options *o) {
+  seqcl_train_files_options_init(o);
 }

@@ -151,7 +151,7 @@ static seqcl_status wl_train(const seqcl_device_info *dev, const char *out) {
   seqcl_ctx *ctx = NULL;
   TRY(seqcl_ctx_open_info(dev, &ctx));
   seqcl_train_files_options o;
-  seqcl_train_files_options_default(&o);
+  seqcl_train_files_options_init(&o);
   o.src_path = hu_join(root, "src.txt");
   o.tgt_path = hu_join(root, "tgt.txt");
   o.valid_src_path = o.src_path;
@@ -174,7 +174,7 @@ static seqcl_status wl_reverse(const seqcl_device_info *dev, const char *out) {
   seqcl_ctx *ctx = NULL;
   TRY(seqcl_ctx_open_info(dev, &ctx));
   seqcl_train_options o;
-  seqcl_train_options_default(&o);
+  seqcl_train_options_init(&o);
   o.length = 3;
   o.steps = 2;
   o.batch_size = 4;

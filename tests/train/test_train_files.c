@@ -83,7 +83,7 @@ static int teardown(void **state) {
 }
 
 static void base_options(seqcl_train_files_options *o, const char *save, int steps) {
-  seqcl_train_files_options_default(o);
+  seqcl_train_files_options_init(o);
   o->src_path = at("train.src");
   o->tgt_path = at("train.tgt");
   o->config_path = at("config.json");
