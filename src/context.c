@@ -1,8 +1,26 @@
+/* The composition root: opening a context picks the device, reads the
+ * context's settings from the environment, creates the backend through the
+ * registry and runs the first-use self-check. It sits above every other part
+ * of the library (nothing below includes it); core/ctx.h only describes the
+ * object it builds. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/registry.h"
 #include "check/selfcheck.h"
 #include "core/ctx.h"
+
+/* The self-check's reference: the host path, opened as any context is (no
+ * self-check runs on the host, so this does not recurse). */
+static seqcl_status open_host_reference(seqcl_ctx **out) {
+  *out = NULL;
+  seqcl_device_info *hosts = NULL;
+  size_t nh = 0;
+  SQ_TRY(seqcl_devices_select("cpu", &hosts, &nh));
+  seqcl_status st = nh == 1 ? seqcl_ctx_open_info(&hosts[0], out) : SEQCL_ERR_INTERNAL;
+  seqcl_devices_free(hosts);
+  return st;
+}
 
 seqcl_status seqcl_ctx_open_info(const seqcl_device_info *device, seqcl_ctx **out) {
   if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_ctx_open_info: out is NULL");
@@ -12,23 +30,15 @@ seqcl_status seqcl_ctx_open_info(const seqcl_device_info *device, seqcl_ctx **ou
   seqcl_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "seqcl_ctx_open: out of host memory");
   ctx->info = *device;
-  seqcl_status st;
-  if (device->type == SEQCL_DEVICE_HOST) {
-    st = sq_host_backend_create(ctx, &ctx->be);
-  } else {
-#ifdef SEQCL_HAVE_OPENCL
-    st = sq_opencl_backend_create(ctx, &ctx->be);
-#else
-    st = sq_fail(NULL, SEQCL_ERR_UNSUPPORTED, "device %s: this seqcl was built without OpenCL",
-                 device->selector);
-#endif
-  }
+  seqcl_status st = sq_settings_from_env(NULL, &ctx->settings);
+  if (st == SEQCL_OK) st = sq_backend_create(ctx, device, &ctx->be);
   if (st != SEQCL_OK) {
     free(ctx);
     return st;
   }
   /* First use of a (device, driver, seqcl version): the quick self-check. */
-  if (device->type != SEQCL_DEVICE_HOST && (st = sq_selfcheck(ctx)) != SEQCL_OK) {
+  if (device->type != SEQCL_DEVICE_HOST &&
+      (st = sq_selfcheck(ctx, open_host_reference)) != SEQCL_OK) {
     seqcl_ctx_close(ctx);
     return st;
   }
@@ -65,10 +75,4 @@ const seqcl_device_info *seqcl_ctx_device(const seqcl_ctx *ctx) { return ctx ? &
 
 const char *seqcl_ctx_message(const seqcl_ctx *ctx) { return ctx ? ctx->message : ""; }
 
-int seqcl_has_opencl(void) {
-#ifdef SEQCL_HAVE_OPENCL
-  return 1;
-#else
-  return 0;
-#endif
-}
+int seqcl_has_opencl(void) { return sq_backend_built(SQ_BACKEND_OPENCL); }

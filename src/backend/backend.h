@@ -131,8 +131,39 @@ typedef struct sq_beam_args {
   sq_ref fin_count, done;      /* int [n] in/out */
 } sq_beam_args;
 
+/* What a backend is: the registry (registry.c) creates backends by kind, and
+ * code that must treat one kind differently asks the kind, never the name. */
+typedef enum sq_backend_kind {
+  SQ_BACKEND_HOST = 0,   /* C loops + OpenBLAS on the host (backend/host/) */
+  SQ_BACKEND_OPENCL = 1, /* any OpenCL device (backend/opencl/) */
+  SQ_BACKEND_KINDS_ = 2
+} sq_backend_kind;
+
+/* Capabilities beyond the slots (a slot's capability is the slot being set). */
+typedef enum sq_backend_cap {
+  /* an own GEMM kernel beside the BLAS library's, chosen per product
+   * (SQ_ABL_SMALL_GEMM switches it off, SQ_FORCE_SMALL_GEMM on where it can) */
+  SQ_CAP_OWN_GEMM = 0,
+  /* work split across host threads (SQ_ABL_THREADS keeps it on one) */
+  SQ_CAP_THREADS = 1
+} sq_backend_cap;
+
+/* Work counters of a backend that counts (the OpenCL backend). */
+typedef struct sq_backend_counts {
+  unsigned long long launches, blas_calls, syncs;
+} sq_backend_counts;
+
 typedef struct sq_backend_ops {
-  const char *name; /* "host", "opencl" */
+  sq_backend_kind kind;
+  const char *name; /* "host", "opencl": for messages only */
+  const char *blas; /* the library behind gemm, for reports: "OpenBLAS", "CLBlast" */
+  /* 1 when the backend has capability cap (optional: NULL means none) */
+  int (*supports)(const sq_backend *be, sq_backend_cap cap);
+  /* Optional: kernels seqcl enqueued, BLAS calls, blocking waits so far. */
+  void (*counters)(const sq_backend *be, sq_backend_counts *out);
+  /* Optional: a copy through the backend's own streaming kernel, for the
+   * benchmark's bandwidth figure (NULL: the copy slot is that already). */
+  seqcl_status (*stream_copy)(sq_backend *be, sq_ref dst, sq_ref src, size_t count);
 
   /* memory */
   seqcl_status (*buf_alloc)(sq_backend *be, size_t bytes, sq_buf **out);
@@ -212,7 +243,8 @@ struct sq_backend {
   void *impl;     /* the backend's private state */
 };
 
-/* Constructors (ctx->info says which device). */
+/* Constructors (ctx->info says which device); called by the registry only
+ * (sq_backend_create, registry.h). */
 seqcl_status sq_host_backend_create(seqcl_ctx *ctx, sq_backend **out);
 #ifdef SEQCL_HAVE_OPENCL
 seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out);

@@ -1,12 +1,7 @@
-/* Optimisation switches of the decode path (ablate.h). */
+/* Names of the optimisation switches of the decode path (ablate.h). */
 #include <string.h>
 
 #include "bench/ablate.h"
-
-static unsigned ablated = 0;
-
-unsigned sq_ablated(void) { return ablated; }
-void sq_ablate_set(unsigned mask) { ablated = mask; }
 
 static const struct {
   unsigned bit;

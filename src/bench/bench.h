@@ -1,4 +1,4 @@
-/* Library-side measurements of `seqcl bench` (cli/cmd_bench.c): a random model
+/* The measuring tools of the benchmark harness (harness.h): a random model
  * directory of a given size, and timings of single operations through the
  * backend table. Every timing is the median over `reps` repetitions, each of
  * `inner` back-to-back calls followed by one wait, after one warm-up. */
@@ -23,9 +23,7 @@ seqcl_status sq_bench_write_model(const char *dir, int D, int H, int A, int V, c
                                   int block_eos, unsigned seed);
 
 /* Counters of the context's backend (zero on the host). */
-typedef struct sq_bench_counts {
-  unsigned long long launches, blas_calls, syncs;
-} sq_bench_counts;
+typedef sq_backend_counts sq_bench_counts;
 void sq_bench_counters(seqcl_ctx *ctx, sq_bench_counts *out);
 
 /* Copy bandwidth: a buffer of `bytes` copied by the bench_copy kernel (OpenCL)

@@ -6,27 +6,13 @@
 #include "core/ctx.h"
 #include "core/error.h"
 #include "ops/ops.h"
-#ifdef SEQCL_HAVE_OPENCL
-#include "backend/opencl/ocl.h"
-#include "backend/opencl/ops_internal.h"
-#endif
 
 enum { MAX_REPS = 64 };
 
 void sq_bench_counters(seqcl_ctx *ctx, sq_bench_counts *out) {
   memset(out, 0, sizeof *out);
-#ifdef SEQCL_HAVE_OPENCL
-  sq_ocl_counts c;
-  sq_ocl_counters(ctx->be, &c);
-  out->launches = c.launches;
-  out->blas_calls = c.blas_calls;
-  out->syncs = c.syncs;
-#else
-  (void)ctx;
-#endif
+  if (ctx->be->ops->counters) ctx->be->ops->counters(ctx->be, out);
 }
-
-static int is_host(seqcl_ctx *ctx) { return !strcmp(ctx->be->ops->name, "host"); }
 
 /* Fills a buffer with small nonzero values (never zeros, never NaN). */
 static seqcl_status fill_random(seqcl_ctx *ctx, sq_buf *b, size_t count, unsigned seed) {
@@ -72,23 +58,12 @@ typedef struct copy_arg {
 
 static seqcl_status copy_op(seqcl_ctx *ctx, void *p) {
   copy_arg *a = p;
-  /* the host's copy slot: split across the host threads, as its kernels are */
-  if (is_host(ctx)) return sq_copy(ctx, sq_at(a->dst, 0), sq_at(a->src, 0), a->bytes / 4);
-#ifdef SEQCL_HAVE_OPENCL
-  sq_ocl *o = sq_ocl_of(ctx->be);
-  cl_kernel bench_copy;
-  SQ_TRY(sq_ocl_kernel(o, "bench.cl", "", "bench_copy", &bench_copy));
-  cl_mem s = sq_ocl_mem(sq_at(a->src, 0)), d = sq_ocl_mem(sq_at(a->dst, 0));
-  int n4 = (int)(a->bytes / 16);
-  SQ_ARG(o, bench_copy, 0, s);
-  SQ_ARG(o, bench_copy, 1, d);
-  SQ_ARG(o, bench_copy, 2, n4);
-  size_t local = sq_ocl_wg_size(o, bench_copy, 256);
-  size_t global = sq_round_up((size_t)n4, local);
-  return sq_ocl_launch(o, bench_copy, 1, &global, &local, "bench_copy");
-#else
-  return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "bench: no OpenCL in this build");
-#endif
+  sq_backend *be = ctx->be;
+  /* the backend's own streaming kernel where it has one; else its copy slot
+   * (the host's: split across the host threads, as its kernels are) */
+  if (be->ops->stream_copy)
+    return be->ops->stream_copy(be, sq_at(a->dst, 0), sq_at(a->src, 0), a->bytes / 4);
+  return sq_copy(ctx, sq_at(a->dst, 0), sq_at(a->src, 0), a->bytes / 4);
 }
 
 seqcl_status sq_bench_copy(seqcl_ctx *ctx, size_t bytes, int reps, double *gbps) {

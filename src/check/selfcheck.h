@@ -7,9 +7,13 @@
 
 #include "core/ctx.h"
 
+/* Opens the host reference context (the composition root, src/context.c,
+ * passes its own opener: the check never calls up into the root). */
+typedef seqcl_status (*sq_open_host_fn)(seqcl_ctx **out);
+
 /* Called by seqcl_ctx_open_info for every non-host device once its backend
  * exists. SEQCL_SELFCHECK=0 skips it. */
-seqcl_status sq_selfcheck(seqcl_ctx *ctx);
+seqcl_status sq_selfcheck(seqcl_ctx *ctx, sq_open_host_fn open_host);
 
 /* `seqcl check` runs the whole list itself: while suppressed (a process-wide
  * switch), opening a device runs no self-check. */

@@ -1,16 +1,30 @@
-/* The context object behind the public seqcl_ctx handle. */
+/* The context object behind the public seqcl_ctx handle. It is opened by the
+ * composition root (src/context.c); this header only describes it, so every
+ * floor below the root can read a context's device, backend, settings and
+ * message buffer without including what sits above it. */
 #ifndef SQ_CORE_CTX_H
 #define SQ_CORE_CTX_H
 
 #include <seqcl/seqcl.h>
 
-#include "backend/backend.h"
 #include "core/error.h"
+#include "core/settings.h"
+
+struct sq_backend; /* backend/backend.h */
 
 struct seqcl_ctx {
   seqcl_device_info info;
-  sq_backend *be;
+  struct sq_backend *be;
+  sq_settings settings; /* read once when the context opened */
   char message[SQ_MSG_MAX];
 };
+
+/* The ablation switches now off in this context (SQ_ABL_*). */
+static inline unsigned sq_ablated(const seqcl_ctx *ctx) { return ctx->settings.ablated; }
+/* The benchmark's way to switch optimisations off (and back on) in one
+ * context; nothing else changes them. */
+static inline void sq_ctx_set_ablated(seqcl_ctx *ctx, unsigned mask) {
+  ctx->settings.ablated = mask;
+}
 
 #endif

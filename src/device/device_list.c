@@ -17,7 +17,7 @@
 #define CL_PLATFORM_NOT_FOUND_KHR_ (-1001)
 
 #ifdef SEQCL_HAVE_OPENCL
-#include "backend/opencl/ocl.h"
+#include "device/cl_errors.h"
 #endif
 
 static void copy_str(char *dst, size_t cap, const char *src) {

@@ -9,7 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "bench/ablate.h"
 #include "core/error.h"
 #include "model/seq2seq.h"
 
@@ -33,7 +32,7 @@ seqcl_status sq_tanh_inplace(seqcl_ctx *ctx, size_t count, sq_ref x) {
 seqcl_status sq_argmax_greedy(seqcl_ctx *ctx, int N, int V, sq_ref x, int ld, sq_ref bias,
                               sq_ref ids, sq_ref finished, int eos, sq_ref hist) {
   sq_backend *be = sq_be(ctx);
-  if (be->ops->argmax_greedy && !(sq_ablated() & SQ_ABL_FUSED_GREEDY)) {
+  if (be->ops->argmax_greedy && !(sq_ablated(ctx) & SQ_ABL_FUSED_GREEDY)) {
     /* the argmax front's checks, once: the fused slot skips the front */
     if (N < 1 || V < 1 || ld < V)
       return sq_fail(ctx, SEQCL_ERR_SHAPE, "argmax_greedy: N = %d, V = %d, ld = %d", N, V, ld);
@@ -83,7 +82,8 @@ seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws) {
   if (st == SEQCL_OK) st = sq_buf_alloc(m->ctx, n * X * sizeof(float), &ws->xin);
   if (st == SEQCL_OK && q) st = sq_buf_alloc(m->ctx, n * q * sizeof(float), &ws->qp);
   if (st == SEQCL_OK) st = sq_buf_alloc(m->ctx, 6 * n * Hd * sizeof(float), &ws->gru_ws);
-  if (st == SEQCL_OK && !(sq_ablated() & SQ_ABL_STACK_QUERY)) st = stack_weights(m, (int)q, ws);
+  if (st == SEQCL_OK && !(sq_ablated(m->ctx) & SQ_ABL_STACK_QUERY))
+    st = stack_weights(m, (int)q, ws);
   if (st != SEQCL_OK) sq_dec_ws_free(ws);
   return st;
 }
@@ -123,7 +123,7 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
   const sq_config *c = &m->cfg;
   const int n = ws->n, D = c->embed_dim, He = m->He, Hd = c->dec_hidden, V = c->tgt_vocab;
   const int X = D + He, Hd3 = 3 * Hd;
-  const unsigned off = sq_ablated();
+  const unsigned off = sq_ablated(ctx);
   sq_ref h = sq_at(ws->h, 0), xin = sq_at(ws->xin, 0), ctxv = sq_at(ws->xin, (size_t)D);
   if (ids_host) {
     SQ_TRY(sq_embedding(ctx, n, D, V, ids, ids_host, m->dec_emb, xin, X));

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/ablate.h"
 #include "core/error.h"
 #include "model/seq2seq.h"
 
@@ -74,7 +73,7 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
   SQ_TRY(sq_buf_alloc(ctx, steps_n * sizeof(int32_t), &b->hist));
   SQ_TRY(sq_buf_alloc(ctx, (size_t)n * V * sizeof(float), &b->logits));
   if (line_align) SQ_TRY(sq_buf_alloc(ctx, steps_n * S * sizeof(float), &b->alpha));
-  const unsigned off = sq_ablated();
+  const unsigned off = sq_ablated(ctx);
   if (off & SQ_ABL_ARGMAX) SQ_TRY(sq_buf_alloc(ctx, (size_t)n * V * sizeof(float), &b->abl_lsm));
   const int check_every = (off & SQ_ABL_NO_SYNC) ? 1 : CHECK_EVERY;
   b->fin_host = malloc((size_t)n * sizeof(int32_t));

@@ -13,7 +13,7 @@ static seqcl_status missing(seqcl_ctx *ctx, const char *slot) {
 
 const struct sq_grad_ops *sq_grad_table(const sq_backend *be) {
   if (be->ops->grad) return be->ops->grad;
-  if (!strcmp(be->ops->name, "host")) return sq_host_grad_ops();
+  if (be->ops->kind == SQ_BACKEND_HOST) return sq_host_grad_ops();
   return NULL;
 }
 

@@ -127,7 +127,7 @@ static void gru_gates_bwd_rows(void *arg, int lo, int hi) {
 
 static seqcl_status h_gru_gates_bwd(sq_backend *be, const sq_gru_bwd_args *g) {
   (void)be;
-  sq_pool_for(g->N, 60.0 * g->N * g->H, gru_gates_bwd_rows, (void *)g);
+  sq_pool_for(be, g->N, 60.0 * g->N * g->H, gru_gates_bwd_rows, (void *)g);
   return SEQCL_OK;
 }
 
@@ -172,7 +172,7 @@ static seqcl_status h_gru_fwd(sq_backend *be, const sq_gru_args *g, sq_ref saved
                               size_t sv_st) {
   (void)be;
   gru_fwd_job job = {g, savedr, sv_sn, sv_st};
-  sq_pool_for(g->N, 100.0 * g->N * g->H, gru_fwd_rows, &job);
+  sq_pool_for(be, g->N, 100.0 * g->N * g->H, gru_fwd_rows, &job);
   return SEQCL_OK;
 }
 
@@ -243,7 +243,7 @@ static seqcl_status h_attn_fwd(sq_backend *be, const sq_attn_args *a, sq_ref ur,
   (void)be;
   attn_fwd_job job = {a, ur, cr, alphar, ld_c};
   const double per_pos = a->kind == SQ_SCORE_ADDITIVE ? 20.0 * a->A + a->He : 2.0 * a->He;
-  sq_pool_for(a->N, (double)a->N * a->S * per_pos, attn_fwd_rows, &job);
+  sq_pool_for(be, a->N, (double)a->N * a->S * per_pos, attn_fwd_rows, &job);
   return SEQCL_OK;
 }
 
@@ -374,7 +374,7 @@ static seqcl_status h_adam(sq_backend *be, size_t count, sq_ref pr, sq_ref gr, s
     const int n = count - at > (size_t)INT_MAX ? INT_MAX : (int)(count - at);
     adam_job part = j;
     part.p += at, part.m += at, part.v += at, part.g += at;
-    sq_pool_for(n, 20.0 * n, adam_range, &part);
+    sq_pool_for(be, n, 20.0 * n, adam_range, &part);
     at += (size_t)n;
   }
   return SEQCL_OK;

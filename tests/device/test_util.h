@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "core/ctx.h"
 
 /* xorshift64*: reproducible inputs from a seed. */
@@ -50,7 +51,8 @@ static inline seqcl_status test_open(const seqcl_device_info *info, seqcl_ctx **
   *out = calloc(1, sizeof **out);
   if (!*out) return SEQCL_ERR_OUT_OF_MEMORY;
   (*out)->info = *info;
-  seqcl_status st = sq_opencl_backend_create(*out, &(*out)->be);
+  seqcl_status st = sq_settings_from_env(*out, &(*out)->settings);
+  if (st == SEQCL_OK) st = sq_opencl_backend_create(*out, &(*out)->be);
   if (st != SEQCL_OK) {
     free(*out);
     *out = NULL;

@@ -113,7 +113,7 @@ static void pool_for_covers_range(void **state) {
       c.hits = calloc((size_t)n, sizeof *c.hits);
       assert_non_null(c.hits);
       atomic_init(&c.calls, 0);
-      sq_pool_for(n, heavy ? 1e9 : 1.0, cover_range, &c);
+      sq_pool_for(NULL, n, heavy ? 1e9 : 1.0, cover_range, &c);
       for (int i = 0; i < n; i++)
         if (atomic_load(&c.hits[i]) != 1)
           fail_msg("n %d: index %d covered %d times", n, i, atomic_load(&c.hits[i]));
@@ -140,11 +140,11 @@ static void split_arithmetic(void **state) {
       assert_int_equal(expect_lo, n);
     }
   /* at least 64 K multiply-adds per part */
-  assert_int_equal(sq_pool_parts(64, 100000.0), 1);
-  assert_int_equal(sq_pool_parts(64, 140000.0), 2);
-  assert_int_equal(sq_pool_parts(64, 1e9), 3);
-  assert_int_equal(sq_pool_parts(2, 1e9), 2);
-  assert_int_equal(sq_pool_parts(0, 1e9), 1);
+  assert_int_equal(sq_pool_parts(NULL, 64, 100000.0), 1);
+  assert_int_equal(sq_pool_parts(NULL, 64, 140000.0), 2);
+  assert_int_equal(sq_pool_parts(NULL, 64, 1e9), 3);
+  assert_int_equal(sq_pool_parts(NULL, 2, 1e9), 2);
+  assert_int_equal(sq_pool_parts(NULL, 0, 1e9), 1);
 }
 
 int main(void) {

@@ -274,7 +274,7 @@ seqcl_status sq_host_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref s
   (void)be;
   attn_job j = {.a = a, .N = a->N, .S = a->S, .lens = sq_host_i32(a->lens),
                 .y = sq_host_f32(scores)};
-  sq_pool_for(a->N, a->N * energy_work(a), scores_rows, &j);
+  sq_pool_for(be, a->N, a->N * energy_work(a), scores_rows, &j);
   return SEQCL_OK;
 }
 
@@ -283,7 +283,7 @@ seqcl_status sq_host_masked_softmax(sq_backend *be, int N, int S, sq_ref x, sq_r
   (void)be;
   attn_job j = {.N = N, .S = S, .lens = sq_host_i32(lens), .mask = sq_host_i32_opt(mask),
                 .x = sq_host_f32(x), .y = sq_host_f32(y)};
-  sq_pool_for(N, 10.0 * N * S, softmax_rows, &j);
+  sq_pool_for(be, N, 10.0 * N * S, softmax_rows, &j);
   return SEQCL_OK;
 }
 
@@ -292,7 +292,7 @@ seqcl_status sq_host_context(sq_backend *be, int N, int S, int He, sq_ref alpha,
   (void)be;
   attn_job j = {.N = N, .S = S, .He = He, .ld_c = ld_c, .x = sq_host_f32(alpha),
                 .keys = sq_host_f32(keys), .c = sq_host_f32(c)};
-  sq_pool_for(N, (double)N * S * He, context_rows, &j);
+  sq_pool_for(be, N, (double)N * S * He, context_rows, &j);
   return SEQCL_OK;
 }
 
@@ -302,7 +302,7 @@ seqcl_status sq_host_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c,
                 .lens = sq_host_i32(a->lens), .mask = sq_host_i32_opt(a->mask),
                 .keys = sq_host_f32(a->keys), .c = sq_host_f32(c),
                 .y = sq_host_f32_opt(alpha)};
-  j.parts = sq_pool_parts(a->N, a->N * (energy_work(a) + (double)a->S * a->He));
+  j.parts = sq_pool_parts(be, a->N, a->N * (energy_work(a) + (double)a->S * a->He));
   if (!alpha.buf) SQ_TRY(sq_host_scratch(be, (size_t)j.parts * (size_t)a->S, &j.scratch));
   sq_pool_run(j.parts, fused_part, &j);
   return SEQCL_OK;

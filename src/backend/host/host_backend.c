@@ -14,7 +14,6 @@
 #include "backend/host/host.h"
 #include "backend/host/host_threads.h"
 #include "backend/host/pool.h"
-#include "bench/ablate.h"
 #include "core/ctx.h"
 #include "core/fault.h"
 
@@ -80,7 +79,8 @@ static seqcl_status host_copy(sq_backend *be, sq_ref dst, sq_ref src, size_t cou
    * ranges are split across the pool (a large copy is memory-bound, and one
    * core does not reach the memory bandwidth). */
   const int disjoint = j.dst + count <= j.src || j.src + count <= j.dst;
-  if (disjoint && count <= (size_t)INT_MAX) j.parts = sq_pool_parts((int)(count / 1024), (double)count);
+  if (disjoint && count <= (size_t)INT_MAX)
+    j.parts = sq_pool_parts(be, (int)(count / 1024), (double)count);
   if (j.parts > 1)
     sq_pool_run(j.parts, copy_part, &j);
   else if (count)
@@ -177,9 +177,9 @@ static seqcl_status host_gemm(sq_backend *be, int ta, int tb, int M, int N, int 
    * 64, H 256), and OpenBLAS's packed blocking wins beyond (the encoder's
    * hoisted input product, 1280 x 768 x 128: 0.85x). `seqcl bench` shows both. */
   g.own = !ta && tb && M <= GEMM_OWN_MAX_ROWS && sq_gemm_nt_available() &&
-          !(sq_ablated() & SQ_ABL_SMALL_GEMM);
+          !(sq_ablated(be->ctx) & SQ_ABL_SMALL_GEMM);
   const double work = (double)M * N * K * batch;
-  const int most = sq_pool_parts(batch > M ? (batch > N ? batch : N) : (M > N ? M : N), work);
+  const int most = sq_pool_parts(be, batch > M ? (batch > N ? batch : N) : (M > N ? M : N), work);
   if (most > 1 && batch >= most) {
     g.parts = most;
   } else if (most > 1 && M >= N && M / most >= GEMM_MIN_ROWS) {
@@ -215,8 +215,20 @@ static void host_destroy(sq_backend *be) {
   free(be);
 }
 
+static int host_supports(const sq_backend *be, sq_backend_cap cap) {
+  (void)be;
+  switch (cap) {
+  case SQ_CAP_OWN_GEMM: return sq_gemm_nt_available(); /* the AVX-512 product */
+  case SQ_CAP_THREADS: return 1;
+  }
+  return 0;
+}
+
 static const sq_backend_ops host_ops = {
+    .kind = SQ_BACKEND_HOST,
     .name = "host",
+    .blas = "OpenBLAS",
+    .supports = host_supports,
     .buf_alloc = host_buf_alloc,
     .buf_free = host_buf_free,
     .write = host_write,

@@ -94,6 +94,6 @@ static void gates_rows(void *arg, int lo, int hi) {
 
 seqcl_status sq_host_gru_gates(sq_backend *be, const sq_gru_args *g) {
   (void)be;
-  sq_pool_for(g->N, 100.0 * g->N * g->H, gates_rows, (void *)g);
+  sq_pool_for(be, g->N, 100.0 * g->N * g->H, gates_rows, (void *)g);
   return SEQCL_OK;
 }

@@ -60,7 +60,7 @@ seqcl_status sq_host_argmax(sq_backend *be, int N, int V, sq_ref x, int ld, sq_r
   (void)be;
   argmax_job j = {.V = V, .ld = ld, .x = sq_host_f32(x), .b = sq_host_f32_opt(bias),
                   .out = sq_host_i32(ids)};
-  sq_pool_for(N, 4.0 * N * V, argmax_rows, &j); /* a compare and an add per logit */
+  sq_pool_for(be, N, 4.0 * N * V, argmax_rows, &j); /* a compare and an add per logit */
   return SEQCL_OK;
 }
 

@@ -25,7 +25,7 @@
 
 #include "backend/host/host_threads.h"
 #include "backend/host/pool.h"
-#include "bench/ablate.h"
+#include "core/ctx.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -167,9 +167,13 @@ void sq_pool_run(int tasks, sq_pool_fn fn, void *arg) {
   pthread_mutex_unlock(&owner);
 }
 
-int sq_pool_parts(int items, double work) {
+int sq_pool_parts(const sq_backend *be, int items, double work) {
   int parts = sq_host_threads();
-  if (sq_ablated() & SQ_ABL_THREADS) parts = 1;
+  if (be && be->ctx) {
+    const seqcl_ctx *ctx = be->ctx;
+    if (ctx->settings.threads >= 1 && ctx->settings.threads < parts) parts = ctx->settings.threads;
+    if (sq_ablated(ctx) & SQ_ABL_THREADS) parts = 1;
+  }
   const double by_work = work / SQ_POOL_MIN_WORK;
   if (by_work < parts) parts = by_work < 1.0 ? 1 : (int)by_work;
   if (items < parts) parts = items < 1 ? 1 : items;
@@ -189,8 +193,8 @@ static void for_part(void *arg, int p) {
   if (lo < hi) j->fn(j->arg, lo, hi);
 }
 
-void sq_pool_for(int n, double work, sq_pool_range_fn fn, void *arg) {
+void sq_pool_for(const sq_backend *be, int n, double work, sq_pool_range_fn fn, void *arg) {
   if (n <= 0) return;
-  for_job j = {fn, arg, n, sq_pool_parts(n, work)};
+  for_job j = {fn, arg, n, sq_pool_parts(be, n, work)};
   sq_pool_run(j.parts, for_part, &j);
 }

@@ -4,6 +4,8 @@
 #ifndef SQ_BACKEND_HOST_POOL_H
 #define SQ_BACKEND_HOST_POOL_H
 
+#include "backend/backend.h"
+
 /* Runs fn(arg, t) for every t in [0, tasks) and returns when all have
  * returned. The caller runs tasks too. Tasks run in parallel only when the
  * pool is free: a call made while another thread's call (or this one's, from
@@ -13,16 +15,18 @@ typedef void (*sq_pool_fn)(void *arg, int task);
 void sq_pool_run(int tasks, sq_pool_fn fn, void *arg);
 
 /* Into how many contiguous parts to split `items` items (rows, columns,
- * batches) costing about `work` multiply-adds in all: one part per thread, but
- * never parts of less than SQ_POOL_MIN_WORK, nor more parts than items, nor
- * more than one when the pool is switched off (SEQCL_THREADS=1, or the bench
- * ablation). */
-int sq_pool_parts(int items, double work);
+ * batches) costing about `work` multiply-adds in all, for a slot of backend be:
+ * one part per thread, but never parts of less than SQ_POOL_MIN_WORK, nor more
+ * parts than items, nor more threads than be's context allows (its
+ * SEQCL_THREADS setting), nor more than one when the pool is switched off
+ * (SEQCL_THREADS=1, or the context's bench ablation). be (or its context)
+ * may be NULL: the pool's own limits only. */
+int sq_pool_parts(const sq_backend *be, int items, double work);
 
 /* fn(arg, lo, hi) over contiguous parts of [0, n) that together cover it,
- * in parallel where sq_pool_parts(n, work) says it pays. */
+ * in parallel where sq_pool_parts(be, n, work) says it pays. */
 typedef void (*sq_pool_range_fn)(void *arg, int lo, int hi);
-void sq_pool_for(int n, double work, sq_pool_range_fn fn, void *arg);
+void sq_pool_for(const sq_backend *be, int n, double work, sq_pool_range_fn fn, void *arg);
 
 /* Part p of `parts` of [0, n): [*lo, *hi), sizes differing by at most one. */
 static inline void sq_pool_range(int n, int parts, int p, int *lo, int *hi) {

@@ -4,7 +4,11 @@
  * The host slots split their work across seqcl's own pool (pool.c), products
  * included, so OpenBLAS itself runs single-threaded: its pool does not pay on
  * the decode-step shapes, and two pools on the same cores would fight. The
- * setting is process-wide; it is made once, before the first product. */
+ * setting is process-wide, unlike the other settings (core/settings.h): one
+ * pool of threads serves every context, and threads cannot be added to it
+ * later, so it is sized once, before the first product. A value outside
+ * 1..64 never gets here: opening a context rejects it (sq_settings_from_env);
+ * a context's own SEQCL_THREADS can only use fewer threads (pool.c). */
 #include <pthread.h>
 #include <stdlib.h>
 

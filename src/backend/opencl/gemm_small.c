@@ -7,6 +7,7 @@
  * weight once; gemm_small_nt does that with no padding and one launch.
  *
  * Which products take this path (sq_ocl_gemm_small_wanted):
+ * SEQCL_GEMM, read into the context's settings when it opened:
  *   SEQCL_GEMM=clblast  never;  SEQCL_GEMM=small  every product it supports;
  *   unset / auto        every supported product on CPU-type devices; GPUs
  *                       keep CLBlast until measured there. On PoCL (2 cores)
@@ -22,7 +23,6 @@
 
 #include "backend/opencl/gemm_small.h"
 #include "backend/opencl/ops_internal.h"
-#include "bench/ablate.h"
 
 #define SMALL_WG 16
 
@@ -30,11 +30,10 @@ enum { POLICY_UNKNOWN = 0, POLICY_AUTO_CPU, POLICY_AUTO_OTHER, POLICY_SMALL, POL
 
 static int policy_of(sq_ocl *o) {
   if (o->gemm_policy != POLICY_UNKNOWN) return o->gemm_policy;
-  const char *env = getenv("SEQCL_GEMM");
   int p;
-  if (env && !strcmp(env, "small")) {
+  if (o->ctx->settings.gemm == SQ_GEMM_SMALL) {
     p = POLICY_SMALL;
-  } else if (env && !strcmp(env, "clblast")) {
+  } else if (o->ctx->settings.gemm == SQ_GEMM_CLBLAST) {
     p = POLICY_CLBLAST;
   } else {
     /* the device's type, not SEQCL_KERNELS: that switch picks kernel forms only */
@@ -60,8 +59,9 @@ int sq_ocl_gemm_small_supported(int ta, int tb, int M, int N, int K, int lda, si
 int sq_ocl_gemm_small_wanted(sq_ocl *o, int ta, int tb, int M, int N, int K, int lda, size_t sa,
                              int ldb, size_t sb, int ldc, size_t sc, int batch) {
   if (!sq_ocl_gemm_small_supported(ta, tb, M, N, K, lda, sa, ldb, sb, ldc, sc, batch)) return 0;
-  if (sq_ablated() & SQ_ABL_SMALL_GEMM) return 0;
-  if (sq_ablated() & SQ_FORCE_SMALL_GEMM) return 1;
+  const unsigned off = sq_ablated(o->ctx);
+  if (off & SQ_ABL_SMALL_GEMM) return 0;
+  if (off & SQ_FORCE_SMALL_GEMM) return 1;
   switch (policy_of(o)) {
   case POLICY_SMALL: return 1;
   case POLICY_AUTO_CPU: return 1;

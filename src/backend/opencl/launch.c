@@ -27,10 +27,8 @@ seqcl_status sq_ocl_launch(sq_ocl *o, cl_kernel k, cl_uint dims, const size_t *g
   return sq_ocl_check(o, err, where);
 }
 
-void sq_ocl_counters(sq_backend *be, sq_ocl_counts *out) {
-  out->launches = out->blas_calls = out->syncs = 0;
-  if (!be || !be->ops || !be->ops->name || strcmp(be->ops->name, "opencl") != 0) return;
-  const sq_ocl *o = sq_ocl_of(be);
+void sq_ocl_counters(const sq_backend *be, sq_backend_counts *out) {
+  const sq_ocl *o = be->impl;
   out->launches = o->n_launches;
   out->blas_calls = o->n_blas_calls;
   out->syncs = o->n_syncs;

@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "core/ctx.h"
+#include "device/cl_errors.h"
 
 typedef struct sq_program_cache sq_program_cache; /* program.c */
 
@@ -35,11 +36,11 @@ typedef struct sq_ocl {
   unsigned long long n_launches, n_blas_calls, n_syncs;
 } sq_ocl;
 
-/* The counters above; all zero when be is not an OpenCL backend. */
-typedef struct sq_ocl_counts {
-  unsigned long long launches, blas_calls, syncs;
-} sq_ocl_counts;
-void sq_ocl_counters(sq_backend *be, sq_ocl_counts *out);
+/* The counters above (the table's counters slot). */
+void sq_ocl_counters(const sq_backend *be, sq_backend_counts *out);
+/* The table's stream_copy slot: count elements copied by kernels/bench.cl's
+ * bench_copy (count a multiple of 4, both refs at offset 0), for the benchmark's bandwidth figure. */
+seqcl_status sq_ocl_stream_copy(sq_backend *be, sq_ref dst, sq_ref src, size_t count);
 
 static inline sq_ocl *sq_ocl_of(sq_backend *be) { return (sq_ocl *)be->impl; }
 static inline cl_mem sq_ocl_mem(sq_ref r) { return (cl_mem)r.buf->ptr; }
@@ -47,10 +48,6 @@ static inline cl_mem sq_ocl_mem(sq_ref r) { return (cl_mem)r.buf->ptr; }
 static inline cl_mem sq_ocl_mem_or_dummy(sq_ocl *o, sq_ref r) {
   return r.buf ? (cl_mem)r.buf->ptr : o->dummy;
 }
-
-/* "CL_OUT_OF_RESOURCES" etc.; "CL_UNKNOWN_ERROR(-N)" style for unknown codes
- * (returns a static string for known codes, a thread-local buffer otherwise). */
-const char *sq_cl_error_name(cl_int err);
 
 /* Maps an OpenCL error to a status and records "what: CL_NAME (device)".
  * CL_MEM_OBJECT_ALLOCATION_FAILURE / CL_OUT_OF_RESOURCES / CL_OUT_OF_HOST_MEMORY

@@ -164,8 +164,18 @@ static void destroy(sq_backend *be) {
   free(be);
 }
 
+static int supports(const sq_backend *be, sq_backend_cap cap) {
+  (void)be;
+  return cap == SQ_CAP_OWN_GEMM; /* the small-GEMM kernel beside CLBlast */
+}
+
 static const sq_backend_ops opencl_ops = {
+    .kind = SQ_BACKEND_OPENCL,
     .name = "opencl",
+    .blas = "CLBlast",
+    .supports = supports,
+    .counters = sq_ocl_counters,
+    .stream_copy = sq_ocl_stream_copy,
     .buf_alloc = buf_alloc,
     .buf_free = buf_free,
     .write = buf_write,
@@ -232,13 +242,11 @@ seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out) {
     /* SEQCL_KERNELS=cpu|gpu picks the kernel forms whatever the device type
      * (the tests run both forms on every device) */
     clGetDeviceInfo(o->device, CL_DEVICE_TYPE, sizeof o->device_type, &o->device_type, NULL);
-    const char *forms = getenv("SEQCL_KERNELS");
-    if (forms && !strcmp(forms, "cpu"))
-      o->cpu_device = 1;
-    else if (forms && !strcmp(forms, "gpu"))
-      o->cpu_device = 0;
-    else
-      o->cpu_device = (o->device_type & CL_DEVICE_TYPE_CPU) != 0;
+    switch (ctx->settings.kernels) {
+    case SQ_FORMS_CPU: o->cpu_device = 1; break;
+    case SQ_FORMS_GPU: o->cpu_device = 0; break;
+    default: o->cpu_device = (o->device_type & CL_DEVICE_TYPE_CPU) != 0; break;
+    }
     st = sq_program_cache_create(o, &o->programs);
   }
   if (st != SEQCL_OK) {

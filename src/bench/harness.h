@@ -1,0 +1,115 @@
+/* The benchmark harness behind `seqcl bench` (SPEC §4): what is measured, on
+ * which shapes, in which order and how often. The command line
+ * (cli/cmd_bench.c) parses options, opens the context and prints; every
+ * figure comes from here, row by row, through a sink of callbacks, so a long
+ * run shows each row as soon as it is measured. Every timing is a median of
+ * cfg->reps repetitions after a warm-up (micro.c's rules, bench.h). */
+#ifndef SQ_BENCH_HARNESS_H
+#define SQ_BENCH_HARNESS_H
+
+#include <seqcl/seqcl.h>
+
+#include "model/seq2seq.h"
+
+/* The random models' embedding width and vocabularies (bench_model.c). */
+enum { SQ_BENCH_EMBED = 128, SQ_BENCH_VOCAB = 1000 };
+
+typedef struct sq_bench_cfg {
+  int quick;     /* the subset of shapes */
+  int reps;      /* repetitions per figure (at most 64 count) */
+  int steps;     /* decoder steps per decode run */
+  const char *exe; /* the seqcl executable the cold-start runs spawn */
+  char tmp_root[4096]; /* sq_bench_begin: models and caches live here */
+} sq_bench_cfg;
+
+/* Creates the temporary folder under $TMPDIR (else /tmp). */
+seqcl_status sq_bench_begin(sq_bench_cfg *cfg);
+/* Removes it with everything in it. */
+void sq_bench_end(sq_bench_cfg *cfg);
+
+/* What the GEMM table compares on this backend. */
+typedef struct sq_bench_backend_info {
+  const char *blas; /* "OpenBLAS", "CLBlast" */
+  int own_gemm;     /* 1 when an own GEMM kernel is timed beside it */
+  /* 1 when the "own" column is the backend's default choice rather than its
+   * own kernel forced (the host: own kernel up to 256 rows, OpenBLAS beyond) */
+  int own_default;
+} sq_bench_backend_info;
+void sq_bench_info(seqcl_ctx *ctx, sq_bench_backend_info *out);
+
+typedef enum sq_bench_table {
+  SQ_BENCH_KERNELS, /* copy bandwidth, then kernel rows */
+  SQ_BENCH_GEMM,
+  SQ_BENCH_DECODE,
+  SQ_BENCH_ABLATION
+} sq_bench_table;
+
+typedef struct sq_bench_kernel_row {
+  char label[96]; /* "attention additive N4 S2048 He512", "gru gates N64 H512" */
+  double ms, gbps, fraction_of_copy;
+} sq_bench_kernel_row;
+
+typedef struct sq_bench_gemm_row {
+  int M, N, K;
+  double own_gflops; /* 0 when the backend has no own kernel */
+  double lib_gflops, best_gflops;
+} sq_bench_gemm_row;
+
+typedef struct sq_bench_decode_row {
+  const char *score;
+  int hidden, src_len, batch, steps;
+  double seconds, tokens_per_s, step_ms;
+  double launches, blas_calls, syncs; /* per decoder step */
+  double enc_seconds, enc_tokens_per_s;
+} sq_bench_decode_row;
+
+typedef struct sq_bench_ablation_row {
+  const char *off; /* the switch turned off; NULL: none (all on) */
+  int batch;
+  double tokens_per_s, ratio_to_all_on;
+  double launches, blas_calls, syncs;
+} sq_bench_ablation_row;
+
+/* Called as results come; any may be NULL. */
+typedef struct sq_bench_sink {
+  void *user;
+  void (*table)(void *user, sq_bench_table t);       /* a table's rows follow */
+  void (*copy)(void *user, int mib, double gbps);     /* before the kernel rows */
+  void (*kernel)(void *user, const sq_bench_kernel_row *r);
+  void (*gemm)(void *user, const sq_bench_gemm_row *r);
+  void (*decode)(void *user, const sq_bench_decode_row *r);
+  void (*ablation)(void *user, const sq_bench_ablation_row *r);
+} sq_bench_sink;
+
+/* Copy bandwidth, the fused attention and GRU gates against it, GEMM at the
+ * model's shapes (own kernel and library). */
+seqcl_status sq_bench_kernels(seqcl_ctx *ctx, const sq_bench_cfg *cfg, const sq_bench_sink *s);
+/* Greedy decoding and the encoder over the grid of scores, sizes, lengths and
+ * batches. */
+seqcl_status sq_bench_decode(seqcl_ctx *ctx, const sq_bench_cfg *cfg, const sq_bench_sink *s);
+/* Decoding with each optimisation the backend has switched off alone (in the
+ * context's settings, restored after), the configurations timed in turns. */
+seqcl_status sq_bench_ablation(seqcl_ctx *ctx, const sq_bench_cfg *cfg,
+                               const sq_bench_sink *s);
+/* Adam steps of the reversal task: *steps of them, *ms_per_step. */
+seqcl_status sq_bench_train(seqcl_ctx *ctx, const sq_bench_cfg *cfg, int *steps,
+                            double *ms_per_step);
+/* Wall time of `seqcl decode` in a new process (one line, one step) with an
+ * empty program cache, and the median with a warm one. */
+seqcl_status sq_bench_cold(seqcl_ctx *ctx, const sq_bench_cfg *cfg, double *empty_s,
+                           double *warm_s);
+
+/* The peer mode: decoding of a token file with model m. */
+typedef struct sq_bench_file_result {
+  size_t lines, tokens; /* tokens: decoder steps over all lines */
+  double seconds;       /* median */
+} sq_bench_file_result;
+seqcl_status sq_bench_file(seqcl_model *m, const char *src_path, int max_steps, int batch,
+                           int reps, sq_bench_file_result *out);
+
+/* A random model of hidden size H with this score under cfg->tmp_root
+ * (written once, then loaded). */
+seqcl_status sq_bench_model(seqcl_ctx *ctx, const sq_bench_cfg *cfg, const char *score, int H,
+                            seqcl_model **m);
+
+#endif

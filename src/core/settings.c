@@ -1,0 +1,45 @@
+/* Per-context settings from the environment (settings.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/settings.h"
+
+void sq_settings_default(sq_settings *s) { memset(s, 0, sizeof *s); }
+
+/* The index of env's value in names (NULL-terminated); 0 (the first, the
+ * default) when unset or empty; -1 for anything else. */
+static int pick(const char *env, const char *const *names) {
+  if (!env || !*env) return 0;
+  for (int i = 0; names[i]; i++)
+    if (!strcmp(env, names[i])) return i;
+  return -1;
+}
+
+static seqcl_status bad(seqcl_ctx *ctx, const char *var, const char *value, const char *want) {
+  return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                 "%s='%s' (from the environment) is not valid: expected %s", var, value, want);
+}
+
+seqcl_status sq_settings_from_env(seqcl_ctx *ctx, sq_settings *out) {
+  sq_settings_default(out);
+  /* in enum order */
+  static const char *const forms[] = {"auto", "cpu", "gpu", NULL};
+  static const char *const gemms[] = {"auto", "small", "clblast", NULL};
+  const char *v = getenv("SEQCL_KERNELS");
+  int i = pick(v, forms);
+  if (i < 0) return bad(ctx, "SEQCL_KERNELS", v, "auto, cpu or gpu");
+  out->kernels = (sq_kernel_forms)i;
+  v = getenv("SEQCL_GEMM");
+  if ((i = pick(v, gemms)) < 0) return bad(ctx, "SEQCL_GEMM", v, "auto, small or clblast");
+  out->gemm = (sq_gemm_choice)i;
+  v = getenv("SEQCL_THREADS");
+  if (v && *v) {
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    if (!end || *end != '\0' || n < 1 || n > 64)
+      return bad(ctx, "SEQCL_THREADS", v, "an integer from 1 to 64");
+    out->threads = (int)n;
+  }
+  return SEQCL_OK;
+}
