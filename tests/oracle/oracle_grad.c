@@ -111,13 +111,13 @@ static void ref_adam(const sq_case *c, double *const *ref) {
   }
 }
 
-/* Row n's activity and time index at the case's step (as train/grad.h defines them). */
-static int gru_row_time(const sq_case *c, int n, int *t) {
+/* Row n's time index at the case's step (as train/grad.h defines it), or -1 when
+ * the row has already ended (step >= its length). */
+static int gru_row_time(const sq_case *c, int n) {
   const int32_t *lens = sq_case_ini(c, "lens");
   int step = SH("step", 0), len = lens ? lens[n] : step + 1;
-  if (step >= len) return 0;
-  *t = SH("rev", 0) ? len - 1 - step : step;
-  return 1;
+  if (step >= len) return -1;
+  return SH("rev", 0) ? len - 1 - step : step;
 }
 
 /* The gates r, z, n and hn = gh_n + b_hn of row n at time t. */
@@ -141,8 +141,8 @@ static void ref_gru_fwd(const sq_case *c, double *const *ref) {
   memset(ref[1], 0, c->out[1].n * sizeof(double));
   memset(ref[2], 0, c->out[2].n * sizeof(double));
   for (int n = 0; n < N; n++) {
-    int t;
-    int active = gru_row_time(c, n, &t);
+    const int t = gru_row_time(c, n);
+    const int active = t >= 0;
     for (int i = 0; i < H; i++) {
       double hv = h[(size_t)n * H + i];
       if (active) {
@@ -166,8 +166,8 @@ static void ref_gru_bwd(const sq_case *c, double *const *ref) {
   (void)dgh0;
   for (size_t e = 0; e < c->out[1].n; e++) ref[1][e] = dgi0[e];
   for (int n = 0; n < N; n++) {
-    int t;
-    int active = gru_row_time(c, n, &t);
+    const int t = gru_row_time(c, n);
+    const int active = t >= 0;
     for (int i = 0; i < H; i++) {
       double *dh = ref[0] + (size_t)n * H + i, *dgh = ref[2] + (size_t)n * 3 * H;
       *dh = dh0[(size_t)n * H + i];
