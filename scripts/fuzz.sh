@@ -32,7 +32,7 @@ case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: seconds must be a number" >&2; ex
 
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 if [ ! -f "$build/build.ninja" ]; then
-  CC=clang meson setup "$build" -Dfuzz=true -Dtests=false -Db_lundef=false \
+  CC=clang meson setup "$build" --werror -Dfuzz=true -Dtests=false -Db_lundef=false \
     -Dopencl=disabled -Dbuildtype=debugoptimized >/dev/null
 fi
 ninja -C "$build" -j"${FUZZ_JOBS:-2}" "${targets[@]/#/fuzz/fuzz_}" >/dev/null

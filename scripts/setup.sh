@@ -1,6 +1,8 @@
 #!/bin/sh
 # Installs seqcl's build and run-time dependencies from Debian's packages, then
 # configures and builds seqcl in ./build.   Usage: scripts/setup.sh [extra meson options]
+# Warnings do not stop the build (no --werror: a newer compiler's new warning
+# must not break a user's build); CI and development pass --werror.
 set -eu
 cd "$(dirname "$0")/.."
 

@@ -1,7 +1,8 @@
 /* Fault injection for tests: make the Nth allocation, program build or kernel
  * enqueue fail, so error paths can be exercised without a broken driver.
- * Compiled in only with -Dfault_injection=true (SEQCL_FAULT_INJECTION); otherwise
- * sq_fault_hit is a constant 0 and costs nothing. */
+ * Compiled in only when the fault_injection option is on (SEQCL_FAULT_INJECTION:
+ * its auto default follows the build type, on in debug and debugoptimized builds,
+ * off in release ones); otherwise sq_fault_hit is a constant 0 and costs nothing. */
 #ifndef SQ_CORE_FAULT_H
 #define SQ_CORE_FAULT_H
 

@@ -38,7 +38,8 @@
 
 #ifndef SEQCL_FAULT_INJECTION
 int main(void) {
-  fprintf(stderr, "built without -Dfault_injection=true: skipped\n");
+  fprintf(stderr, "built without fault injection (-Dfault_injection=disabled, or auto in a "
+                  "release build): skipped\n");
   return 77;
 }
 #else
