@@ -3,7 +3,8 @@
 # out-of-bounds accesses, uninitialised reads and data races) and fails if
 # Oclgrind reports anything inside one of seqcl's own kernels:
 #  1. `seqcl check --quick`: every forward operation, all checkers on, then
-#     the CPU forms of the fused attention and GRU gates (SEQCL_KERNELS=cpu);
+#     the CPU forms of the fused attention and GRU gates (SEQCL_KERNELS=cpu),
+#     and both forms of the own decode-step GEMM (SEQCL_GEMM=small);
 #  2. the PyTorch gradient fixtures (tests/golden_grad): every backward kernel,
 #     Adam excepted, with the out-of-bounds and data-race checkers on. The
 #     uninitialised-value checker is off there: it reports reads of buffers that
@@ -65,6 +66,20 @@ for op in attn_fused.additive attn_fused.general; do
   [ $status -eq 0 ] || { echo "CPU kernel forms under Oclgrind failed ($op, exit $status)"; failed=1; }
 done
 scan "$log" "CPU kernel forms" || failed=1
+
+# Oclgrind leaves every GEMM to CLBlast (no measurement on a simulator): the
+# own decode-step kernels, both forms, run here, at shapes they serve (a
+# process whose only GEMMs ran on CLBlast aborts in Oclgrind at exit).
+: >"$log"
+for forms in gpu cpu; do
+  for shape in M=7,N=13,K=37,tb=1 M=1,N=77,K=259,tb=1,pad=1,beta=0.5 M=9,N=5,K=129,tb=1,beta=1; do
+    SEQCL_GEMM=small SEQCL_KERNELS=$forms "$build/cli/seqcl" check --device opencl:~oclgrind \
+      --op gemm --shape $shape 2>>"$log"
+    status=$?
+    [ $status -eq 0 ] || { echo "own GEMM kernels under Oclgrind failed ($forms $shape, exit $status)"; failed=1; }
+  done
+done
+scan "$log" "own GEMM kernels" || failed=1
 
 if [ -x "$build/tests/golden_grad/test_grad_golden" ]; then
   OCLGRIND_UNINITIALIZED=0 SEQCL_TEST_DEVICES=opencl:~oclgrind \

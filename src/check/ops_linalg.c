@@ -121,6 +121,12 @@ static const char *const gemm_shapes[] = {
     "M=1,N=77,K=259,tb=1,pad=1,beta=0.5",
     "M=64,N=100,K=33,tb=1,pad=2,alpha=-0.75,beta=1",
     "M=3,N=9,K=6,tb=1,batch=3,pad=1",
+    /* the GPU form's edges: K around one step of its 32 lanes x float4 (128),
+     * a K tail of 1-3, N not a multiple of its 4 columns per group, rows past
+     * M in the last row block */
+    "M=9,N=5,K=129,tb=1,beta=1",
+    "M=64,N=7,K=128,tb=1,batch=2,pad=1",
+    "M=2,N=3,K=127,tb=1,alpha=-1.5",
     /* big enough for the host to split across its threads: by rows (the own
      * AVX-512 kernel with tb=1, OpenBLAS otherwise), by columns (M = 1: GEMV) */
     "M=131,N=29,K=47,tb=1,beta=0.5,pad=1",

@@ -9,12 +9,17 @@
 #include "core/paths.h"
 #include "device/cache_files.h"
 
-static int is_entry(const char *name) {
-  size_t n = strlen(name), s = strlen(SQ_PROGRAM_SUFFIX);
-  return n > s && !strcmp(name + n - s, SQ_PROGRAM_SUFFIX);
+static int has_suffix(const char *name, const char *suffix) {
+  size_t n = strlen(name), s = strlen(suffix);
+  return n > s && !strcmp(name + n - s, suffix);
 }
 
-static int is_temp(const char *name) { return !strncmp(name, ".tmp-", 5); }
+static int is_entry(const char *name) {
+  return has_suffix(name, SQ_PROGRAM_SUFFIX) || has_suffix(name, SQ_POLICY_SUFFIX);
+}
+
+/* program.c's ".tmp-XXXXXX", gemm_policy.c's "<entry>.tmp-<pid>" */
+static int is_temp(const char *name) { return strstr(name, ".tmp-") != NULL; }
 
 /* Walks <cache>/programs; with remove, deletes entries and temporary files. */
 static seqcl_status walk(char *dir, size_t cap, int remove, size_t *entries, uint64_t *bytes) {

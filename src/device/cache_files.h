@@ -12,6 +12,9 @@
 #define SQ_PROGRAMS_SUBDIR "programs"
 /* File name suffix of a complete entry (temporary files never carry it). */
 #define SQ_PROGRAM_SUFFIX ".clbin"
+/* Suffix of a kept GEMM choice (src/backend/opencl/gemm_policy.c): an entry
+ * too, so `seqcl cache clear` makes the next context measure again. */
+#define SQ_POLICY_SUFFIX ".policy"
 
 typedef struct sq_cache_summary {
   char dir[4096];    /* the cache folder (sq_cache_dir) */

@@ -91,8 +91,16 @@ seqcl_status sq_ocl_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, fl
     return sq_fail(o->ctx, SEQCL_ERR_INVALID_ARGUMENT,
                    "gemm: M=%d N=%d K=%d batch=%d must all be >= 1", M, N, K, batch);
   /* decoder-step shapes: the device's own kernel where it wins (gemm_small.c) */
-  if (sq_ocl_gemm_small_wanted(o, ta, tb, M, N, K, lda, sa, ldb, sb, ldc, sc, batch))
+  if (sq_ocl_gemm_small_wanted(be, ta, tb, M, N, K, lda, sa, ldb, sb, ldc, sc, batch))
     return sq_ocl_gemm_small(be, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+  return sq_ocl_gemm_clblast(be, ta, tb, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc,
+                             batch);
+}
+
+seqcl_status sq_ocl_gemm_clblast(sq_backend *be, int ta, int tb, int M, int N, int K, float alpha,
+                                 sq_ref A, int lda, size_t sa, sq_ref B, int ldb, size_t sb,
+                                 float beta, sq_ref C, int ldc, size_t sc, int batch) {
+  sq_ocl *o = sq_ocl_of(be);
   o->n_blas_calls++;
   CLBlastTranspose opa = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
   CLBlastTranspose opb = tb ? CLBlastTransposeYes : CLBlastTransposeNo;

@@ -31,6 +31,7 @@ typedef struct sq_ocl {
   sq_program_cache *programs;
   cl_mem dummy;           /* 16-byte buffer passed for absent optional arguments */
   int gemm_policy;        /* gemm_small.c: which GEMM runs small products (0: not decided) */
+  int gemm_choice[3];     /* gemm_policy.c: per row bucket 1 own kernel, 2 CLBlast, 0 unknown */
   /* Work counters read by `seqcl bench` (sq_ocl_counters): kernels seqcl enqueued,
    * CLBlast calls (each one or more kernels of its own), blocking waits. */
   unsigned long long n_launches, n_blas_calls, n_syncs;

@@ -1,0 +1,194 @@
+/* The measured choice between the own decode-step GEMM kernel and CLBlast
+ * (src/backend/opencl/gemm_policy.c): the first decode-sized product measures
+ * and writes the choice into the program cache folder; later contexts follow
+ * the kept choice without measuring; a file of another device is measured
+ * over; SEQCL_GEMM=small|clblast pins the choice whatever the file says.
+ * SEQCL_GEMM=measured makes a CPU device (PoCL) measure as a GPU would.
+ * Needs an OpenCL device (exit 77 without one). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "backend/opencl/gemm_small.h"
+#include "ops/ops.h"
+
+static seqcl_device_info device;
+
+static void read_text(const char *path, char *buf, size_t cap) {
+  buf[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  size_t n = fread(buf, 1, cap - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* The key line of a kept file (the first line after the header). */
+static void key_line(const char *text, char *out, size_t cap) {
+  const char *k = strstr(text, "key=");
+  assert_non_null(k);
+  size_t n = strcspn(k, "\n");
+  assert_true(n < cap);
+  memcpy(out, k, n);
+  out[n] = '\0';
+}
+
+/* One [M, K] x [N, K]^T product on a fresh context; returns the CLBlast
+ * calls and kernel launches it took, checks one result element. */
+static void one_product(int M, char *policy_path, size_t cap,
+                        unsigned long long *blas, unsigned long long *launches) {
+  enum { N = 24, K = 37 };
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open_info(&device, &ctx), SEQCL_OK);
+  if (policy_path) assert_true(sq_ocl_gemm_policy_path(sq_be(ctx), policy_path, cap));
+  float a[64 * K], b[N * K], c[64 * N];
+  for (int i = 0; i < 64 * K; i++) a[i] = (float)(i % 7) - 3.0f;
+  for (int i = 0; i < N * K; i++) b[i] = (float)(i % 5) - 2.0f;
+  sq_buf *ba = NULL, *bb = NULL, *bc = NULL;
+  assert_int_equal(sq_buf_alloc(ctx, sizeof a, &ba), SEQCL_OK);
+  assert_int_equal(sq_buf_alloc(ctx, sizeof b, &bb), SEQCL_OK);
+  assert_int_equal(sq_buf_alloc(ctx, sizeof c, &bc), SEQCL_OK);
+  assert_int_equal(sq_write(ctx, sq_at(ba, 0), a, sizeof a), SEQCL_OK);
+  assert_int_equal(sq_write(ctx, sq_at(bb, 0), b, sizeof b), SEQCL_OK);
+  sq_ocl_counts before, after;
+  sq_ocl_counters(sq_be(ctx), &before);
+  assert_int_equal(sq_gemm(ctx, 0, 1, M, N, K, 1.0f, sq_at(ba, 0), K, 0, sq_at(bb, 0), K, 0, 0.0f,
+                           sq_at(bc, 0), N, 0, 1),
+                   SEQCL_OK);
+  sq_ocl_counters(sq_be(ctx), &after);
+  assert_int_equal(sq_read(ctx, sq_at(bc, 0), c, sizeof(float) * (size_t)M * N), SEQCL_OK);
+  /* integer-valued products are exact in any summation order */
+  double ref = 0;
+  for (int k = 0; k < K; k++) ref += (double)a[(M - 1) * K + k] * b[(N - 1) * K + k];
+  assert_true(c[(M - 1) * N + N - 1] == (float)ref);
+  *blas = after.blas_calls - before.blas_calls;
+  *launches = after.launches - before.launches;
+  sq_buf_free(ba);
+  sq_buf_free(bb);
+  sq_buf_free(bc);
+  seqcl_ctx_close(ctx);
+}
+
+static void first_product_measures_and_keeps(void **state) {
+  (void)state;
+  setenv("SEQCL_GEMM", "measured", 1);
+  char path[4400], text[4096];
+  unsigned long long blas, launches;
+  one_product(1, path, sizeof path, &blas, &launches);
+  unlink(path);
+  one_product(1, path, sizeof path, &blas, &launches);
+  /* the measurement's own calls are not counted: one product, one path */
+  assert_int_equal(blas + launches, 1);
+  read_text(path, text, sizeof text);
+  assert_non_null(strstr(text, "seqcl-gemm-policy 1\nkey=gemm-policy|"));
+  assert_non_null(strstr(text, "\nm1="));
+  assert_non_null(strstr(text, "\nm8="));
+  assert_non_null(strstr(text, "\nm64="));
+  assert_non_null(strstr(text, " us clblast "));
+}
+
+static void kept_choice_is_followed(void **state) {
+  (void)state;
+  setenv("SEQCL_GEMM", "measured", 1);
+  char path[4400], text[4096], key[1200], file[2048];
+  unsigned long long blas, launches;
+  one_product(8, path, sizeof path, &blas, &launches);
+  read_text(path, text, sizeof text);
+  key_line(text, key, sizeof key);
+  /* no timings in the lines below: a measurement would write them back */
+  snprintf(file, sizeof file, "seqcl-gemm-policy 1\n%s\nm1=clblast\nm8=small\nm64=clblast\n", key);
+  write_text(path, file);
+  one_product(1, NULL, 0, &blas, &launches);
+  assert_int_equal(blas, 1);
+  assert_int_equal(launches, 0);
+  one_product(5, NULL, 0, &blas, &launches);
+  assert_int_equal(blas, 0);
+  assert_int_equal(launches, 1);
+  one_product(64, NULL, 0, &blas, &launches);
+  assert_int_equal(blas, 1);
+  read_text(path, text, sizeof text);
+  assert_string_equal(text, file);
+}
+
+static void foreign_file_is_measured_over(void **state) {
+  (void)state;
+  setenv("SEQCL_GEMM", "measured", 1);
+  char path[4400], text[4096];
+  unsigned long long blas, launches;
+  one_product(1, path, sizeof path, &blas, &launches);
+  write_text(path, "seqcl-gemm-policy 1\nkey=another device\nm1=small\nm8=small\nm64=small\n");
+  one_product(1, NULL, 0, &blas, &launches);
+  read_text(path, text, sizeof text);
+  assert_null(strstr(text, "another device"));
+  assert_non_null(strstr(text, " us clblast "));
+  /* a truncated file too */
+  write_text(path, "seqcl-gemm-policy 1\n");
+  one_product(1, NULL, 0, &blas, &launches);
+  read_text(path, text, sizeof text);
+  assert_non_null(strstr(text, "\nm64="));
+}
+
+static void pinned_choice_ignores_the_file(void **state) {
+  (void)state;
+  setenv("SEQCL_GEMM", "measured", 1);
+  char path[4400], text[4096], key[1200], file[2048];
+  unsigned long long blas, launches;
+  one_product(1, path, sizeof path, &blas, &launches);
+  read_text(path, text, sizeof text);
+  key_line(text, key, sizeof key);
+  snprintf(file, sizeof file, "seqcl-gemm-policy 1\n%s\nm1=small\nm8=small\nm64=small\n", key);
+  write_text(path, file);
+  setenv("SEQCL_GEMM", "clblast", 1);
+  one_product(1, NULL, 0, &blas, &launches);
+  assert_int_equal(blas, 1);
+  snprintf(file, sizeof file, "seqcl-gemm-policy 1\n%s\nm1=clblast\nm8=clblast\nm64=clblast\n",
+           key);
+  write_text(path, file);
+  setenv("SEQCL_GEMM", "small", 1);
+  one_product(1, NULL, 0, &blas, &launches);
+  assert_int_equal(blas, 0);
+  unsetenv("SEQCL_GEMM");
+}
+
+int main(void) {
+  seqcl_device_info *list = NULL;
+  size_t n = 0;
+  if (seqcl_devices_list(&list, &n) != SEQCL_OK) return 1;
+  int found = 0;
+  for (size_t i = 0; i < n && !found; i++)
+    if (list[i].type != SEQCL_DEVICE_HOST) device = list[i], found = 1;
+  seqcl_devices_free(list);
+  if (!found) {
+    printf("no OpenCL device: skipped\n");
+    return 77;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(first_product_measures_and_keeps),
+      cmocka_unit_test(kept_choice_is_followed),
+      cmocka_unit_test(foreign_file_is_measured_over),
+      cmocka_unit_test(pinned_choice_ignores_the_file),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  /* the test's choices must not steer the other tests sharing the folder */
+  seqcl_ctx *ctx = NULL;
+  if (seqcl_ctx_open_info(&device, &ctx) == SEQCL_OK) {
+    char path[4400];
+    if (sq_ocl_gemm_policy_path(sq_be(ctx), path, sizeof path)) unlink(path);
+    seqcl_ctx_close(ctx);
+  }
+  return rc;
+}
