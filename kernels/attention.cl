@@ -5,14 +5,17 @@
  * elements, because 1.2 has no sub-buffer-free way to pass a pointer offset.
  * Absent optional buffers arrive as a dummy buffer plus a has_* flag.
  *
- * Row-wise kernels (masked_softmax, attn_fused) run one work-group of WG
- * work-items per batch row: each work-item sums its strided share of the row
- * with compensation, then a local-memory tree combines the WG partials, so a
- * row sum of S terms carries about 2 + log2(WG) roundings instead of S. The fused kernel and the unfused kernels share the helpers
- * below and evaluate scores, weights and each context sum in the same order;
- * the fused context runs four d per work-item as float4, where the compiler
- * may contract w * k + acc differently, so the two paths agree within the
- * context tolerance rather than always to the bit. */
+ * The row kernel (masked_softmax) runs one work-group of WG work-items per
+ * batch row: each work-item sums its strided share of the row with
+ * compensation, then a local-memory tree combines the WG partials, so a row
+ * sum of S terms carries about 2 + log2(WG) roundings instead of S.
+ *
+ * The fused step has two forms, each checked by the op list on every device:
+ * attn_fused_chunk + attn_fused_combine (GPUs: a row split over work-groups)
+ * and attn_fused_row (CPU-type devices: a work-item per row). Both share the
+ * helpers below with the unfused kernels, and agree with them within the
+ * fused tolerance rather than to the bit: their scores and sums run in other
+ * orders. */
 
 #ifndef WG
 #define WG 64 /* work-group size of the row kernels; a power of two */
@@ -206,21 +209,11 @@ __kernel void attn_context(int N, int S, int He,
   c[c_off + (size_t)n * ld_c + d] = acc;
 }
 
-/* Scores and weights of the fused kernel live in local memory when the row
- * fits (use_local), else in a global scratch row (the alpha output or a
- * temporary). The branch is uniform, so it costs next to nothing. */
-static float row_get(__local float *ls, __global float *gs, int use_local, int j) {
-  return use_local ? ls[j] : gs[j];
-}
-static void row_put(__local float *ls, __global float *gs, int use_local, int j, float x) {
-  if (use_local) ls[j] = x; else gs[j] = x;
-}
-
 #endif /* !ATTN_ROW_FORM */
 
-/* The arguments both fused kernels take first (attn_fused adds its scratch
- * row and local memory): attn_scores's, then the mask, the context output and
- * the optional weights output. */
+/* The arguments both fused forms take first (attn_fused_chunk adds its
+ * partial results): attn_scores's, then the mask, the context output and the
+ * optional weights output. */
 #define FUSED_ARGS                                                              \
   int kind, int N, int S, int He, int A, __global const float *qp, int qp_off,  \
       int ld_qp, __global const float *keys, int keys_off,                      \
@@ -231,81 +224,159 @@ static void row_put(__local float *ls, __global float *gs, int use_local, int j,
       __global float *alpha, int alpha_off, int has_alpha
 
 #ifndef ATTN_ROW_FORM
-/* One decoder step's attention for row n = group id: scores, mask, softmax
- * and context. Evaluates exactly the expressions of attn_scores,
- * masked_softmax and attn_context in the same order. Scores are computed
- * only for j < lens[n]; invalid positions get weight 0 and are skipped in the
- * context sum, as attn_context skips zero weights. */
+/* ---- The fused step for GPUs: the source axis split over work-groups. ----
+ *
+ * A work-group per row would leave all but N compute units idle at batch 1,
+ * so the row is cut into chunks of CHUNK positions, one work-group each:
+ * grid (ceil(S / CHUNK) WG, N). A chunk's group computes its scores with
+ * SL lanes along H_e (dot scores: lane l reads d = l, l + SL, ..., so a
+ * position's key row is read in SL-wide coalesced runs) or along A (the
+ * additive score's projected key row), WG / SL positions at once; the SL
+ * partial sums of a position are then added in lane order by one work-item.
+ * Then its maximum m_c, p_j = exp(e_j - m_c), s_c = sum p_j (a tree) and the
+ * partial context ctx_c = sum_j p_j k_j with lanes along H_e (coalesced),
+ * positions in order, skipping p_j = 0 (every invalid position, whose keys
+ * are never read). attn_fused_combine then merges the chunks of a row in
+ * chunk order: m = max m_c, r_c = exp(m_c - m), sum = sum_c r_c s_c,
+ * c = (sum_c r_c ctx_c) / sum, alpha_j = exp(e_j - m) / sum from the raw
+ * scores the chunks left in alpha. A row of one chunk (S <= CHUNK) finishes
+ * in the chunk kernel: weights p_j / s_c, context sum_j (p_j / s_c) k_j,
+ * as masked_softmax and attn_context compute them.
+ *
+ * Rounding against the one-pass forms: each weight gets the rounding of
+ * exp(m_c - m) and of a sum of chunk sums (ceil(S / CHUNK) terms) instead of
+ * one sum of S terms; each context term one more product. Inside the fused
+ * tolerance, which bounds the dot products in any order; the op list checks
+ * S = 1, CHUNK - 1, CHUNK, CHUNK + 1 and 2053 (33 chunks). */
+#ifndef CHUNK
+#define CHUNK 64 /* source positions per work-group */
+#endif
+#define SL (WG < 16 ? WG : 16) /* lanes per position for the scores */
+#define SPOS (WG / SL)          /* positions scored at once */
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void attn_fused(FUSED_ARGS,
-                __global float *scratch, int scratch_off, int use_local,
-                __local float *ls) {
+void attn_fused_chunk(FUSED_ARGS, __global float *part, int part_off, int direct) {
+  __local float lane_sums[CHUNK * SL];
+  __local float w[CHUNK];
   __local float red[WG];
-  const int n = get_group_id(0); /* < N: the grid has exactly N groups */
+  const int ch = get_group_id(0), nch = get_num_groups(0);
+  const int n = get_group_id(1); /* < N: the grid has exactly N rows of groups */
   const int lid = get_local_id(0);
+  /* from the unsigned id: the signed lid % SL and lid / SL compile to an
+   * instruction (freeze) that Oclgrind 21.10 cannot simulate */
+  const int lane = (int)(get_local_id(0) % SL), slot = (int)(get_local_id(0) / SL);
   (void)N;
   lens += lens_off;
   mask += mask_off;
   keys += keys_off;
-  __global float *gs = scratch + scratch_off + (size_t)n * S;
-  const int len = lens[n];
+  pkeys += pkeys_off;
+  v += v_off;
+  bv += bv_off;
+  __global const float *q = qp + qp_off + (size_t)n * ld_qp;
+  const int j0 = ch * CHUNK;
+  /* positions of this chunk inside the row (0 for a chunk past its end) */
+  const int nb = clamp(min(lens[n], S) - j0, 0, CHUNK);
 
-  /* Scores and the row maximum over valid positions. */
+  for (int t = slot; t < CHUNK; t += SPOS) {
+    const int j = j0 + t;
+    float x = 0.0f;
+    if (t < nb && is_valid(n, j, S, lens, mask, has_mask)) {
+      if (kind == SCORE_ADDITIVE) {
+        __global const float *pk = pkeys + ((size_t)n * S + j) * A;
+        for (int a = lane; a < A; a += SL) x += v[a] * tanh(pk[a] + q[a]);
+      } else {
+        __global const float *kr = keys + ((size_t)n * S + j) * He;
+        for (int d = lane; d < He; d += SL) x += kr[d] * q[d];
+      }
+    }
+    lane_sums[t * SL + lane] = x;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  /* Work-item t (t < CHUNK, strided when WG < CHUNK) owns position j0 + t. */
   float m = -INFINITY;
-  for (int j = lid; j < len; j += WG) {
+  for (int t = lid; t < CHUNK; t += WG) {
+    const int j = j0 + t;
     float e = -INFINITY;
-    if (is_valid(n, j, S, lens, mask, has_mask)) {
-      e = score_at(kind, n, j, S, He, A, qp + qp_off, ld_qp, keys, pkeys + pkeys_off,
-                   v + v_off, bv + bv_off, has_bv, scale);
+    if (t < nb && is_valid(n, j, S, lens, mask, has_mask)) {
+      e = 0.0f;
+      for (int l = 0; l < SL; ++l) e += lane_sums[t * SL + l];
+      if (kind == SCORE_ADDITIVE && has_bv) e += bv[0];
+      e *= scale;
       m = fmax(m, e);
     }
-    row_put(ls, gs, use_local, j, e);
+    w[t] = e;
+    /* raw scores for attn_fused_combine; 0 past the row (and past S) */
+    if (has_alpha && !direct && j < S) alpha[alpha_off + (size_t)n * S + j] = e;
   }
   m = wg_max(red, m);
-
-  float sum = 0.0f, comp = 0.0f;
-  for (int j = lid; j < len; j += WG) {
-    float p = 0.0f;
-    if (m != -INFINITY && is_valid(n, j, S, lens, mask, has_mask))
-      p = shifted_exp(row_get(ls, gs, use_local, j), m);
-    row_put(ls, gs, use_local, j, p);
-    kahan_add(&sum, &comp, p);
+  float sum = 0.0f;
+  for (int t = lid; t < CHUNK; t += WG) {
+    const float e = w[t];
+    const float p = e == -INFINITY ? 0.0f : shifted_exp(e, m);
+    w[t] = p;
+    sum += p;
   }
   sum = wg_sum(red, sum);
-
-  for (int j = lid; j < len; j += WG) {
-    const float p = row_get(ls, gs, use_local, j);
-    const float w = sum > 0.0f ? p / sum : 0.0f;
-    row_put(ls, gs, use_local, j, w);
-    if (has_alpha) alpha[alpha_off + (size_t)n * S + j] = w;
+  if (direct) {
+    for (int t = lid; t < CHUNK; t += WG) {
+      const float p = sum > 0.0f ? w[t] / sum : 0.0f;
+      w[t] = p;
+      if (has_alpha && j0 + t < S) alpha[alpha_off + (size_t)n * S + j0 + t] = p;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (has_alpha)
-    for (int j = len + lid; j < S; j += WG) alpha[alpha_off + (size_t)n * S + j] = 0.0f;
-  /* The context reads every work-item's weights. */
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
-  /* Four adjacent d per work-item (float4 loads of a key row); each lane sums
-   * over j in attn_context's order. A last group of fewer than four d is
-   * summed lane by lane. */
-  __global const float *kr = keys + (size_t)n * S * He;
+  /* The context (or its part) of the chunk, lanes along H_e. */
+  __global const float *kr = keys + ((size_t)n * S + j0) * He;
+  __global float *out = direct ? c + c_off + (size_t)n * ld_c
+                               : part + part_off + ((size_t)n * nch + ch) * (He + 2) + 2;
+  for (int d = lid; d < He; d += WG) {
+    float acc = 0.0f;
+    for (int t = 0; t < nb; ++t) {
+      const float p = w[t];
+      if (p != 0.0f) acc += p * kr[(size_t)t * He + d];
+    }
+    out[d] = acc;
+  }
+  if (!direct && lid == 0) {
+    out[-2] = m;
+    out[-1] = sum;
+  }
+}
+
+/* Merges the chunks of row n = get_global_id(1) (see above); global (WG, N).
+ * Every work-item computes m and sum itself, in the same order, so no barrier
+ * is needed: part holds, per chunk, m_c, s_c and the H_e partial context. */
+__kernel void attn_fused_combine(int N, int S, int He, int nch,
+                                 __global const float *part, int part_off,
+                                 __global float *c, int c_off, int ld_c,
+                                 __global float *alpha, int alpha_off, int has_alpha) {
+  const int n = get_global_id(1);
+  const int lid = get_local_id(0), wg = get_local_size(0);
+  if (n >= N) return;
+  __global const float *pr = part + part_off + (size_t)n * nch * (He + 2);
+  float m = -INFINITY;
+  for (int k = 0; k < nch; ++k) m = fmax(m, pr[(size_t)k * (He + 2)]);
+  float sum = 0.0f;
+  for (int k = 0; k < nch; ++k) {
+    const float mk = pr[(size_t)k * (He + 2)];
+    if (mk != -INFINITY) sum += exp(mk - m) * pr[(size_t)k * (He + 2) + 1];
+  }
   __global float *cr = c + c_off + (size_t)n * ld_c;
-  for (int d = 4 * lid; d < He; d += 4 * WG) {
-    if (d + 4 <= He) {
-      float4 acc = (float4)(0.0f);
-      for (int j = 0; j < len; ++j) {
-        const float w = row_get(ls, gs, use_local, j);
-        if (w != 0.0f) acc += w * vload4(0, kr + (size_t)j * He + d);
-      }
-      vstore4(acc, 0, cr + d);
-    } else {
-      for (int t = d; t < He; ++t) {
-        float acc = 0.0f;
-        for (int j = 0; j < len; ++j) {
-          const float w = row_get(ls, gs, use_local, j);
-          if (w != 0.0f) acc += w * kr[(size_t)j * He + t];
-        }
-        cr[t] = acc;
-      }
+  for (int d = lid; d < He; d += wg) {
+    float acc = 0.0f;
+    for (int k = 0; k < nch; ++k) {
+      const float mk = pr[(size_t)k * (He + 2)];
+      if (mk != -INFINITY) acc += exp(mk - m) * pr[(size_t)k * (He + 2) + 2 + d];
+    }
+    cr[d] = sum > 0.0f ? acc / sum : 0.0f;
+  }
+  if (has_alpha) {
+    __global float *ar = alpha + alpha_off + (size_t)n * S;
+    for (int j = lid; j < S; j += wg) {
+      const float x = ar[j];
+      ar[j] = (sum > 0.0f && x != -INFINITY) ? shifted_exp(x, m) / sum : 0.0f;
     }
   }
 }
@@ -314,7 +385,7 @@ void attn_fused(FUSED_ARGS,
 #ifdef ATTN_ROW_FORM
 /* ---- The fused step for CPU-type devices: one work-item per row. ----
  *
- * attn_fused above spreads a row over a work-group, which suits a GPU; a CPU
+ * attn_fused_chunk above spreads a row over work-groups, which suits a GPU; a CPU
  * device (PoCL) runs a work-group's items one after another on one core and
  * vectorises poorly across them, so that kernel reached 8-13% of PoCL's copy
  * bandwidth. Here each row is plain sequential code with explicit 16-wide
@@ -325,7 +396,7 @@ void attn_fused(FUSED_ARGS,
  * the context so far and the running sum are scaled by exp(m_old - m_new)
  * first (the online softmax). The context is divided by the sum at the end.
  * The weights, when wanted, are the raw scores until the end, then
- * exp(e_j - m) / sum. Rounding against attn_fused: each weight and context
+ * exp(e_j - m) / sum. Rounding against the one-pass sum: each weight and context
  * element carries at most one extra rounding per block that raised the
  * maximum, inside the fused tolerance; the op list checks both kernels.
  * No barrier anywhere, so the early return is safe on PoCL. */

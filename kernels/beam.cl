@@ -29,8 +29,16 @@ static void topk_insert(float *bv, int *bi, int K, float v, int i) {
 
 /* One work-group per row (the host launches exactly N groups, so no work-item
  * leaves before a barrier); the local size is a power of two. Each work-item
- * keeps the K best of its strided slice; work-item 0 merges them. lv, li hold
- * wg * K entries, red wg floats (the max and the sum of the log-sum-exp). */
+ * keeps the K best of its strided slice; then they are merged into the K best
+ * of the row. lv, li hold wg * K entries, red wg floats (the max and the sum
+ * of the log-sum-exp).
+ *
+ * Two forms of the merge, with equal results (the ranking is a strict order
+ * and every id is in one slice, so the K best are one set in one order):
+ * work-item 0 inserts all wg * K entries itself (CPU-type devices, where a
+ * work-group runs on one core anyway), or, with -DTOPK_TREE (GPUs), a tree:
+ * at each of log2(wg) levels, work-item i < h merges its sorted list with
+ * that of i + h, K steps each, so no work-item does more than K log2(wg). */
 __kernel void beam_topk(__global const float *x, int x_off, int ld, int V, int K,
                         __global float *vals, int vals_off, __global int *ids, int ids_off,
                         __local float *lv, __local int *li, __local float *red) {
@@ -68,14 +76,50 @@ __kernel void beam_topk(__global const float *x, int x_off, int ld, int V, int K
     if (lid < h) red[lid] = red[lid] + red[lid + h];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+#ifdef TOPK_TREE
+  for (int h = wg / 2; h > 0; h >>= 1) {
+    if (lid < h) {
+      __local const float *av = lv + lid * K, *bvv = lv + (lid + h) * K;
+      __local const int *ai = li + lid * K, *bii = li + (lid + h) * K;
+      /* ia + ib = the entries taken so far < K, so both stay in range */
+      int ia = 0, ib = 0;
+      for (int i = 0; i < K; i++) {
+        /* an empty slot (id < 0) ranks last on either side */
+        if (ai[ia] >= 0 && topk_better(av[ia], ai[ia], bvv[ib], bii[ib])) {
+          bv[i] = av[ia];
+          bi[i] = ai[ia];
+          ia++;
+        } else {
+          bv[i] = bvv[ib];
+          bi[i] = bii[ib];
+          ib++;
+        }
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE); /* every read of this level before any write */
+    if (lid < h)
+      for (int i = 0; i < K; i++) {
+        lv[lid * K + i] = bv[i];
+        li[lid * K + i] = bi[i];
+      }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#endif
   if (lid == 0) {
     const float lse = mx + log(red[0]);
+#ifdef TOPK_TREE
+    for (int i = 0; i < K; i++) {
+      bv[i] = lv[i];
+      bi[i] = li[i];
+    }
+#else
     for (int i = 0; i < K; i++) {
       bv[i] = -INFINITY;
       bi[i] = -1;
     }
     for (int j = 0; j < wg * K; j++)
       if (li[j] >= 0) topk_insert(bv, bi, K, lv[j], li[j]);
+#endif
     for (int i = 0; i < K; i++) {
       vals[vals_off + r * K + i] = bi[i] >= 0 ? bv[i] - lse : -INFINITY;
       ids[ids_off + r * K + i] = bi[i];

@@ -143,3 +143,40 @@ __kernel void cross_entropy(__global const float *x, int x_off, __global const i
   }
   if (lid == 0) loss[loss_off] = count > 0 ? total / (float)count : 0.0f;
 }
+
+/* The GPU form of cross_entropy (CPU-type devices keep the one above): a
+ * work-group per row instead of one for all rows, then one group for the
+ * mean. ce_rows writes part[2n] = the row's term and part[2n + 1] = 1 for a
+ * row with a label, 0 and 0 for an ignored one. ce_mean adds them by a fixed
+ * tree (work-item i sums rows i, i + wg, ... in order, then the tree), so the
+ * loss is the same on every run; the tree's log2 depth replaces the
+ * compensated running total (the tolerance bounds the sum in any order). */
+__kernel void ce_rows(__global const float *x, int x_off, __global const int *labels, int l_off,
+                      __global float *part, int p_off, int V, __local float *s) {
+  int n = get_group_id(0), lid = get_local_id(0);
+  int label = labels[l_off + n];
+  float term = 0.0f;
+  if (label >= 0) { /* uniform across the group: every item reads the same label */
+    __global const float *row = x + x_off + (size_t)n * (size_t)V;
+    float m, lse;
+    row_logsumexp(row, V, s, &m, &lse);
+    term = lse - (row[label] - m);
+  }
+  if (lid == 0) {
+    part[p_off + 2 * n] = term;
+    part[p_off + 2 * n + 1] = label >= 0 ? 1.0f : 0.0f;
+  }
+}
+
+__kernel void ce_mean(__global const float *part, int p_off, int N, __global float *loss,
+                      int loss_off, __local float *s) {
+  int lid = get_local_id(0), wg = get_local_size(0);
+  float total = 0.0f, count = 0.0f;
+  for (int n = lid; n < N; n += wg) {
+    total += part[p_off + 2 * n];
+    count += part[p_off + 2 * n + 1];
+  }
+  total = wg_sum(s, total);
+  count = wg_sum(s, count); /* exact: whole numbers below 2^24 */
+  if (lid == 0) loss[loss_off] = count > 0.0f ? total / count : 0.0f;
+}

@@ -487,15 +487,27 @@ static const char *const additive_fused_shapes[] = {
     "N=2,S=256,He=512,Hd=512,A=512",
     /* long rows: the row kernel's many blocks and running-maximum rescales */
     "N=3,S=1031,He=40,Hd=24,A=48,mask=1",
+    /* the GPU form's chunks of 64 positions: one short of a chunk, exactly
+     * one (finished in the chunk kernel), one more (a combine of two), 33 */
+    "N=1,S=63,He=20,Hd=7,A=19", "N=1,S=64,He=9,Hd=5,A=33,mask=1",
+    "N=2,S=65,He=17,Hd=6,A=16,pad=1", "N=1,S=2053,He=24,Hd=8,A=40",
     NULL};
 static const char *const general_fused_shapes[] = {"N=1,S=1,He=1,Hd=1", "N=3,S=7,He=13,Hd=5,pad=2",
                                                    "N=5,S=37,He=61,Hd=29,bq=0",
                                                    "N=4,S=61,He=33,Hd=64,mask=1",
                                                    "N=2,S=256,He=512,Hd=512",
-                                                   "N=3,S=1031,He=67,Hd=31", NULL};
+                                                   "N=3,S=1031,He=67,Hd=31",
+                                                   /* chunk edges, as above */
+                                                   "N=1,S=63,He=19,Hd=7",
+                                                   "N=1,S=64,He=33,Hd=5,mask=1",
+                                                   "N=2,S=65,He=16,Hd=9,pad=1",
+                                                   "N=1,S=2053,He=37,Hd=11", NULL};
 static const char *const dot_fused_shapes[] = {"N=1,S=1,He=1",  "N=3,S=7,He=13,pad=2",
                                                "N=5,S=37,He=61", "N=4,S=61,He=64,mask=1",
                                                "N=2,S=300,He=512", "N=2,S=2053,He=35,mask=1",
+                                               /* chunk edges, as above */
+                                               "N=1,S=63,He=19", "N=1,S=64,He=33,mask=1",
+                                               "N=2,S=65,He=16,pad=1", "N=1,S=2053,He=40",
                                                NULL};
 
 #define FUSED_TOL                                                                             \

@@ -80,6 +80,9 @@ static void topk_tol(const sq_case *c, int k, double *const *ref, double *tol) {
 
 static const char *const topk_shapes[] = {"N=1,V=1,K=1",  "N=3,V=7,K=3",        "N=4,V=2,K=4",
                                           "N=8,V=61,K=16", "N=5,V=1000,K=5,pad=3", "N=3,V=4099,K=8",
+                                          /* the GPU form's tree of 64 lists: most lists
+                                           * empty, one list longer than the rest, K = 1 */
+                                          "N=2,V=3,K=16", "N=3,V=65,K=16", "N=2,V=1031,K=1",
                                           NULL};
 static const char *const topk_quick[] = {"N=4,V=37,K=4,pad=1", NULL};
 

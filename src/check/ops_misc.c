@@ -257,7 +257,10 @@ static void ce_tol(const sq_case *c, int k, double *const *ref, double *tol) {
 
 static const char *const ce_shapes[] = {"N=1,V=1",        "N=1,V=7",    "N=7,V=13",
                                         "N=37,V=61,big=1", "N=5,V=1000", "N=64,V=33,noval=1",
-                                        "N=200,V=512",    NULL};
+                                        "N=200,V=512",
+                                        /* the GPU form's mean: more rows than its 256
+                                         * work-items; then all of them ignored */
+                                        "N=1031,V=9", "N=600,V=5,noval=1", NULL};
 static const char *const ce_quick[] = {"N=7,V=13", NULL};
 
 const sq_op sq_op_cross_entropy = {

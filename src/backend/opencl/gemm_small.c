@@ -16,7 +16,7 @@
  * SEQCL_GEMM, read into the context's settings when it opened:
  *   SEQCL_GEMM=clblast  never;  SEQCL_GEMM=small  every product it supports;
  *   SEQCL_GEMM=measured the measured choice (gemm_policy.c) on any device;
- *   unset / auto        every supported product on CPU-type devices; none
+ *   unset / auto        every supported product on CPU-type devices and
  *                       on Oclgrind (a simulator); on other devices the
  *                       products with M <= 64, wherever the
  *                       measurement at first use (gemm_policy.c, kept in the
@@ -57,10 +57,14 @@ static int policy_of(sq_ocl *o) {
     p = POLICY_MEASURED;
   } else {
     /* the device's type, not SEQCL_KERNELS: that switch picks kernel forms only */
-    p = (o->device_type & CL_DEVICE_TYPE_CPU) ? POLICY_AUTO_CPU : POLICY_AUTO_OTHER;
+    const int cpu_only = (o->device_type & CL_DEVICE_TYPE_CPU) &&
+                         !(o->device_type & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR));
+    p = cpu_only ? POLICY_AUTO_CPU : POLICY_AUTO_OTHER;
     /* a simulator's timings say nothing about hardware, and measuring there
-     * takes minutes: Oclgrind (a GPU-type device) keeps CLBlast */
-    if (p == POLICY_AUTO_OTHER && strstr(o->ctx->info.platform, "Oclgrind")) p = POLICY_CLBLAST;
+     * takes minutes: Oclgrind (a GPU-type device) runs the own kernels, which
+     * is what it is there to check (and a process whose GEMMs all went to
+     * CLBlast aborts in Oclgrind 21.10 at exit) */
+    if (p == POLICY_AUTO_OTHER && strstr(o->ctx->info.platform, "Oclgrind")) p = POLICY_SMALL;
   }
   o->gemm_policy = p;
   return p;

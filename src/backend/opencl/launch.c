@@ -46,3 +46,19 @@ size_t sq_ocl_wg_size(sq_ocl *o, cl_kernel k, size_t want) {
   while (wg * 2 <= limit) wg *= 2;
   return wg;
 }
+
+seqcl_status sq_ocl_scratch(sq_ocl *o, size_t bytes, cl_mem *out) {
+  if (o->scratch_bytes < bytes) {
+    /* the old buffer lives on until the kernels queued on it are done */
+    if (o->scratch) clReleaseMemObject(o->scratch);
+    o->scratch = NULL;
+    o->scratch_bytes = 0;
+    cl_int err;
+    cl_mem m = clCreateBuffer(o->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    SQ_TRY(sq_ocl_check(o, err, "clCreateBuffer(kernel partial results)"));
+    o->scratch = m;
+    o->scratch_bytes = bytes;
+  }
+  *out = o->scratch;
+  return SEQCL_OK;
+}

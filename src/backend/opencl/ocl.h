@@ -30,6 +30,8 @@ typedef struct sq_ocl {
                              CPU form (fused attention, GRU gates) use it */
   sq_program_cache *programs;
   cl_mem dummy;           /* 16-byte buffer passed for absent optional arguments */
+  cl_mem scratch;         /* sq_ocl_scratch: partial results between two launches */
+  size_t scratch_bytes;
   int gemm_policy;        /* gemm_small.c: which GEMM runs small products (0: not decided) */
   int gemm_choice[3];     /* gemm_policy.c: per row bucket 1 own kernel, 2 CLBlast, 0 unknown */
   /* Work counters read by `seqcl bench` (sq_ocl_counters): kernels seqcl enqueued,
@@ -76,6 +78,13 @@ seqcl_status sq_ocl_launch(sq_ocl *o, cl_kernel k, cl_uint dims, const size_t *g
                            const size_t *local, const char *what);
 
 static inline size_t sq_round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+/* A device buffer of at least bytes for the partial results one op passes
+ * from one of its kernels to the next (the GPU forms of attention and
+ * cross-entropy). One buffer, kept by the context and grown when needed,
+ * serves every op: the queue is in order, so an op's kernels are done with it
+ * before the next op's start. Valid until the next call. */
+seqcl_status sq_ocl_scratch(sq_ocl *o, size_t bytes, cl_mem *out);
 
 /* A work-group size for a 1-D reduction kernel: the largest power of two
  * <= min(want, device max, kernel max). */

@@ -157,6 +157,7 @@ static void destroy(sq_backend *be) {
     if (o->queue) clFinish(o->queue);
     sq_program_cache_destroy(o->programs);
     if (o->dummy) clReleaseMemObject(o->dummy);
+    if (o->scratch) clReleaseMemObject(o->scratch);
     if (o->queue) clReleaseCommandQueue(o->queue);
     if (o->context) clReleaseContext(o->context);
     free(o);
@@ -245,7 +246,11 @@ seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out) {
     switch (ctx->settings.kernels) {
     case SQ_FORMS_CPU: o->cpu_device = 1; break;
     case SQ_FORMS_GPU: o->cpu_device = 0; break;
-    default: o->cpu_device = (o->device_type & CL_DEVICE_TYPE_CPU) != 0; break;
+    default: /* a device that is also a GPU (Oclgrind claims every type) counts as
+                one, as the device list says */
+      o->cpu_device = (o->device_type & CL_DEVICE_TYPE_CPU) &&
+                      !(o->device_type & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR));
+      break;
     }
     st = sq_program_cache_create(o, &o->programs);
   }

@@ -173,18 +173,9 @@ seqcl_status sq_ocl_context(sq_backend *be, int N, int S, int He, sq_ref alpha, 
   return sq_ocl_launch(o, context, 2, global, local, "attn_context");
 }
 
-/* Local memory the fused kernel may give to one row of scores: the device's
- * local memory less the reduction array and a margin for what the compiler
- * reserves itself. */
-static size_t fused_local_floats(const sq_ocl *o, size_t wg) {
-  const size_t reserve = wg * sizeof(float) + 1024;
-  if (o->local_mem <= reserve) return 0;
-  return (size_t)(o->local_mem - reserve) / sizeof(float);
-}
-
 /* The fused step on CPU-type devices (o->cpu_device): attn_fused_row, a
- * work-item per row (attention.cl says why); elsewhere attn_fused, a
- * work-group per row. */
+ * work-item per row (attention.cl says why); elsewhere attn_fused_chunk (+
+ * attn_fused_combine), a row split over work-groups. */
 static seqcl_status attn_fused_row(sq_ocl *o, const sq_attn_args *a, sq_ref c, int ld_c,
                                    sq_ref alpha) {
   cl_kernel k; /* attention.cl's row form: a program of its own */
@@ -214,71 +205,70 @@ static seqcl_status attn_fused_row(sq_ocl *o, const sq_attn_args *a, sq_ref c, i
   return sq_ocl_launch(o, k, 1, global, local, "attn_fused_row");
 }
 
+/* Source positions per work-group of attn_fused_chunk (attention.cl's CHUNK). */
+#define FUSED_CHUNK 64
+
 seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
                                sq_ref alpha) {
   sq_ocl *o = sq_ocl_of(be);
   if (o->cpu_device) return attn_fused_row(o, a, c, ld_c, alpha);
-  cl_kernel attn_fused;
-  size_t wg;
-  SQ_TRY(attn_kernel(o, "attn_fused", 1, &attn_fused, &wg));
-
-  /* A row of scores normally lives in local memory. When S is too long for
-   * it, the kernel keeps the row in global memory instead: in alpha when the
-   * caller wants it, else in a temporary buffer. Releasing that buffer right
-   * after the enqueue is safe: OpenCL frees it only once the kernel is done. */
-  int use_local = (size_t)a->S <= fused_local_floats(o, wg);
-  cl_mem scratch = o->dummy, temp = NULL;
-  int scratch_off = 0;
-  if (!use_local) {
-    if (alpha.buf) {
-      scratch = sq_ocl_mem(alpha);
-      SQ_TRY(ref_off(o, alpha, "attention weights", &scratch_off));
-    } else {
-      cl_int err;
-      temp = clCreateBuffer(o->context, CL_MEM_READ_WRITE,
-                            (size_t)a->N * (size_t)a->S * sizeof(float), NULL, &err);
-      SQ_TRY(sq_ocl_check(o, err, "clCreateBuffer(attention score rows)"));
-      scratch = temp;
-    }
-  }
-
-  seqcl_status st = SEQCL_OK;
+  cl_kernel chunk, combine;
+  size_t wg, cwg;
+  SQ_TRY(attn_kernel(o, "attn_fused_chunk", 1, &chunk, &wg));
+  const size_t nch = ((size_t)a->S + FUSED_CHUNK - 1) / FUSED_CHUNK;
+  const int direct = nch == 1;
+  /* per row and chunk: m_c, s_c and the partial context */
+  const size_t part_floats = direct ? 4 : (size_t)a->N * nch * ((size_t)a->He + 2);
+  if (part_floats > (size_t)INT_MAX)
+    return sq_fail(o->ctx, SEQCL_ERR_UNSUPPORTED,
+                   "opencl attention: %zu chunk partial values exceed the kernels' int index",
+                   part_floats);
+  cl_mem part;
+  SQ_TRY(sq_ocl_scratch(o, part_floats * sizeof(float), &part));
   cl_uint i = 0;
-  int c_off, alpha_off, mask_off;
-  if ((st = set_score_args(o, attn_fused, &i, a)) != SEQCL_OK) goto done;
-  if ((st = ref_off(o, c, "attention context", &c_off)) != SEQCL_OK) goto done;
-  if ((st = ref_off(o, alpha, "attention weights", &alpha_off)) != SEQCL_OK) goto done;
-  if ((st = ref_off(o, a->mask, "attention mask", &mask_off)) != SEQCL_OK) goto done;
+  int c_off, alpha_off, mask_off, part_off = 0;
+  SQ_TRY(set_score_args(o, chunk, &i, a));
+  SQ_TRY(ref_off(o, c, "attention context", &c_off));
+  SQ_TRY(ref_off(o, alpha, "attention weights", &alpha_off));
+  SQ_TRY(ref_off(o, a->mask, "attention mask", &mask_off));
+  cl_mem mm = sq_ocl_mem_or_dummy(o, a->mask), cm = sq_ocl_mem(c);
+  cl_mem am = sq_ocl_mem_or_dummy(o, alpha);
+  int has_mask = a->mask.buf != NULL, has_alpha = alpha.buf != NULL;
+  SQ_ARG(o, chunk, i++, mm);
+  SQ_ARG(o, chunk, i++, mask_off);
+  SQ_ARG(o, chunk, i++, has_mask);
+  SQ_ARG(o, chunk, i++, cm);
+  SQ_ARG(o, chunk, i++, c_off);
+  SQ_ARG(o, chunk, i++, ld_c);
+  SQ_ARG(o, chunk, i++, am);
+  SQ_ARG(o, chunk, i++, alpha_off);
+  SQ_ARG(o, chunk, i++, has_alpha);
+  SQ_ARG(o, chunk, i++, part);
+  SQ_ARG(o, chunk, i++, part_off);
+  SQ_ARG(o, chunk, i++, direct);
   {
-    cl_mem mm = sq_ocl_mem_or_dummy(o, a->mask), cm = sq_ocl_mem(c);
-    cl_mem am = sq_ocl_mem_or_dummy(o, alpha);
-    int has_mask = a->mask.buf != NULL, has_alpha = alpha.buf != NULL;
-    /* OpenCL rejects a zero-sized local argument; the global path needs none. */
-    size_t ls_bytes = (use_local ? (size_t)a->S : 1) * sizeof(float);
-    st = sq_ocl_arg(o, attn_fused, i++, sizeof mm, &mm, "attn_fused");
-#define FUSED_ARG(v) \
-  if (st == SEQCL_OK) st = sq_ocl_arg(o, attn_fused, i++, sizeof(v), &(v), "attn_fused")
-    FUSED_ARG(mask_off);
-    FUSED_ARG(has_mask);
-    FUSED_ARG(cm);
-    FUSED_ARG(c_off);
-    FUSED_ARG(ld_c);
-    FUSED_ARG(am);
-    FUSED_ARG(alpha_off);
-    FUSED_ARG(has_alpha);
-    FUSED_ARG(scratch);
-    FUSED_ARG(scratch_off);
-    FUSED_ARG(use_local);
-#undef FUSED_ARG
-    if (st == SEQCL_OK) st = sq_ocl_arg(o, attn_fused, i++, ls_bytes, NULL, "attn_fused");
-    if (st != SEQCL_OK) goto done;
+    const size_t local[2] = {wg, 1};
+    const size_t global[2] = {nch * wg, (size_t)a->N};
+    SQ_TRY(sq_ocl_launch(o, chunk, 2, global, local, "attn_fused_chunk"));
   }
-  {
-    const size_t local[1] = {wg};
-    const size_t global[1] = {(size_t)a->N * wg};
-    st = sq_ocl_launch(o, attn_fused, 1, global, local, "attn_fused");
-  }
-done:
-  if (temp) clReleaseMemObject(temp);
-  return st;
+  if (direct) return SEQCL_OK;
+
+  SQ_TRY(attn_kernel(o, "attn_fused_combine", 0, &combine, &cwg));
+  int N = a->N, S = a->S, He = a->He, inch = (int)nch;
+  i = 0;
+  SQ_ARG(o, combine, i++, N);
+  SQ_ARG(o, combine, i++, S);
+  SQ_ARG(o, combine, i++, He);
+  SQ_ARG(o, combine, i++, inch);
+  SQ_ARG(o, combine, i++, part);
+  SQ_ARG(o, combine, i++, part_off);
+  SQ_ARG(o, combine, i++, cm);
+  SQ_ARG(o, combine, i++, c_off);
+  SQ_ARG(o, combine, i++, ld_c);
+  SQ_ARG(o, combine, i++, am);
+  SQ_ARG(o, combine, i++, alpha_off);
+  SQ_ARG(o, combine, i++, has_alpha);
+  const size_t local[2] = {cwg, 1};
+  const size_t global[2] = {cwg, (size_t)a->N};
+  return sq_ocl_launch(o, combine, 2, global, local, "attn_fused_combine");
 }

@@ -13,7 +13,9 @@ seqcl_status sq_ocl_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, in
     return sq_fail(o->ctx, SEQCL_ERR_UNSUPPORTED,
                    "beam_topk: %d rows of stride %d exceed the kernels' int indices", N, ld);
   cl_kernel k;
-  SQ_TRY(sq_ocl_kernel(o, "beam.cl", "", "beam_topk", &k));
+  /* the merge's two forms (beam.cl): by work-item 0 on CPU-type devices,
+   * by a tree elsewhere */
+  SQ_TRY(sq_ocl_kernel(o, "beam.cl", o->cpu_device ? "" : "-DTOPK_TREE", "beam_topk", &k));
   size_t wg = sq_ocl_wg_size(o, k, TOPK_WG);
   /* the merge buffers must fit the device's local memory */
   while (wg > 1 && wg * ((size_t)K * 8 + 4) > (size_t)o->local_mem) wg /= 2;

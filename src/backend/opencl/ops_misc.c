@@ -116,13 +116,38 @@ seqcl_status sq_ocl_cross_entropy(sq_backend *be, int N, int V, sq_ref x, sq_ref
   sq_ocl *o = sq_ocl_of(be);
   SQ_TRY(fits_int(o, (size_t)N * (size_t)V, "cross_entropy"));
   cl_kernel k;
-  SQ_TRY(sq_ocl_kernel(o, MISC, "", "cross_entropy", &k));
+  if (o->cpu_device) { /* misc.cl: one work-group walks every row */
+    SQ_TRY(sq_ocl_kernel(o, MISC, "", "cross_entropy", &k));
+    size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
+    SQ_TRY(sq_ocl_ref_args(o, k, 0, x, "cross_entropy"));
+    SQ_TRY(sq_ocl_ref_args(o, k, 2, labels, "cross_entropy"));
+    SQ_TRY(sq_ocl_ref_args(o, k, 4, loss, "cross_entropy"));
+    SQ_ARG(o, k, 6, N);
+    SQ_ARG(o, k, 7, V);
+    SQ_TRY(sq_ocl_arg(o, k, 8, wg * sizeof(cl_float), NULL, "cross_entropy"));
+    return launch_rows(o, k, 1, wg, "cross_entropy");
+  }
+  /* GPUs: a work-group per row (ce_rows), then the mean (ce_mean) */
+  SQ_TRY(fits_int(o, 2 * (size_t)N, "cross_entropy"));
+  cl_mem part;
+  SQ_TRY(sq_ocl_scratch(o, 2 * (size_t)N * sizeof(cl_float), &part));
+  int p_off = 0;
+  SQ_TRY(sq_ocl_kernel(o, MISC, "", "ce_rows", &k));
   size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
-  SQ_TRY(sq_ocl_ref_args(o, k, 0, x, "cross_entropy"));
-  SQ_TRY(sq_ocl_ref_args(o, k, 2, labels, "cross_entropy"));
-  SQ_TRY(sq_ocl_ref_args(o, k, 4, loss, "cross_entropy"));
-  SQ_ARG(o, k, 6, N);
-  SQ_ARG(o, k, 7, V);
-  SQ_TRY(sq_ocl_arg(o, k, 8, wg * sizeof(cl_float), NULL, "cross_entropy"));
-  return launch_rows(o, k, 1, wg, "cross_entropy");
+  SQ_TRY(sq_ocl_ref_args(o, k, 0, x, "ce_rows"));
+  SQ_TRY(sq_ocl_ref_args(o, k, 2, labels, "ce_rows"));
+  SQ_ARG(o, k, 4, part);
+  SQ_ARG(o, k, 5, p_off);
+  SQ_ARG(o, k, 6, V);
+  SQ_TRY(sq_ocl_arg(o, k, 7, wg * sizeof(cl_float), NULL, "ce_rows"));
+  SQ_TRY(launch_rows(o, k, (size_t)N, wg, "ce_rows"));
+  cl_kernel mean;
+  SQ_TRY(sq_ocl_kernel(o, MISC, "", "ce_mean", &mean));
+  wg = sq_ocl_wg_size(o, mean, ROW_WG);
+  SQ_ARG(o, mean, 0, part);
+  SQ_ARG(o, mean, 1, p_off);
+  SQ_ARG(o, mean, 2, N);
+  SQ_TRY(sq_ocl_ref_args(o, mean, 3, loss, "ce_mean"));
+  SQ_TRY(sq_ocl_arg(o, mean, 5, wg * sizeof(cl_float), NULL, "ce_mean"));
+  return launch_rows(o, mean, 1, wg, "ce_mean");
 }
