@@ -25,13 +25,13 @@ seqcl_status sq_settings_from_env(seqcl_ctx *ctx, sq_settings *out) {
   sq_settings_default(out);
   /* in enum order */
   static const char *const forms[] = {"auto", "cpu", "gpu", NULL};
-  static const char *const gemms[] = {"auto", "small", "clblast", NULL};
+  static const char *const gemms[] = {"auto", "small", "clblast", "measured", NULL};
   const char *v = getenv("SEQCL_KERNELS");
   int i = pick(v, forms);
   if (i < 0) return bad(ctx, "SEQCL_KERNELS", v, "auto, cpu or gpu");
   out->kernels = (sq_kernel_forms)i;
   v = getenv("SEQCL_GEMM");
-  if ((i = pick(v, gemms)) < 0) return bad(ctx, "SEQCL_GEMM", v, "auto, small or clblast");
+  if ((i = pick(v, gemms)) < 0) return bad(ctx, "SEQCL_GEMM", v, "auto, small, clblast or measured");
   out->gemm = (sq_gemm_choice)i;
   v = getenv("SEQCL_THREADS");
   if (v && *v) {

@@ -10,7 +10,8 @@
 #include <seqcl/seqcl.h>
 
 /* SEQCL_KERNELS: which form of the kernels that have two (fused attention,
- * GRU gates) an OpenCL device runs; auto follows the device type. */
+ * GRU gates, decode-step GEMM, beam_topk, cross_entropy) an OpenCL device
+ * runs; auto follows the device type. */
 typedef enum sq_kernel_forms {
   SQ_FORMS_AUTO = 0,
   SQ_FORMS_CPU = 1,
@@ -18,11 +19,14 @@ typedef enum sq_kernel_forms {
 } sq_kernel_forms;
 
 /* SEQCL_GEMM: which GEMM an OpenCL device runs the products the own small-GEMM
- * kernel supports with (backend/opencl/gemm_small.c). */
+ * kernel supports with (backend/opencl/gemm_small.c); measured: the faster
+ * of the two at first use, kept in the cache folder (gemm_policy.c), which
+ * auto does on devices that are not CPUs. */
 typedef enum sq_gemm_choice {
   SQ_GEMM_AUTO = 0,
   SQ_GEMM_SMALL = 1,
-  SQ_GEMM_CLBLAST = 2
+  SQ_GEMM_CLBLAST = 2,
+  SQ_GEMM_MEASURED = 3
 } sq_gemm_choice;
 
 /* Switches that turn single optimisations of the decode path off, so that
@@ -46,7 +50,7 @@ enum {
 
 typedef struct sq_settings {
   sq_kernel_forms kernels; /* SEQCL_KERNELS=auto|cpu|gpu */
-  sq_gemm_choice gemm;     /* SEQCL_GEMM=auto|small|clblast */
+  sq_gemm_choice gemm;     /* SEQCL_GEMM=auto|small|clblast|measured */
   /* SEQCL_THREADS=1..64, 0 when unset. The host worker pool is process-wide
    * (one set of threads serves every context), so it is sized once from the
    * variable at its first use (backend/host/threads.c); a context can only

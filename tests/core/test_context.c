@@ -176,7 +176,7 @@ static seqcl_ctx *open_opencl(void) {
 
 static int small_wanted(seqcl_ctx *ctx) {
   /* a decode-step product the small-GEMM kernel supports: [1, 256] x [768, 256]^T */
-  return sq_ocl_gemm_small_wanted(sq_ocl_of(ctx->be), 0, 1, 1, 768, 256, 256, 0, 256, 0, 768, 0,
+  return sq_ocl_gemm_small_wanted(ctx->be, 0, 1, 1, 768, 256, 256, 0, 256, 0, 768, 0,
                                   1);
 }
 

@@ -64,7 +64,7 @@ static void one_product(int M, char *policy_path, size_t cap,
   assert_int_equal(sq_buf_alloc(ctx, sizeof c, &bc), SEQCL_OK);
   assert_int_equal(sq_write(ctx, sq_at(ba, 0), a, sizeof a), SEQCL_OK);
   assert_int_equal(sq_write(ctx, sq_at(bb, 0), b, sizeof b), SEQCL_OK);
-  sq_ocl_counts before, after;
+  sq_backend_counts before, after;
   sq_ocl_counters(sq_be(ctx), &before);
   assert_int_equal(sq_gemm(ctx, 0, 1, M, N, K, 1.0f, sq_at(ba, 0), K, 0, sq_at(bb, 0), K, 0, 0.0f,
                            sq_at(bc, 0), N, 0, 1),

@@ -198,7 +198,7 @@ static int make_buf(sq_backend *be, sq_buf *out, size_t floats) {
  * at least one bucket (a broken candidate must not be written down). */
 static void decide(sq_backend *be, const char *key) {
   sq_ocl *o = sq_ocl_of(be);
-  const sq_ocl_counts before = {o->n_launches, o->n_blas_calls, o->n_syncs};
+  const sq_backend_counts before = {o->n_launches, o->n_blas_calls, o->n_syncs};
   probe p = {be, {0}, {0}, {0}};
   double t_small[BUCKETS], t_blas[BUCKETS];
   int ok = clFinish(o->queue) == CL_SUCCESS &&

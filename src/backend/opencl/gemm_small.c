@@ -53,7 +53,7 @@ static int policy_of(sq_ocl *o) {
     p = POLICY_SMALL;
   } else if (o->ctx->settings.gemm == SQ_GEMM_CLBLAST) {
     p = POLICY_CLBLAST;
-  } else if (env && !strcmp(env, "measured")) {
+  } else if (o->ctx->settings.gemm == SQ_GEMM_MEASURED) {
     p = POLICY_MEASURED;
   } else {
     /* the device's type, not SEQCL_KERNELS: that switch picks kernel forms only */
