@@ -439,3 +439,118 @@ __kernel void adam_step(int count, __global float *p, int p_off, __global const 
   v[v_off + i] = vi;
   p[p_off + i] -= step_size * mi / (sqrt(vi) / bc2_sqrt + eps);
 }
+
+/* ---- GPU forms of attn_bwd_de and attn_bwd_energy ----
+ * The two kernels above run a row (attn_bwd_de) or all N S positions
+ * (attn_bwd_energy) on one work-item each, which suits a CPU core; these
+ * spread the same sums over work-groups, in a fixed order, so that every run
+ * gives the same bits. */
+
+/* attn_bwd_de with a work-group per row: BWD_SL lanes along H_e per position
+ * (dalpha_j's key row read in coalesced runs), wg / BWD_SL positions at once.
+ * Work-item i < wg / BWD_SL adds the lane partial sums of positions
+ * j = i, i + wg / BWD_SL, ... in lane order, keeps dalpha_j in de and its own
+ * part of sum_j alpha_j dalpha_j in order of j; a tree adds the parts; the
+ * same work-item then turns its own positions into de_j. lane_sums holds wg
+ * floats, red wg acc_t. */
+#define BWD_SL 16
+__kernel void attn_bwd_de_wg(int N, int S, int He,
+                             __global const float *alpha, int alpha_off,
+                             __global const float *dc, int dc_off, int ld_dc,
+                             __global const float *keys, int keys_off,
+                             __global const int *lens, int lens_off,
+                             __global const int *mask, int mask_off, int has_mask,
+                             float scale, __global float *de, int de_off,
+                             __local float *lane_sums, __local acc_t *red) {
+  const int n = get_group_id(0); /* < N: the grid has exactly N groups */
+  const int lid = get_local_id(0), wg = get_local_size(0);
+  const int sl = wg < BWD_SL ? wg : BWD_SL, np = wg / sl;
+  /* a mask and a shift (sl is a power of two): the pair lid % sl, lid / sl
+   * compiles to an instruction (freeze) that Oclgrind 21.10 cannot simulate */
+  int shift = 0;
+  while ((1 << shift) < sl) ++shift;
+  const int lane = lid & (sl - 1), slot = lid >> shift;
+  (void)N;
+  lens += lens_off;
+  mask += mask_off;
+  __global const float *al = alpha + alpha_off + (size_t)n * S;
+  __global const float *c = dc + dc_off + (size_t)n * ld_dc;
+  __global const float *kr = keys + keys_off + (size_t)n * S * He;
+  __global float *out = de + de_off + (size_t)n * S;
+  acc_t sdot = 0;
+  for (int j0 = 0; j0 < S; j0 += np) {
+    const int j = j0 + slot;
+    float s = 0.0f;
+    if (j < S && attn_valid(n, j, S, lens, mask, has_mask)) {
+      __global const float *h = kr + (size_t)j * He;
+      for (int k = lane; k < He; k += sl) s += c[k] * h[k];
+    }
+    lane_sums[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int jj = j0 + lid;
+    if (lid < np && jj < S) {
+      float t = 0.0f;
+      for (int l = 0; l < sl; ++l) t += lane_sums[lid * sl + l];
+      if (attn_valid(n, jj, S, lens, mask, has_mask)) sdot += (acc_t)al[jj] * t;
+      out[jj] = t; /* dalpha for now (0 at invalid positions) */
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float sd = (float)wg_sum(red, sdot);
+  if (lid < np)
+    for (int j = lid; j < S; j += np) {
+      float e = 0.0f;
+      if (attn_valid(n, j, S, lens, mask, has_mask)) e = al[j] * (out[j] - sd) * scale;
+      out[j] = e;
+    }
+}
+
+/* attn_bwd_energy in two passes. Pass 1: work-item (k, ch) adds, in order,
+ * the terms of the BWD_ROWS positions r = n S + j of chunk ch (k < A: de u_k;
+ * k = A: de, when has_dbv) into part[ch (A + 1) + k]; global (>= A + 1,
+ * chunks). Pass 2 (attn_bwd_energy_sum): work-item k adds its chunks' sums
+ * in chunk order to dv[k] (dbv). Neighbouring work-items read neighbouring
+ * k of u. */
+#define BWD_ROWS 64
+__kernel void attn_bwd_energy_part(int N, int S, int A,
+                                   __global const float *qp, int qp_off, int ld_qp,
+                                   __global const float *pkeys, int pk_off,
+                                   __global const float *u, int u_off, int has_u,
+                                   __global const float *de, int de_off,
+                                   __global const int *lens, int lens_off,
+                                   __global const int *mask, int mask_off, int has_mask,
+                                   int has_dbv, __global float *part) {
+  const int k = get_global_id(0);
+  const int ch = get_global_id(1);
+  if (k > A || (k == A && !has_dbv)) return;
+  lens += lens_off;
+  mask += mask_off;
+  const int r0 = ch * BWD_ROWS, r1 = min(r0 + BWD_ROWS, N * S);
+  int n = r0 / S, j = r0 - n * S;
+  float acc = 0.0f;
+  for (int r = r0; r < r1; ++r) {
+    if (attn_valid(n, j, S, lens, mask, has_mask)) {
+      const float e = de[de_off + r];
+      if (k < A)
+        acc += e * additive_u(n, j, k, S, A, u + u_off, has_u, pkeys + pk_off, qp + qp_off, ld_qp);
+      else
+        acc += e;
+    }
+    if (++j == S) {
+      j = 0;
+      ++n;
+    }
+  }
+  part[(size_t)ch * (A + 1) + k] = acc;
+}
+
+__kernel void attn_bwd_energy_sum(int A, int chunks, __global const float *part,
+                                  __global float *dv, int dv_off,
+                                  __global float *dbv, int dbv_off, int has_dbv) {
+  const int k = get_global_id(0);
+  if (k > A || (k == A && !has_dbv)) return;
+  __global float *p = k < A ? dv + dv_off + k : dbv + dbv_off;
+  float acc = p[0];
+  for (int ch = 0; ch < chunks; ++ch) acc += part[(size_t)ch * (A + 1) + k];
+  p[0] = acc;
+}

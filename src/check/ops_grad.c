@@ -891,7 +891,10 @@ static const char *const gadd_shapes[] = {"N=1,S=1,He=1,A=1", "N=3,S=7,He=13,A=1
                                           "N=4,S=61,He=24,A=65,mask=1",
                                           "N=2,S=200,He=256,A=256", NULL};
 static const char *const gdot_shapes[] = {"N=1,S=1,He=1", "N=3,S=7,He=13,pad=2", "N=5,S=37,He=61",
-                                          "N=4,S=61,He=64,mask=1", "N=2,S=300,He=256", NULL};
+                                          "N=4,S=61,He=64,mask=1", "N=2,S=300,He=256",
+                                          /* GPU forms: attn_bwd_de's rounds of 16
+                                           * positions plus one; 33 attention chunks */
+                                          "N=2,S=17,He=33", "N=1,S=2053,He=19", NULL};
 static const char *const gadd_quick[] = {"N=3,S=7,He=13,A=11,pad=2", NULL};
 static const char *const gdot_quick[] = {"N=3,S=7,He=13,pad=2", NULL};
 
@@ -1088,7 +1091,12 @@ static void gbw_tol(const sq_case *c, int k, double *const *ref, double *tol) {
 static const char *const gbadd_shapes[] = {"N=1,S=1,He=1,A=1", "N=3,S=7,He=13,A=11,pad=2",
                                            "N=5,S=37,He=61,A=33,bv=0,u=1",
                                            "N=4,S=61,He=24,A=65,mask=1",
-                                           "N=2,S=200,He=256,A=256,u=1", NULL};
+                                           "N=2,S=200,He=256,A=256,u=1",
+                                           /* the GPU form's chunks of 64 positions of
+                                            * N S: one short, exactly one, one more, 33 */
+                                           "N=1,S=63,He=5,A=7", "N=2,S=32,He=3,A=9,u=1",
+                                           "N=5,S=13,He=4,A=6,mask=1", "N=1,S=2053,He=3,A=5",
+                                           NULL};
 
 #define GBW_TOL                                                                               \
   "error propagation on magnitudes, 2(K+2)u per K-term sum: dalpha_j = dc.h_j, s = sum "        \

@@ -19,6 +19,8 @@
 #define SUMSQ_GROUPS 64
 /* Table-row buckets of embedding_bwd: the parallelism is D * buckets. */
 #define EMB_BUCKETS 8
+/* Positions per chunk of attn_bwd_energy_part (grad.cl's BWD_ROWS). */
+#define BWD_ROWS 64
 
 /* Whether the device computes in double (cl_khr_fp64): the reductions then
  * accumulate in double like the host's. */
@@ -229,9 +231,12 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   const int N = at->N, S = at->S, He = at->He, A = at->A;
   const int additive = at->kind == SQ_SCORE_ADDITIVE;
   cl_kernel k;
-  /* 1. de[n, j], one work-item per row */
-  SQ_TRY(grad_kernel(o, "attn_bwd_de", &k, NULL));
-  kargs a = kargs_start(o, k, "attn_bwd_de");
+  /* 1. de[n, j]: one work-item per row on CPU-type devices, a work-group per
+   * row elsewhere (grad.cl) */
+  const char *de_name = o->cpu_device ? "attn_bwd_de" : "attn_bwd_de_wg";
+  size_t acc_bytes;
+  SQ_TRY(grad_kernel(o, de_name, &k, &acc_bytes));
+  kargs a = kargs_start(o, k, de_name);
   arg_int(&a, N);
   arg_int(&a, S);
   arg_int(&a, He);
@@ -243,7 +248,16 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   arg_float(&a, at->scale);
   arg_mem(&a, de);
   arg_int(&a, 0);
-  SQ_TRY(launch1(&a, (size_t)N, COL_WG));
+  if (o->cpu_device) {
+    SQ_TRY(launch1(&a, (size_t)N, COL_WG));
+  } else {
+    size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
+    arg_local(&a, wg * sizeof(float));
+    arg_local(&a, wg * acc_bytes);
+    SQ_TRY(a.st);
+    const size_t global = (size_t)N * wg;
+    SQ_TRY(sq_ocl_launch(o, k, 1, &global, &wg, de_name));
+  }
 
   /* 2. dkeys: the context path, and the score path of dot-type scores */
   SQ_TRY(grad_kernel(o, "attn_bwd_keys", &k, NULL));
@@ -296,8 +310,30 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   arg_int(&a, ld_dqp);
   SQ_TRY(launch3(&a, (size_t)A, (size_t)N, 1, COL_WG));
 
-  SQ_TRY(grad_kernel(o, "attn_bwd_energy", &k, NULL));
-  a = kargs_start(o, k, "attn_bwd_energy");
+  if (o->cpu_device) { /* one work-item per k walks all N S positions */
+    SQ_TRY(grad_kernel(o, "attn_bwd_energy", &k, NULL));
+    a = kargs_start(o, k, "attn_bwd_energy");
+    arg_int(&a, N);
+    arg_int(&a, S);
+    arg_int(&a, A);
+    arg_ref(&a, at->qp);
+    arg_int(&a, at->ld_qp);
+    arg_ref(&a, at->pkeys);
+    arg_opt(&a, u);
+    arg_mem(&a, de);
+    arg_int(&a, 0);
+    arg_valid(&a, at);
+    arg_ref(&a, dv);
+    arg_opt(&a, dbv);
+    return launch1(&a, (size_t)A + 1, COL_WG);
+  }
+  /* elsewhere: chunks of BWD_ROWS positions (grad.cl), then their sums */
+  const size_t chunks = ((size_t)N * (size_t)S + BWD_ROWS - 1) / BWD_ROWS;
+  SQ_TRY(fits_int(o, chunks * ((size_t)A + 1), "attn_bwd energy partial sums"));
+  cl_mem part;
+  SQ_TRY(sq_ocl_scratch(o, chunks * ((size_t)A + 1) * sizeof(float), &part));
+  SQ_TRY(grad_kernel(o, "attn_bwd_energy_part", &k, NULL));
+  a = kargs_start(o, k, "attn_bwd_energy_part");
   arg_int(&a, N);
   arg_int(&a, S);
   arg_int(&a, A);
@@ -308,6 +344,14 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   arg_mem(&a, de);
   arg_int(&a, 0);
   arg_valid(&a, at);
+  arg_int(&a, dbv.buf != NULL);
+  arg_mem(&a, part);
+  SQ_TRY(launch3(&a, (size_t)A + 1, chunks, 1, COL_WG));
+  SQ_TRY(grad_kernel(o, "attn_bwd_energy_sum", &k, NULL));
+  a = kargs_start(o, k, "attn_bwd_energy_sum");
+  arg_int(&a, A);
+  arg_int(&a, (int)chunks);
+  arg_mem(&a, part);
   arg_ref(&a, dv);
   arg_opt(&a, dbv);
   return launch1(&a, (size_t)A + 1, COL_WG);
