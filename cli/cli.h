@@ -29,6 +29,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Output paths checked before any work (core/fileio.h's rules): pairs of
+ * option name and path, NULL-terminated; a NULL path is skipped. Prints the
+ * first problem and returns CLI_USAGE, else CLI_OK. */
+int cli_check_outputs(const char *cmd, ...);
 /* 1 when arg is "-h" or "--help". */
 int cli_is_help(const char *arg);
 /* Parses a whole decimal/float option value; returns 0 on success. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/fileio.h"
 
 int cli_verbose = 0;
 
@@ -23,6 +24,20 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_end(ap);
   fputc('\n', stderr);
   return CLI_USAGE;
+}
+
+int cli_check_outputs(const char *cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  int rc = CLI_OK;
+  for (const char *opt; rc == CLI_OK && (opt = va_arg(ap, const char *));) {
+    const char *path = va_arg(ap, const char *);
+    if (!path) continue;
+    seqcl_status st = sq_output_check(path, opt);
+    if (st != SEQCL_OK) rc = cli_fail(cmd, st);
+  }
+  va_end(ap);
+  return rc;
 }
 
 int cli_is_help(const char *arg) { return !strcmp(arg, "-h") || !strcmp(arg, "--help"); }

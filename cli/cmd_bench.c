@@ -29,6 +29,7 @@
 
 #include "bench/harness.h"
 #include "cli.h"
+#include "core/fileio.h"
 #include "cli_model.h"
 
 static const char cmd[] = "bench";
@@ -320,14 +321,16 @@ static int bench_file(const bench_opts *o, json_t *root) {
 }
 
 static int write_json(const char *path, json_t *root) {
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-  if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || rename(tmp, path) != 0) {
-    unlink(tmp);
+  sq_outfile f;
+  seqcl_status st = sq_outfile_open(path, &f);
+  if (st != SEQCL_OK) return cli_fail("bench", st);
+  if (json_dumpf(root, f.f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0) {
+    sq_outfile_abort(&f);
     fprintf(stderr, "seqcl bench: cannot write %s\n", path);
     return CLI_RUNTIME;
   }
-  return CLI_OK;
+  st = sq_outfile_commit(&f);
+  return st == SEQCL_OK ? CLI_OK : cli_fail("bench", st);
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -335,6 +338,7 @@ int cmd_bench(int argc, char **argv) {
   int rc = parse(argc, argv, &o);
   if (rc < 0) return CLI_OK;
   if (rc) return rc;
+  if ((rc = cli_check_outputs("bench", "--json", o.json, NULL))) return rc;
   json_t *root = json_object();
   if (o.model) {
     rc = bench_file(&o, root);

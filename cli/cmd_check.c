@@ -117,6 +117,7 @@ int cmd_check(int argc, char **argv) {
   check_opts o = {0};
   int done = 0, rc = parse(argc, argv, &o, &done);
   if (rc != CLI_OK || done) return rc;
+  if ((rc = cli_check_outputs("check", "--json", o.json, NULL))) return rc;
   /* This command runs the whole list itself: opening a device must not also
    * run the first-use self-check. */
   sq_selfcheck_suppress(1);

@@ -181,6 +181,10 @@ int cmd_decode(int argc, char **argv) {
   sq_outfile out = {0}, heat = {0};
   int out_open = 0, heat_open = 0, align_written = 0;
   seqcl_status st;
+  /* every output path first: a bad one fails now, not after the decoding */
+  if ((rc = cli_check_outputs(cmd, "--out", a.out, "--alignments", a.align, "--heatmap",
+                              a.heatmap, NULL)))
+    return rc;
   if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
   if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
   if ((rc = cli_read_vocab(cmd, a.tgt_vocab, &tv))) goto done;
@@ -248,7 +252,7 @@ int cmd_decode(int argc, char **argv) {
   out_open = 0;
   if ((st = sq_outfile_commit(&out)) != SEQCL_OK) {
     rc = cli_fail(cmd, st);
-    if (a.heatmap) unlink(a.heatmap);
+    if (a.heatmap) sq_output_remove(a.heatmap);
     goto done;
   }
   if (cli_verbose && a.heatmap) {
@@ -258,7 +262,7 @@ int cmd_decode(int argc, char **argv) {
   }
   rc = CLI_OK;
 done:
-  if (rc != CLI_OK && align_written) unlink(a.align);
+  if (rc != CLI_OK && align_written) sq_output_remove(a.align);
   if (heat_open) sq_outfile_abort(&heat);
   if (out_open) sq_outfile_abort(&out);
   seqcl_decode_result_free(res);

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "model/heatmap.h"
 #include "model/tokens.h"
+#include "train/save_dir.h"
 
 #include <seqcl/train.h>
 
@@ -20,14 +21,15 @@
 static void demo_help(FILE *f) {
   fprintf(f,
           "usage: seqcl demo [--device SEL] [--score additive|general|dot|scaled_dot]\n"
-          "                  [--steps 1200] [--seed 0] [--save DIR] [--svg FILE]\n\n"
+          "                  [--steps 1200] [--seed 0] [--save DIR [--overwrite]] [--svg FILE]\n\n"
           "Trains an attention GRU model to reverse 6 digits (as `seqcl train --task\n"
           "reverse`) on the default device (a GPU if there is one, else the host path),\n"
           "prints its greedy accuracy on 256 held-out samples, decodes %d examples and\n"
           "shows where the decoder looked: each row of a matrix is an output step, each\n"
           "column a source digit; reversal learns the anti-diagonal. The first matrix is\n"
           "also written as an SVG picture (--svg, default demo-attention.svg). --save DIR\n"
-          "keeps the trained model for `seqcl decode`.\n",
+          "keeps the trained model for `seqcl decode` (a new or empty folder; --overwrite\n"
+          "replaces an existing model folder whole). Output paths are checked first.\n",
           EXAMPLES);
 }
 
@@ -158,6 +160,7 @@ static int show_examples(seqcl_ctx *ctx, const char *dir, unsigned long long see
 
 int cmd_demo(int argc, char **argv) {
   const char *cmd = "demo", *device = NULL, *save = NULL, *svg = "demo-attention.svg";
+  seqcl_status st0;
   seqcl_train_options o;
   seqcl_train_options_init(&o);
   for (int i = 1; i < argc; i++) {
@@ -166,6 +169,10 @@ int cmd_demo(int argc, char **argv) {
     if (cli_is_help(a)) {
       demo_help(stdout);
       return CLI_OK;
+    }
+    if (!strcmp(a, "--overwrite")) {
+      o.overwrite = 1;
+      continue;
     }
     if (a[0] != '-' || a[1] != '-') return cli_usage_error(cmd, "unexpected argument '%s'", a);
     if (!v) return cli_usage_error(cmd, "option %s needs a value", a);
@@ -188,6 +195,11 @@ int cmd_demo(int argc, char **argv) {
       strcmp(o.score, "scaled_dot"))
     return cli_usage_error(cmd, "unknown --score '%s' (additive, general, dot, scaled_dot)",
                            o.score);
+  /* the outputs first: a bad path fails now, not after the training */
+  if (cli_check_outputs(cmd, "--svg", svg, NULL)) return CLI_USAGE;
+  sq_save_plan plan;
+  if (save && (st0 = sq_save_dir_check(NULL, save, o.overwrite, NULL, &plan)) != SEQCL_OK)
+    return cli_fail(cmd, st0);
   char tmpdir[] = "/tmp/seqcl-demo-XXXXXX";
   if (!save) {
     if (!mkdtemp(tmpdir)) {

@@ -120,6 +120,7 @@ int cmd_forward(int argc, char **argv) {
   seqcl_forward_result *res = NULL;
   seqcl_status st;
   /* Everything the user gave is read and checked before a device is opened. */
+  if ((rc = cli_check_outputs(cmd, "--out", a.out, NULL))) return rc;
   if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
   if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
   if ((rc = cli_read_vocab(cmd, a.tgt_vocab, &tv))) goto done;

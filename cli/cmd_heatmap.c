@@ -145,6 +145,7 @@ int cmd_heatmap(int argc, char **argv) {
   sq_seqs src = {0}, tgt = {0};
   sq_st_file *f = NULL;
   seqcl_status st;
+  if ((rc = cli_check_outputs(cmd, "--svg", a.svg, NULL))) return rc;
   if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
   if ((rc = cli_read_vocab(cmd, a.tgt_vocab, &tv))) goto done;
   if ((st = sq_st_read(a.align, 0, &f)) != SEQCL_OK) {

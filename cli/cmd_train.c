@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "train/save_dir.h"
 
 #include <seqcl/train.h>
 
@@ -14,10 +15,10 @@ static void train_help(FILE *f) {
           "                   [--init DIR] [--valid-src FILE --valid-tgt FILE] [--steps 1000]\n"
           "                   [--batch-size 64] [--lr 1e-3] [--clip 0] [--seed 0]\n"
           "                   [--checkpoint-every N] [--valid-every N] [--resume DIR]\n"
-          "                   [--device SEL]\n"
+          "                   [--overwrite] [--device SEL]\n"
           "       seqcl train --task reverse [--length 6] [--score additive|general|dot|scaled_dot]\n"
           "                   [--bidirectional] [--steps 1200] [--batch-size 64] [--lr 1e-3]\n"
-          "                   [--clip 0] [--seed 0] --save DIR [--device SEL]\n\n"
+          "                   [--clip 0] [--seed 0] --save DIR [--overwrite] [--device SEL]\n\n"
           "Trains a fresh attention GRU model on the digit-reversal task (sources: --length\n"
           "random digits; targets: BOS 10, the digits reversed, EOS 11) with Adam, then\n"
           "reports greedy exact-match accuracy on 256 held-out samples and saves a model\n"
@@ -33,7 +34,11 @@ static void train_help(FILE *f) {
           "and at the end); --resume DIR continues it bit for bit (same files, same\n"
           "device; --steps is the new total). Ctrl-C stops after the current step, saves\n"
           "the model and the checkpoint and exits with status 130. Training supports\n"
-          "every score, init and output, and encoder.num_layers 1 to 4.\n");
+          "every score, init and output, and encoder.num_layers 1 to 4.\n\n"
+          "--save DIR is checked before training starts: a new or empty folder, or an\n"
+          "existing seqcl model folder only with --overwrite (it is then replaced whole:\n"
+          "the new model and this run's checkpoint are all it holds) or when --resume\n"
+          "names it (the model and checkpoint are then updated in place).\n");
 }
 
 typedef struct progress_state {
@@ -98,6 +103,9 @@ int cmd_train(int argc, char **argv) {
     } else if (!strcmp(a, "--bidirectional")) {
       o.bidirectional = 1;
       continue;
+    } else if (!strcmp(a, "--overwrite")) {
+      o.overwrite = 1;
+      continue;
     }
     if (a[0] != '-' || a[1] != '-') return cli_usage_error(cmd, "unexpected argument '%s'", a);
     if (!v) return cli_usage_error(cmd, "option %s needs a value", a);
@@ -146,9 +154,13 @@ int cmd_train(int argc, char **argv) {
                            "--score %s needs encoder width == decoder hidden; it cannot be "
                            "used with --bidirectional",
                            o.score);
+  /* before a device is opened: a run that could not save fails in its first second */
+  sq_save_plan plan;
+  seqcl_status st = sq_save_dir_check(NULL, o.save_dir, o.overwrite, NULL, &plan);
+  if (st != SEQCL_OK) return cli_fail(cmd, st);
 
   seqcl_ctx *ctx = NULL;
-  seqcl_status st = seqcl_ctx_open(device, &ctx);
+  st = seqcl_ctx_open(device, &ctx);
   if (st != SEQCL_OK) return cli_fail(cmd, st);
   if (cli_verbose) {
     const seqcl_device_info *info = seqcl_ctx_device(ctx);
@@ -213,6 +225,10 @@ static int train_files(int argc, char **argv) {
       train_help(stdout);
       return CLI_OK;
     }
+    if (!strcmp(a, "--overwrite")) {
+      o.overwrite = 1;
+      continue;
+    }
     if (a[0] != '-' || a[1] != '-') return cli_usage_error(cmd, "unexpected argument '%s'", a);
     if (!v) return cli_usage_error(cmd, "option %s needs a value", a);
     i++;
@@ -258,9 +274,13 @@ static int train_files(int argc, char **argv) {
   if (!o.config_path && !o.init_dir && !o.resume_dir)
     return cli_usage_error(cmd, "--config FILE (or --init DIR, or --resume DIR) is required");
   if (!o.valid_every) o.valid_every = o.checkpoint_every;
+  /* before a device is opened: a run that could not save fails in its first second */
+  sq_save_plan plan;
+  seqcl_status st = sq_save_dir_check(NULL, o.save_dir, o.overwrite, o.resume_dir, &plan);
+  if (st != SEQCL_OK) return cli_fail(cmd, st);
 
   seqcl_ctx *ctx = NULL;
-  seqcl_status st = seqcl_ctx_open(device, &ctx);
+  st = seqcl_ctx_open(device, &ctx);
   if (st != SEQCL_OK) return cli_fail(cmd, st);
   if (cli_verbose) {
     const seqcl_device_info *info = seqcl_ctx_device(ctx);

@@ -24,6 +24,10 @@ typedef struct seqcl_train_options {
    * with SEQCL_ERR_CANCELLED. */
   int (*progress)(void *user, int step, int steps, float loss);
   void *user;
+  /* save_dir may be an existing seqcl model folder, replaced whole at the end
+   * (0 = refused). A missing or empty folder is always accepted; anything else
+   * never. Checked before training starts. */
+  int overwrite;
 } seqcl_train_options;
 
 typedef struct seqcl_train_result {
@@ -41,7 +45,9 @@ void seqcl_train_options_default(seqcl_train_options *o);
 /* Trains a fresh model on the reversal task on ctx's device, evaluates greedy
  * exact-match accuracy on 256 held-out samples and, when save_dir is set,
  * writes config.json + model.safetensors there. Bad options are
- * SEQCL_ERR_INVALID_ARGUMENT; a non-finite loss is SEQCL_ERR_NON_FINITE. */
+ * SEQCL_ERR_INVALID_ARGUMENT; a save_dir that could not be written
+ * (see overwrite) is SEQCL_ERR_IO before any step runs; a non-finite loss is
+ * SEQCL_ERR_NON_FINITE. */
 seqcl_status seqcl_train_reverse(seqcl_ctx *ctx, const seqcl_train_options *o,
                                  seqcl_train_result *out);
 
@@ -79,6 +85,12 @@ typedef struct seqcl_train_files_options {
    * the checkpoint and the model are saved, then SEQCL_ERR_CANCELLED returns. */
   int (*progress)(void *user, const seqcl_train_event *e);
   void *user;
+  /* save_dir may be an existing seqcl model folder, replaced whole at the end
+   * (only this run's checkpoint is kept in it). Without it such a folder is
+   * accepted only when resume_dir names it (then updated in place). A missing
+   * or empty folder is always accepted; anything else never. Checked before
+   * any data is read. */
+  int overwrite;
 } seqcl_train_files_options;
 
 typedef struct seqcl_train_files_result {

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "core/hash.h" /* sq_hash_str: seeds and cache keys */
 #include "core/ctx.h"
 
 /* ---- shapes ---- */
@@ -42,7 +43,6 @@ uint64_t sq_rng_next(sq_rng *r);
 float sq_rng_unit(sq_rng *r);
 /* Uniform integer in [lo, hi]. */
 int sq_rng_int(sq_rng *r, int lo, int hi);
-uint64_t sq_hash_str(uint64_t h, const char *s); /* FNV-1a, for seeds and cache keys */
 
 /* ---- cases ---- */
 #define SQ_CASE_MAX_IN 24

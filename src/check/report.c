@@ -6,6 +6,7 @@
 
 #include "check/report.h"
 #include "core/error.h"
+#include "core/fileio.h"
 
 struct sq_report {
   json_t *root, *devices, *results;
@@ -130,27 +131,12 @@ void sq_report_summary(sq_report *r, FILE *f) {
 int sq_report_failed(const sq_report *r) { return r->failed; }
 
 seqcl_status sq_report_write_json(sq_report *r, const char *path) {
-  size_t len = strlen(path);
-  char *tmp = malloc(len + 16);
-  if (!tmp) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "check: out of host memory");
-  memcpy(tmp, path, len);
-  memcpy(tmp + len, ".tmp.XXXXXX", 12);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    free(tmp);
-    return sq_fail(NULL, SEQCL_ERR_IO, "%s: cannot create a temporary file next to it", path);
-  }
   json_object_set_new(r->root, "passed", json_boolean(r->failed == 0));
-  FILE *f = fdopen(fd, "w");
-  int ok = f && json_dumpf(r->root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 &&
-           fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fd) == 0;
-  if (f) ok = fclose(f) == 0 && ok;
-  else close(fd);
-  if (!ok || rename(tmp, path) != 0) {
-    unlink(tmp);
-    free(tmp);
+  sq_outfile f;
+  SQ_TRY(sq_outfile_open(path, &f));
+  if (json_dumpf(r->root, f.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 || fputc('\n', f.f) == EOF) {
+    sq_outfile_abort(&f);
     return sq_fail(NULL, SEQCL_ERR_IO, "%s: cannot write the JSON report", path);
   }
-  free(tmp);
-  return SEQCL_OK;
+  return sq_outfile_commit(&f);
 }

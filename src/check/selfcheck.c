@@ -9,6 +9,7 @@
 #include "check/oplist.h"
 #include "check/selfcheck.h"
 #include "core/error.h"
+#include "core/fileio.h"
 #include "core/paths.h"
 
 static volatile int suppressed = 0;
@@ -72,7 +73,7 @@ static int mkdir_p(const char *dir) {
   return mkdir(dir, 0777) == 0 || errno == EEXIST ? 0 : -1;
 }
 
-/* Temporary file in the same folder, then rename: readers never see half a verdict.
+/* Through the shared writer (temporary file, then rename): readers never see half a verdict.
  * Failing to record is not an error (the check simply runs again next time). */
 static void write_verdict(const char *path, const char *key, const verdict *v) {
   char dir[4096];
@@ -80,25 +81,18 @@ static void write_verdict(const char *path, const char *key, const verdict *v) {
   char sub[4200];
   snprintf(sub, sizeof sub, "%s/selfcheck", dir);
   if (mkdir_p(sub) != 0) return;
-  char tmp[4300];
-  snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) return;
-  FILE *f = fdopen(fd, "w");
-  if (!f) {
-    close(fd);
-    unlink(tmp);
-    return;
-  }
   char msg[600];
   snprintf(msg, sizeof msg, "%s", v->message);
   for (char *p = msg; *p; p++)
     if (*p == '\n' || *p == '\r') *p = ' ';
-  fprintf(f, "seqcl-selfcheck 1\nkey=%s\nverdict=%s\n", key, v->passed ? "pass" : "fail");
-  if (!v->passed) fprintf(f, "op=%s\nshape=%s\nmessage=%s\n", v->op, v->shape, msg);
-  int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+  sq_outfile f;
+  if (sq_outfile_open(path, &f) != SEQCL_OK) {
+    sq_clear_message();
+    return;
+  }
+  fprintf(f.f, "seqcl-selfcheck 1\nkey=%s\nverdict=%s\n", key, v->passed ? "pass" : "fail");
+  if (!v->passed) fprintf(f.f, "op=%s\nshape=%s\nmessage=%s\n", v->op, v->shape, msg);
+  if (sq_outfile_commit(&f) != SEQCL_OK) sq_clear_message();
 }
 
 /* The quick subset: the first quick shape of every entry (one small CLBlast

@@ -66,12 +66,3 @@ int sq_rng_int(sq_rng *r, int lo, int hi) {
   if (hi <= lo) return lo;
   return lo + (int)(sq_rng_next(r) % (uint64_t)(hi - lo + 1));
 }
-
-uint64_t sq_hash_str(uint64_t h, const char *s) {
-  if (!h) h = 0xcbf29ce484222325ull;
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}

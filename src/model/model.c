@@ -206,6 +206,12 @@ seqcl_status seqcl_model_load(seqcl_ctx *ctx, const char *dir, seqcl_model **out
   if (st != SEQCL_OK) goto done;
   st = match_tensors(f, &specs);
   if (st != SEQCL_OK) goto done;
+  /* One pass over the bytes on the host: a NaN or an infinity in a weight is a
+   * malformed model (SPEC §2), caught here the same way for every device,
+   * rather than an answer that depends on how a device propagates it. */
+  for (size_t k = 0; k < specs.count && st == SEQCL_OK; k++)
+    if (specs.v[k].found) st = sq_st_check_finite(f, specs.v[k].found);
+  if (st != SEQCL_OK) goto done;
   /* Everything checked: only now does the device see the model. */
   st = upload(m, f, &specs);
 done:

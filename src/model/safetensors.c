@@ -2,6 +2,7 @@
  * of tensor data is trusted (header bounds, JSON, dtypes, shapes, byte ranges
  * tiling the data section), then converts F16/BF16 to float32 exactly. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,62 @@ float sq_bf16_to_float(uint16_t h) {
   float f;
   memcpy(&f, &bits, sizeof f);
   return f;
+}
+
+size_t sq_st_first_non_finite(const sq_st_file *f, const sq_st_tensor *t) {
+  if (!f || !t) return SIZE_MAX;
+  const unsigned char *p = f->data + t->begin;
+  /* an all-ones exponent is an infinity or a NaN in each of the three formats;
+   * the bytes are little-endian, so the exponent sits in the last one or two */
+  switch (t->dtype) {
+  case SQ_DT_F32:
+    for (size_t i = 0; i < t->nelem; i++)
+      if ((p[4 * i + 3] & 0x7f) == 0x7f && (p[4 * i + 2] & 0x80)) return i;
+    break;
+  case SQ_DT_F16:
+    for (size_t i = 0; i < t->nelem; i++)
+      if ((p[2 * i + 1] & 0x7c) == 0x7c) return i;
+    break;
+  case SQ_DT_BF16:
+    for (size_t i = 0; i < t->nelem; i++)
+      if ((p[2 * i + 1] & 0x7f) == 0x7f && (p[2 * i] & 0x80)) return i;
+    break;
+  case SQ_DT_I32:
+    break;
+  }
+  return SIZE_MAX;
+}
+
+seqcl_status sq_st_check_finite(const sq_st_file *f, const sq_st_tensor *t) {
+  const size_t i = sq_st_first_non_finite(f, t);
+  if (i == SIZE_MAX) return SEQCL_OK;
+  float v = 0;
+  const unsigned char *p = f->data + t->begin;
+  if (t->dtype == SQ_DT_F32) {
+    uint32_t bits = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
+                    (uint32_t)p[4 * i + 3] << 24;
+    memcpy(&v, &bits, sizeof v);
+  } else {
+    uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
+    v = t->dtype == SQ_DT_F16 ? sq_half_to_float(h) : sq_bf16_to_float(h);
+  }
+  /* the index per dimension too: [row, column] is what a reader looks for */
+  char where[160] = "";
+  if (t->ndim > 1) {
+    size_t rest = i, pos = 0;
+    size_t idx[SQ_ST_MAX_DIMS];
+    for (int d = t->ndim - 1; d >= 0; d--) {
+      idx[d] = rest % (size_t)t->shape[d];
+      rest /= (size_t)t->shape[d];
+    }
+    pos += (size_t)snprintf(where, sizeof where, " [");
+    for (int d = 0; d < t->ndim && pos < sizeof where; d++)
+      pos += (size_t)snprintf(where + pos, sizeof where - pos, "%s%zu", d ? ", " : "", idx[d]);
+    if (pos < sizeof where) snprintf(where + pos, sizeof where - pos, "]");
+  }
+  return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                 "%s: tensor '%s': element%s (flat index %zu) is %s; weights must be finite",
+                 f->path, t->name, where, i, isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf");
 }
 
 void sq_st_to_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst) {

@@ -41,6 +41,13 @@ seqcl_status sq_st_parse(const unsigned char *bytes, size_t len, const char *nam
                          sq_st_file **out);
 void sq_st_free(sq_st_file *f);
 const sq_st_tensor *sq_st_find(const sq_st_file *f, const char *name);
+/* The flat index of t's first NaN or infinity, read from the bits on disk
+ * (F32, F16 and BF16 alike), or SIZE_MAX when every element is finite (and for
+ * I32 tensors). Costs one pass over the bytes, no conversion. */
+size_t sq_st_first_non_finite(const sq_st_file *f, const sq_st_tensor *t);
+/* SEQCL_ERR_BAD_MODEL naming the file, the tensor, the flat index (and the
+ * index per dimension) and the value when t holds a NaN or an infinity. */
+seqcl_status sq_st_check_finite(const sq_st_file *f, const sq_st_tensor *t);
 /* Converts tensor t to float32 into dst (t->nelem floats). */
 void sq_st_to_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst);
 /* Copies an I32 tensor into dst (t->nelem values); -1 when t is not I32. */

@@ -51,21 +51,7 @@ void sq_seqs_free(sq_seqs *s); /* frees the arrays, zeroes *s */
  * vocabulary does not have). */
 int sq_tokens_write_line(FILE *f, const int32_t *ids, size_t n, const sq_vocab *vocab);
 
-/* Reads a whole file ("-" = standard input) into a malloc'd buffer with a NUL
- * after the last byte (not counted in *len). Reads until end of file, so a file
- * that shrinks or grows while being read yields the bytes actually read.
- * Errors are SEQCL_ERR_IO naming the file. */
-seqcl_status sq_file_read_all(const char *path, unsigned char **buf, size_t *len);
-
-/* Output files written safely: opens "path.tmp.XXXXXX" in the same folder;
- * commit renames it to path; abort removes it. path "-" writes to stdout. */
-typedef struct sq_outfile {
-  FILE *f;
-  char *path;
-  char *tmp;
-} sq_outfile;
-seqcl_status sq_outfile_open(const char *path, sq_outfile *out);
-seqcl_status sq_outfile_commit(sq_outfile *o);
-void sq_outfile_abort(sq_outfile *o);
+/* sq_file_read_all and sq_outfile (the shared reader and writer) */
+#include "core/fileio.h"
 
 #endif

@@ -5,23 +5,14 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "model/tokens.h"
-
-/* FNV-1a: short, good enough for words. */
-static size_t hash_bytes(const char *s, size_t len) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < len; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 1099511628211ull;
-  }
-  return (size_t)h;
-}
 
 /* Slot of word in the table: either the slot that holds it or the empty slot
  * where it would go. hash_ids stores id + 1 so that 0 means empty. */
 static size_t find_slot(const sq_vocab *v, const char *word, size_t len) {
   size_t mask = v->hash_cap - 1;
-  size_t i = hash_bytes(word, len) & mask;
+  size_t i = (size_t)sq_hash_bytes(SQ_HASH_INIT, word, len) & mask;
   for (;;) {
     size_t stored = v->hash_ids[i];
     if (stored == 0) return i;

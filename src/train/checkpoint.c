@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "core/fileio.h"
 #include "model/safetensors.h"
 #include "model/tokens.h"
 #include "train/checkpoint.h"
@@ -19,22 +20,6 @@ static char *join(const char *dir, const char *name) {
   char *p = malloc(n);
   if (p) snprintf(p, n, "%s/%s", dir, name);
   return p;
-}
-
-/* Removes a checkpoint folder: its plain files, then the folder. */
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char *p = join(dir, e->d_name);
-      if (p) unlink(p);
-      free(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
 }
 
 static seqcl_status write_adam(seqcl_ctx *ctx, const char *path, const sq_tlayout *L,
@@ -98,53 +83,29 @@ seqcl_status sq_checkpoint_write(seqcl_ctx *ctx, const char *save_dir, const sq_
   if (mkdir(save_dir, 0755) != 0 && errno != EEXIST)
     return sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot create %s: %s", save_dir,
                    strerror(errno));
-  char *tmp = join(save_dir, ".checkpoint.tmp.XXXXXX");
   char *final = join(save_dir, "checkpoint");
-  char *old = join(save_dir, ".checkpoint.old.XXXXXX");
-  char *adam = NULL, *json = NULL;
+  char *tmp = NULL, *adam = NULL, *json = NULL;
   seqcl_status st = SEQCL_OK;
-  if (!tmp || !final || !old) {
-    st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
-    goto done;
+  if (!final) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
+  /* Written whole into a fresh folder next to the old checkpoint, then swapped
+   * in: a crash at any point leaves the old checkpoint or the new one. */
+  st = sq_dir_make_temp(final, &tmp);
+  if (st != SEQCL_OK) st = sq_fail_wrap(ctx, st, "checkpoint");
+  if (st == SEQCL_OK) {
+    adam = join(tmp, "optimizer.safetensors");
+    json = join(tmp, "training.json");
+    if (!adam || !json) st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
   }
-  if (!mkdtemp(tmp)) {
-    st = sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot create a folder in %s: %s", save_dir,
-                 strerror(errno));
-    goto done;
-  }
-  chmod(tmp, 0755); /* mkdtemp makes it private; a checkpoint is an ordinary folder */
-  adam = join(tmp, "optimizer.safetensors");
-  json = join(tmp, "training.json");
-  if (!adam || !json) st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
   if (st == SEQCL_OK) st = sq_tlayout_save(ctx, L, params, tmp);
   if (st == SEQCL_OK) st = write_adam(ctx, adam, L, adam_mv);
   if (st == SEQCL_OK) st = write_meta(ctx, json, meta);
-  if (st != SEQCL_OK) {
-    remove_tree(tmp);
-    goto done;
+  if (st == SEQCL_OK) {
+    st = sq_dir_replace(tmp, final, NULL);
+    if (st != SEQCL_OK) st = sq_fail_wrap(ctx, st, "checkpoint");
+  } else if (tmp) {
+    sq_dir_remove_tree(tmp);
   }
-  /* A folder cannot be renamed over a non-empty one: move the previous
-   * checkpoint aside first, then put the new one in place, then delete the old. */
-  struct stat sb;
-  int had_old = stat(final, &sb) == 0;
-  if (had_old) {
-    if (!mkdtemp(old) || rmdir(old) != 0 || rename(final, old) != 0) {
-      st = sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot move the previous %s aside: %s", final,
-                   strerror(errno));
-      remove_tree(tmp);
-      goto done;
-    }
-  }
-  if (rename(tmp, final) != 0) {
-    st = sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot rename %s to %s: %s", tmp, final,
-                 strerror(errno));
-    remove_tree(tmp);
-    if (had_old) rename(old, final);
-    goto done;
-  }
-  if (had_old) remove_tree(old);
-done:
-  free(tmp), free(final), free(old), free(adam), free(json);
+  free(tmp), free(final), free(adam), free(json);
   return st;
 }
 
@@ -239,7 +200,7 @@ seqcl_status sq_checkpoint_read_adam(seqcl_ctx *ctx, const char *ckdir, const sq
         st = sq_fail(ctx, SEQCL_ERR_BAD_MODEL,
                      "checkpoint: %s: tensor %s is missing or not F32 with %zu elements", path,
                      name, L->p[i].count);
-      else
+      else if ((st = sq_st_check_finite(f, t)) == SEQCL_OK)
         sq_st_to_f32(f, t, mv + (size_t)k * L->total + L->p[i].off);
     }
   if (st == SEQCL_OK && f->count != (size_t)(2 * L->nparams))
@@ -265,7 +226,7 @@ seqcl_status sq_tlayout_load(seqcl_ctx *ctx, const sq_tlayout *L, const char *pa
              (p->ndim == 2 && t->shape[1] != p->shape[1]))
       st = sq_fail(ctx, SEQCL_ERR_BAD_MODEL, "%s: tensor %s has the wrong shape for the config",
                    path, p->name);
-    else
+    else if ((st = sq_st_check_finite(f, t)) == SEQCL_OK)
       sq_st_to_f32(f, t, params + p->off);
   }
   for (size_t k = 0; st == SEQCL_OK && k < f->count; k++) {

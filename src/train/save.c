@@ -1,12 +1,16 @@
 /* Saving a trained model as a directory `seqcl decode` reads: config.json and
- * model.safetensors with the SPEC §2 tensor names. */
+ * model.safetensors with the SPEC §2 tensor names, in place or as a whole new
+ * folder swapped in (save_dir.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/error.h"
+#include "core/fileio.h"
 #include "model/safetensors.h"
 #include "model/tokens.h"
+#include "train/save_dir.h"
 #include "train/tmodel.h"
 
 seqcl_status sq_tlayout_save(seqcl_ctx *ctx, const sq_tlayout *L, const float *params,
@@ -48,5 +52,29 @@ seqcl_status sq_tlayout_save(seqcl_ctx *ctx, const sq_tlayout *L, const float *p
     st = sq_st_write(path, t, (size_t)L->nparams);
   }
   free(path);
+  return st;
+}
+
+seqcl_status sq_model_dir_save(seqcl_ctx *ctx, const sq_tlayout *L, const float *params,
+                               const char *dir_in, const sq_save_plan *plan, int keep_checkpoint) {
+  char *dir = NULL;
+  SQ_TRY(sq_path_resolve(dir_in, &dir));
+  struct stat sb;
+  const int exists = stat(dir, &sb) == 0;
+  seqcl_status st;
+  if (exists && !plan->replace) {
+    st = sq_tlayout_save(ctx, L, params, dir);
+  } else {
+    char *tmp = NULL;
+    st = sq_dir_make_temp(dir, &tmp);
+    if (st == SEQCL_OK) st = sq_tlayout_save(ctx, L, params, tmp);
+    if (st == SEQCL_OK)
+      st = sq_dir_replace(tmp, dir, keep_checkpoint ? "checkpoint" : NULL);
+    else if (tmp)
+      sq_dir_remove_tree(tmp);
+    free(tmp);
+    if (st != SEQCL_OK) st = sq_fail_wrap(ctx, st, "training: saving the model");
+  }
+  free(dir);
   return st;
 }

@@ -11,6 +11,7 @@
 #include "ops/ops.h"
 #include "train/grad.h"
 #include "train/optim.h"
+#include "train/save_dir.h"
 #include "train/task.h"
 #include "train/tmodel.h"
 
@@ -77,6 +78,7 @@ typedef struct run {
   sq_adam adam;
   int32_t *src, *lens, *tgt, *pred;
   float *host_params;
+  sq_save_plan save;
 } run;
 
 static seqcl_status train_run(seqcl_ctx *ctx, const seqcl_train_options *o, run *R,
@@ -142,7 +144,7 @@ static seqcl_status train_run(seqcl_ctx *ctx, const seqcl_train_options *o, run 
   }
   if (o->save_dir) {
     SQ_TRY(sq_read(ctx, params, R->host_params, sizeof(float) * total));
-    SQ_TRY(sq_tlayout_save(ctx, &R->L, R->host_params, o->save_dir));
+    SQ_TRY(sq_model_dir_save(ctx, &R->L, R->host_params, o->save_dir, &R->save, 0));
   }
   return SEQCL_OK;
 }
@@ -154,7 +156,10 @@ seqcl_status seqcl_train_reverse(seqcl_ctx *ctx, const seqcl_train_options *o,
   memset(out, 0, sizeof *out);
   run R;
   memset(&R, 0, sizeof R);
-  seqcl_status st = train_run(ctx, o, &R, out);
+  /* before any work: a run that cannot save fails now, not after its last step */
+  seqcl_status st =
+      o->save_dir ? sq_save_dir_check(ctx, o->save_dir, o->overwrite, NULL, &R.save) : SEQCL_OK;
+  if (st == SEQCL_OK) st = train_run(ctx, o, &R, out);
   sq_graph_free(R.g);
   sq_adam_free(&R.adam);
   free(R.src);

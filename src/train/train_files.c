@@ -10,12 +10,14 @@
 
 #include <seqcl/train.h>
 
+#include "core/hash.h"
 #include "model/config.h"
 #include "model/tokens.h"
 #include "ops/ops.h"
 #include "train/checkpoint.h"
 #include "train/grad.h"
 #include "train/optim.h"
+#include "train/save_dir.h"
 #include "train/tmodel.h"
 
 #define SHUFFLE_SALT 0x5EED0DA7A5EED0DAull
@@ -70,18 +72,12 @@ static void longest(const dataset *d, int *S, int *T) {
   }
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001B3ull;
-  return h;
-}
-
 static uint64_t data_hash(const dataset *d) {
-  uint64_t h = 0xCBF29CE484222325ull;
+  uint64_t h = SQ_HASH_INIT;
   const sq_seqs *both[2] = {&d->src, &d->tgt};
   for (int k = 0; k < 2; k++) {
-    h = fnv(h, both[k]->offsets, sizeof(size_t) * (both[k]->count + 1));
-    h = fnv(h, both[k]->ids, sizeof(int32_t) * both[k]->offsets[both[k]->count]);
+    h = sq_hash_bytes(h, both[k]->offsets, sizeof(size_t) * (both[k]->count + 1));
+    h = sq_hash_bytes(h, both[k]->ids, sizeof(int32_t) * both[k]->offsets[both[k]->count]);
   }
   return h;
 }
@@ -142,6 +138,7 @@ typedef struct run {
   int32_t *src, *lens, *tgt, *pred;
   float *host; /* params, then m and v */
   char *ckdir;
+  sq_save_plan save;
   int B, S, T;
   uint64_t seed, hash;
   double lr, clip;
@@ -263,6 +260,8 @@ static seqcl_status validate(run *R, seqcl_train_event *e) {
 static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_options *o, run *R,
                                     seqcl_train_files_result *res) {
   if (!o->save_dir) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --save DIR is required");
+  /* before any work: a run that cannot save fails now, not after its last step */
+  SQ_TRY(sq_save_dir_check(ctx, o->save_dir, o->overwrite, o->resume_dir, &R->save));
   if (!o->src_path || !o->tgt_path)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --src and --tgt are required");
   if (!o->valid_src_path != !o->valid_tgt_path)
@@ -390,7 +389,7 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
   res->valid_correct = e.valid_correct, res->valid_count = e.valid_count;
   /* the final (or interrupted) state: checkpoint, then the model itself */
   SQ_TRY(save_checkpoint(ctx, o, R));
-  SQ_TRY(sq_tlayout_save(ctx, &R->L, R->host, o->save_dir));
+  SQ_TRY(sq_model_dir_save(ctx, &R->L, R->host, o->save_dir, &R->save, 1));
   if (stopped)
     return sq_fail(ctx, SEQCL_ERR_CANCELLED,
                    "train: stopped after step %d; the model is in %s and the checkpoint in "

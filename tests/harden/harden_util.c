@@ -113,8 +113,11 @@ int hu_write_model(const char *dir, const sq_config *c, uint64_t seed, const cha
   memset(out, 0, sizeof out);
   for (int i = 0; i < n; i++) {
     if (!t[i].data) rc = -1;
-    if (poison_tensor && !strcmp(t[i].name, poison_tensor) && t[i].data)
-      t[i].data[poison_index] = poison_value;
+    if (poison_tensor && !strcmp(t[i].name, poison_tensor) && t[i].data) {
+      const size_t count = (size_t)t[i].shape[0] * (size_t)t[i].shape[1];
+      for (size_t k = 0; k < count; k++)
+        if (k == poison_index || poison_index == HU_ALL) t[i].data[k] = poison_value;
+    }
     out[i].name = t[i].name;
     out[i].ndim = t[i].ndim;
     out[i].shape[0] = t[i].shape[0];
@@ -129,6 +132,20 @@ int hu_write_model(const char *dir, const sq_config *c, uint64_t seed, const cha
     rc = -1;
   for (int i = 0; i < n; i++) free(t[i].data);
   return rc;
+}
+
+int hu_tensor_names(const sq_config *c, char names[][80], size_t *sizes, int cap) {
+  hu_tensor t[HU_MAXT];
+  memset(t, 0, sizeof t);
+  int n = make_tensors(c, t);
+  for (int i = 0; i < n; i++) {
+    if (i < cap) {
+      snprintf(names[i], 80, "%.79s", t[i].name);
+      sizes[i] = (size_t)t[i].shape[0] * (size_t)t[i].shape[1];
+    }
+    free(t[i].data);
+  }
+  return n < cap ? n : cap;
 }
 
 int hu_mkdtemp(char *buf, size_t cap, const char *tag) {

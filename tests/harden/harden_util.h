@@ -17,10 +17,16 @@
 void hu_tiny_config(sq_config *c);
 
 /* Writes dir/config.json and dir/model.safetensors for c with seeded weights in
- * [-1, 1). When poison_tensor is not NULL, its element poison_index is set to
- * poison_value (NaN / Inf tests). Returns 0 on success. */
+ * [-1, 1). When poison_tensor is not NULL, its element poison_index (every
+ * element with HU_ALL) is set to poison_value (NaN / Inf / overflow tests).
+ * Returns 0 on success. */
+#define HU_ALL ((size_t)-1)
 int hu_write_model(const char *dir, const sq_config *c, uint64_t seed, const char *poison_tensor,
                    size_t poison_index, float poison_value);
+
+/* The tensors hu_write_model writes for c: names[i] and element counts;
+ * returns how many (at most cap). */
+int hu_tensor_names(const sq_config *c, char names[][80], size_t *sizes, int cap);
 
 /* mkdtemp("/tmp/seqcl-harden-TAG-XXXXXX") into buf; 0 on success. */
 int hu_mkdtemp(char *buf, size_t cap, const char *tag);

@@ -2,7 +2,8 @@
  * test_config.c, test_safetensors.c, test_tokens.c, test_model.c, tests/device/
  * test_selector.c and tests/host/test_host_fronts.c). Each case asserts the
  * exact status and that seqcl_last_message() names the problem. Models run on
- * the host path: the checks under test sit above the backend. */
+ * the host path where the checks under test sit above the backend, and on
+ * every device where the answer must not depend on the device. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 
 #include "harden_util.h"
 #include "model/config.h"
+#include "model/safetensors.h"
 #include "model/tokens.h"
 
 static char root[256];
@@ -53,44 +55,118 @@ static seqcl_seqs parse(const char *text, long vocab, sq_seqs *keep) {
   return v;
 }
 
-/* ---- non-finite weights: the model loads; results that are not finite are reported ---- */
+/* ---- non-finite weights: a malformed model, on every device, before the device sees it ---- */
 
-static void check_non_finite(const char *tag, float value) {
-  seqcl_model *m = NULL;
-  /* the output bias of target id 0: that logit is NaN (Inf) at every step, and
-   * so is every log-softmax value (inf - inf) */
-  const char *dir = model_dir(tag, "decoder.output.bias", 0, value);
-  assert_int_equal(seqcl_model_load(host, dir, &m), SEQCL_OK);
+/* NaN, +inf and -inf in every tensor of the model (every weight group: the
+ * embeddings, both GRUs, the bridge, attention, the output layer), on every
+ * device: the load fails with SEQCL_ERR_BAD_MODEL naming the tensor and the
+ * flat index. Before the load-time check the host caught some of these as
+ * non-finite logits (naming no tensor) and PoCL decoded them with status OK. */
+static void test_non_finite_weights(void **state) {
+  (void)state;
+  sq_config c;
+  hu_tiny_config(&c);
+  char names[32][80];
+  size_t sizes[32];
+  const int nt = hu_tensor_names(&c, names, sizes, 32);
+  assert_true(nt >= 20);
+  size_t ndev = 0;
+  seqcl_device_info *devs = hu_devices(&ndev);
+  static const float values[] = {NAN, INFINITY, -INFINITY};
+  static const char *shown[] = {"NaN", "+inf", "-inf"};
+  int checked = 0;
+  for (size_t d = 0; d < ndev; d++) {
+    seqcl_ctx *ctx = NULL;
+    if (seqcl_ctx_open_info(&devs[d], &ctx) != SEQCL_OK) continue; /* refused device: not ours */
+    for (int i = 0; i < nt; i++) {
+      /* the last element: the flat index then names a position past row 0 */
+      const size_t index = sizes[i] - 1;
+      const int v = (int)((size_t)i % 3);
+      char tag[64];
+      snprintf(tag, sizeof tag, "nf-%zu-%d", d, i);
+      const char *dir = model_dir(tag, names[i], index, values[v]);
+      seqcl_model *m = (seqcl_model *)1;
+      char want[64];
+      snprintf(want, sizeof want, "flat index %zu) is %s", index, shown[v]);
+      expect(seqcl_model_load(ctx, dir, &m), SEQCL_ERR_BAD_MODEL, names[i], want);
+      assert_null(m);
+      checked++;
+    }
+    seqcl_ctx_close(ctx);
+  }
+  seqcl_devices_free(devs);
+  assert_true(checked >= nt);
+}
+
+/* F16 and BF16 tensors are checked on their bits as stored: an F16 infinity
+ * (0x7c00), an F16 NaN (0x7e00), a BF16 NaN (0x7fc0) and a BF16 -inf (0xff80). */
+static void test_non_finite_half(void **state) {
+  (void)state;
+  static const struct {
+    const char *dtype;
+    uint16_t bits;
+    const char *shown;
+  } cases[] = {{"F16", 0x7c00, "+inf"}, {"F16", 0x7e00, "NaN"}, {"BF16", 0x7fc0, "NaN"},
+               {"BF16", 0xff80, "-inf"}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char header[128];
+    const int hl = snprintf(header, sizeof header,
+                            "{\"w\":{\"dtype\":\"%s\",\"shape\":[2,3],\"data_offsets\":[0,12]}}",
+                            cases[k].dtype);
+    unsigned char bytes[256] = {0};
+    for (int i = 0; i < 8; i++) bytes[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+    memcpy(bytes + 8, header, (size_t)hl);
+    unsigned char *data = bytes + 8 + hl;
+    for (int i = 0; i < 6; i++) data[2 * i + 1] = 0x3c; /* 1.0 in F16, 0.0117 in BF16 */
+    data[2 * 4] = (unsigned char)cases[k].bits;       /* element [1, 1] */
+    data[2 * 4 + 1] = (unsigned char)(cases[k].bits >> 8);
+    sq_st_file *f = NULL;
+    if (sq_st_parse(bytes, 8 + (size_t)hl + 12, "half.safetensors", 0, &f) != SEQCL_OK)
+      fail_msg("%s", seqcl_last_message());
+    assert_int_equal(sq_st_first_non_finite(f, &f->tensors[0]), 4);
+    char want[64];
+    snprintf(want, sizeof want, "[1, 1] (flat index 4) is %s", cases[k].shown);
+    expect(sq_st_check_finite(f, &f->tensors[0]), SEQCL_ERR_BAD_MODEL, "'w'", want);
+    sq_st_free(f);
+  }
+}
+
+/* Finite weights whose products overflow (every output weight 3e38): the
+ * non-finite logits are a runtime failure, SEQCL_ERR_NON_FINITE, naming the
+ * line, the step and the tensor, on every device and through every path
+ * (teacher forcing, greedy on the device, beam search). */
+static void test_overflow_at_run_time(void **state) {
+  (void)state;
+  size_t ndev = 0;
+  seqcl_device_info *devs = hu_devices(&ndev);
+  const char *dir = model_dir("overflow", "decoder.output.weight", HU_ALL, 3e38f);
   sq_seqs s = {0}, t = {0};
   seqcl_seqs src = parse(hu_src_text, 7, &s), tgt = parse(hu_tgt_text, 9, &t);
-  seqcl_forward_result *r = (seqcl_forward_result *)1;
-  expect(seqcl_model_forward(m, &src, &tgt, 0, &r), SEQCL_ERR_NON_FINITE, "logits", "line 1");
-  assert_null(r);
-  seqcl_decode_options o;
-  seqcl_decode_options_init(&o);
-  o.beam = 2;
-  seqcl_decode_result *d = (seqcl_decode_result *)1;
-  expect(seqcl_model_decode(m, &src, &o, &d), SEQCL_ERR_NON_FINITE, "line 1", NULL);
-  assert_null(d);
-  /* greedy without alignments: the logits never leave the device during the loop */
-  seqcl_decode_options_init(&o);
-  d = (seqcl_decode_result *)1;
-  expect(seqcl_model_decode(m, &src, &o, &d), SEQCL_ERR_NON_FINITE, "greedy decoding: logits",
-         "line 1");
-  assert_null(d);
-  seqcl_model_free(m);
+  for (size_t d = 0; d < ndev; d++) {
+    seqcl_ctx *ctx = NULL;
+    if (seqcl_ctx_open_info(&devs[d], &ctx) != SEQCL_OK) continue;
+    seqcl_model *m = NULL;
+    assert_int_equal(seqcl_model_load(ctx, dir, &m), SEQCL_OK); /* finite: loads */
+    seqcl_forward_result *r = (seqcl_forward_result *)1;
+    expect(seqcl_model_forward(m, &src, &tgt, 0, &r), SEQCL_ERR_NON_FINITE, "logits of line",
+           "step");
+    assert_null(r);
+    seqcl_decode_options o;
+    seqcl_decode_options_init(&o);
+    seqcl_decode_result *res = (seqcl_decode_result *)1;
+    expect(seqcl_model_decode(m, &src, &o, &res), SEQCL_ERR_NON_FINITE, "greedy decoding: logits",
+           "line 1");
+    assert_null(res);
+    o.beam = 2;
+    res = (seqcl_decode_result *)1;
+    expect(seqcl_model_decode(m, &src, &o, &res), SEQCL_ERR_NON_FINITE, "line 1", "logits");
+    assert_null(res);
+    seqcl_model_free(m);
+    seqcl_ctx_close(ctx);
+  }
+  seqcl_devices_free(devs);
   sq_seqs_free(&s);
   sq_seqs_free(&t);
-}
-
-static void test_nan_weights(void **state) {
-  (void)state;
-  check_non_finite("nan", NAN);
-}
-
-static void test_inf_weights(void **state) {
-  (void)state;
-  check_non_finite("inf", INFINITY);
 }
 
 /* ---- token files ---- */
@@ -240,8 +316,9 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_nan_weights),
-      cmocka_unit_test(test_inf_weights),
+      cmocka_unit_test(test_non_finite_weights),
+      cmocka_unit_test(test_non_finite_half),
+      cmocka_unit_test(test_overflow_at_run_time),
       cmocka_unit_test(test_huge_line),
       cmocka_unit_test(test_token_file_errors),
       cmocka_unit_test(test_ids_out_of_range),

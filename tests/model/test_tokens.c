@@ -376,16 +376,16 @@ static void test_outfile(void **state) {
   assert_non_null(strstr(seqcl_last_message(), missing));
   assert_int_equal(count_entries(tmpdir), 0);
 
-  /* A rename that fails (the path is a non-empty folder) removes the temporary file. */
+  /* A folder is refused when it is opened, before anything is written. */
   char sub[160], inner[200];
   snprintf(sub, sizeof sub, "%s/dir", tmpdir);
   mkdir(sub, 0700);
   snprintf(inner, sizeof inner, "%s/x", sub);
   write_text(inner, "x", 1);
-  assert_int_equal(sq_outfile_open(sub, &o), SEQCL_OK);
-  fputs("data", o.f);
-  assert_int_equal(sq_outfile_commit(&o), SEQCL_ERR_IO);
+  assert_int_equal(sq_outfile_open(sub, &o), SEQCL_ERR_IO);
+  assert_null(o.f);
   assert_non_null(strstr(seqcl_last_message(), sub));
+  assert_non_null(strstr(seqcl_last_message(), "folder"));
   assert_int_equal(count_entries(tmpdir), 1);
   unlink(inner);
   rmdir(sub);

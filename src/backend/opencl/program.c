@@ -18,6 +18,8 @@
 #include "backend/opencl/program.h"
 #include "core/error.h"
 #include "core/fault.h"
+#include "core/fileio.h"
+#include "core/hash.h"
 #include "core/paths.h"
 #include "device/cache_files.h"
 
@@ -58,56 +60,13 @@ void sq_program_stats_reset(void) {
   atomic_store(&st_builds, 0);
 }
 
-/* ---- hashing: two FNV-1a 64-bit streams with different seeds = 128-bit key ---- */
-typedef struct hash128 {
-  uint64_t a, b;
-} hash128;
-
-static void hash_init(hash128 *h) {
-  h->a = 0xcbf29ce484222325ull;
-  h->b = 0x84222325cbf29ce4ull;
-}
-
-static void hash_bytes(hash128 *h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) {
-    h->a = (h->a ^ p[i]) * 0x100000001b3ull;
-    h->b = (h->b ^ (unsigned char)(p[i] + 0x5b)) * 0x100000001b3ull;
-  }
-}
+/* ---- hashing: the 128-bit key of core/hash.h ---- */
+typedef sq_hash128 hash128;
+#define hash_init sq_hash128_init
+#define hash_bytes sq_hash128_bytes
 
 /* Hashes the string and its terminator, so "ab"+"c" differs from "a"+"bc". */
 static void hash_str(hash128 *h, const char *s) { hash_bytes(h, s, strlen(s) + 1); }
-
-/* ---- small file helpers ---- */
-static seqcl_status read_file(const char *path, char **out, size_t *len, int quiet) {
-  *out = NULL;
-  *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return quiet ? SEQCL_ERR_IO
-                 : sq_fail(NULL, SEQCL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-  seqcl_status st = SEQCL_OK;
-  char *buf = NULL;
-  long size = -1;
-  if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-  if (size < 0 || size > (1L << 30) || fseek(f, 0, SEEK_SET) != 0) {
-    st = quiet ? SEQCL_ERR_IO : sq_fail(NULL, SEQCL_ERR_IO, "cannot read '%s'", path);
-  } else if (!(buf = malloc((size_t)size + 1))) {
-    st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "reading '%s': out of memory", path);
-  } else if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-    st = quiet ? SEQCL_ERR_IO : sq_fail(NULL, SEQCL_ERR_IO, "cannot read '%s'", path);
-  }
-  fclose(f);
-  if (st != SEQCL_OK) {
-    free(buf);
-    return st;
-  }
-  buf[size] = '\0';
-  *out = buf;
-  *len = (size_t)size;
-  return SEQCL_OK;
-}
 
 /* The text of kernels file `file`: from SEQCL_KERNEL_DIR when set, else embedded.
  * *owned is set when the caller must free *text. */
@@ -120,7 +79,9 @@ static seqcl_status load_source(sq_ocl *o, const char *file, const char **text, 
   if (dir && *dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    seqcl_status st = read_file(path, owned, len, 0);
+    unsigned char *bytes = NULL;
+    seqcl_status st = sq_file_read_all(path, &bytes, len);
+    *owned = (char *)bytes;
     if (st != SEQCL_OK)
       return sq_fail_wrap(o->ctx, st, "kernels file '%s' (SEQCL_KERNEL_DIR=%s)", file, dir);
     *text = *owned;
@@ -171,9 +132,10 @@ static int entry_path(hash128 key, int create, char *path, size_t cap) {
 static cl_program load_cached(sq_ocl *o, hash128 key, const char *options) {
   char path[4200];
   if (!entry_path(key, 0, path, sizeof path)) return NULL;
-  char *data = NULL;
+  unsigned char *data = NULL;
   size_t len = 0;
-  if (read_file(path, &data, &len, 1) != SEQCL_OK) {
+  if (sq_file_read_all(path, &data, &len) != SEQCL_OK) {
+    sq_clear_message(); /* a missing entry is an ordinary miss */
     atomic_fetch_add(&st_misses, 1);
     return NULL;
   }
@@ -212,20 +174,6 @@ static cl_program load_cached(sq_ocl *o, hash128 key, const char *options) {
   return prog;
 }
 
-static int write_all(int fd, const void *data, size_t n) {
-  const char *p = data;
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
 /* Stores the program's binary; failures are silent (the cache only saves time). */
 static void store_cached(sq_ocl *o, hash128 key, cl_program prog) {
   char path[4200];
@@ -254,21 +202,21 @@ static void store_cached(sq_ocl *o, hash128 key, cl_program prog) {
   h.sum_a = sum.a;
   h.sum_b = sum.b;
 
-  char tmp[4300];
-  char *slash = strrchr(path, '/');
-  snprintf(tmp, sizeof tmp, "%.*s/.tmp-XXXXXX", (int)(slash - path), path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    free(bin);
-    return;
+  /* the shared writer: a temporary file in the same folder, fsync'ed and renamed */
+  sq_outfile f;
+  int ok = sq_outfile_open(path, &f) == SEQCL_OK;
+  if (ok) {
+    if (fwrite(&h, sizeof h, 1, f.f) == 1 && fwrite(bin, 1, bin_len, f.f) == bin_len) {
+      ok = sq_outfile_commit(&f) == SEQCL_OK;
+    } else {
+      sq_outfile_abort(&f);
+      ok = 0;
+    }
   }
-  int ok = write_all(fd, &h, sizeof h) == 0 && write_all(fd, bin, bin_len) == 0 && fsync(fd) == 0;
-  ok = (close(fd) == 0) && ok;
-  if (ok) ok = fchmodat(AT_FDCWD, tmp, 0644, 0) == 0 && rename(tmp, path) == 0;
-  if (!ok)
-    unlink(tmp);
-  else
+  if (ok)
     atomic_fetch_add(&st_writes, 1);
+  else
+    sq_clear_message(); /* failures are silent: the cache only saves time */
   free(bin);
 }
 
