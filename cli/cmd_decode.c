@@ -37,7 +37,10 @@ static void help(FILE *f) {
           "  --tgt-vocab F          write output lines as words\n"
           "  --device SEL           device (SPEC §3; default SEQCL_DEVICE, else auto)\n"
           "  -h, --help             this text\n\n"
-          "Nothing is left at --out, --alignments or --heatmap when decoding fails.\n"
+          "Output paths are checked before decoding starts. Nothing is left at a regular\n"
+          "--out, --alignments or --heatmap file when decoding fails (each is written to\n"
+          "a temporary file beside it and renamed); a symlink's target is replaced, the\n"
+          "link stays; a FIFO or device is written in place; a read-only file is refused.\n"
           "Exit status: 0 success, 1 device/runtime failure, 2 bad usage or input.\n");
 }
 

@@ -192,6 +192,7 @@ static void test_learns(void **state) {
   assert_int_equal(train(&o, &r0), SEQCL_OK);
   base_options(&o, "D", 150);
   o.config_path = at("deep.json");
+  o.overwrite = 1;
   assert_int_equal(train(&o, &r), SEQCL_OK);
   assert_true(r.final_loss < 0.5f * r0.final_loss);
   seqcl_model *m = NULL;
