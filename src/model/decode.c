@@ -91,12 +91,13 @@ static seqcl_status check_finite(seqcl_ctx *ctx, const seqcl_seqs *src,
                                  float *const *line_align) {
   for (size_t i = 0; i < r->count; i++) {
     for (int k = 0; use_beam && k < r->hyp_counts[i]; k++) {
-      const double lp = r->hyps[i * (size_t)r->nbest + k].logprob;
-      if (!isfinite(lp))
+      const seqcl_hypothesis *h = &r->hyps[i * (size_t)r->nbest + k];
+      /* worded as greedy decoding and forward word it: line, step, tensor */
+      if (!isfinite(h->logprob))
         return sq_fail(ctx, SEQCL_ERR_NON_FINITE,
-                       "decode: line %zu, hypothesis %d: the log-probability is not finite (%g): "
-                       "the model's logits are not finite",
-                       i + 1, k + 1, lp);
+                       "beam search: logits of line %zu, by step %d, are not finite: hypothesis "
+                       "%d has log-probability %g",
+                       i + 1, h->steps, k + 1, h->logprob);
     }
     const size_t L = sq_seq_len_of(src, i);
     const size_t n = line_align ? (size_t)r->hyps[i * (size_t)r->nbest].steps * L : 0;
