@@ -2,6 +2,7 @@
  * bit (2k steps == k steps, resume, k more; also through a stop requested by the
  * progress callback, as Ctrl-C does), the run learns, and bad inputs are clear
  * errors. Ragged lines (1..6 tokens) exercise padding and masking. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -211,6 +212,38 @@ static void expect_error(seqcl_train_files_options *o, seqcl_status want, const 
              seqcl_last_message(), seqcl_status_str(want), text);
 }
 
+/* Rewrites the safetensors file at path with element index of tensor name set
+ * to NaN (every tensor back as F32). */
+static void poison(const char *path, const char *name, size_t index) {
+  sq_st_file *f = NULL;
+  assert_int_equal(sq_st_read(path, 0, &f), SEQCL_OK);
+  sq_st_out *t = calloc(f->count, sizeof *t);
+  float **vals = calloc(f->count, sizeof *vals);
+  assert_non_null(t);
+  assert_non_null(vals);
+  int found = 0;
+  for (size_t i = 0; i < f->count; i++) {
+    const sq_st_tensor *in = &f->tensors[i];
+    vals[i] = malloc((in->nelem ? in->nelem : 1) * sizeof(float));
+    assert_non_null(vals[i]);
+    sq_st_to_f32(f, in, vals[i]);
+    if (!strcmp(in->name, name)) {
+      vals[i][index] = NAN;
+      found = 1;
+    }
+    t[i].name = in->name;
+    t[i].ndim = in->ndim;
+    memcpy(t[i].shape, in->shape, sizeof t[i].shape);
+    t[i].data = vals[i];
+  }
+  assert_true(found);
+  assert_int_equal(sq_st_write(path, t, f->count), SEQCL_OK);
+  for (size_t i = 0; i < f->count; i++) free(vals[i]);
+  free(vals);
+  free(t);
+  sq_st_free(f);
+}
+
 static void test_errors(void **state) {
   (void)state;
   seqcl_train_files_options o;
@@ -244,6 +277,20 @@ static void test_errors(void **state) {
   o.src_path = at("valid.src");
   o.tgt_path = at("valid.tgt");
   expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "not the files");
+  /* a NaN in the checkpoint's Adam moments or weights, or in an --init model:
+   * a malformed file naming the tensor and the index, before any step */
+  poison(at("R/checkpoint/optimizer.safetensors"), "exp_avg_sq.decoder.rnn.weight_hh", 7);
+  base_options(&o, "R", 6);
+  o.config_path = NULL;
+  o.resume_dir = at("R");
+  expect_error(&o, SEQCL_ERR_BAD_MODEL, "'exp_avg_sq.decoder.rnn.weight_hh': element");
+  expect_error(&o, SEQCL_ERR_BAD_MODEL, "(flat index 7) is NaN");
+  poison(at("R/model.safetensors"), "encoder.embedding.weight", 3);
+  base_options(&o, "I", 2);
+  o.config_path = NULL;
+  o.init_dir = at("R");
+  expect_error(&o, SEQCL_ERR_BAD_MODEL, "'encoder.embedding.weight': element [0, 3]");
+  assert_int_not_equal(access(at("I"), F_OK), 0); /* nothing saved */
 }
 
 int main(void) {
