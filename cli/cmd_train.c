@@ -13,17 +13,22 @@ static void train_help(FILE *f) {
   fprintf(f,
           "usage: seqcl train --src FILE --tgt FILE --config config.json --save DIR\n"
           "                   [--init DIR] [--valid-src FILE --valid-tgt FILE] [--steps 1000]\n"
-          "                   [--batch-size 64] [--lr 1e-3] [--clip 0] [--seed 0]\n"
+          "                   [--batch-size 64] [--lr 1e-3] [--clip 0] [--seed 0] [--dropout 0]\n"
           "                   [--checkpoint-every N] [--valid-every N] [--resume DIR]\n"
           "                   [--overwrite] [--device SEL]\n"
           "       seqcl train --task reverse [--length 6] [--score additive|general|dot|scaled_dot]\n"
-          "                   [--bidirectional] [--steps 1200] [--batch-size 64] [--lr 1e-3]\n"
-          "                   [--clip 0] [--seed 0] --save DIR [--overwrite] [--device SEL]\n\n"
+          "                   [--bidirectional] [--layers 1] [--output state|state_context]\n"
+          "                   [--init zeros|bridge] [--dropout 0] [--steps 1200] [--batch-size 64]\n"
+          "                   [--lr 1e-3] [--clip 0] [--seed 0] --save DIR [--overwrite] [--device SEL]\n\n"
           "Trains a fresh attention GRU model on the digit-reversal task (sources: --length\n"
           "random digits; targets: BOS 10, the digits reversed, EOS 11) with Adam, then\n"
           "reports greedy exact-match accuracy on 256 held-out samples and saves a model\n"
           "directory that `seqcl decode` reads. --clip bounds the global gradient norm\n"
-          "(0 = no clipping). dot and scaled_dot cannot be used with --bidirectional.\n\n"
+          "(0 = no clipping). dot and scaled_dot cannot be used with --bidirectional.\n"
+          "--layers stacks encoder GRUs (1 to 4); --output state_context feeds [s_t; c_t] to\n"
+          "the output layer. --dropout P drops, in training steps only, the embeddings,\n"
+          "each encoder layer's output but the last and the output layer's input, with\n"
+          "masks that are the same on every device for the same --seed.\n\n"
           "With --src/--tgt it trains the model of --config (or of --init DIR, starting\n"
           "from its weights) on your token files: targets are BOS ... EOS; batches come\n"
           "from a seeded shuffle (a new permutation each epoch); ragged lines are padded\n"
@@ -114,6 +119,17 @@ int cmd_train(int argc, char **argv) {
       task = v;
     } else if (!strcmp(a, "--score")) {
       o.score = v;
+    } else if (!strcmp(a, "--output")) {
+      o.output = v;
+    } else if (!strcmp(a, "--init")) {
+      o.init = v;
+    } else if (!strcmp(a, "--layers")) {
+      if (cli_parse_int(v, 1, 4, &n)) return cli_usage_error(cmd, "bad --layers '%s' (1 to 4)", v);
+      o.num_layers = (int)n;
+    } else if (!strcmp(a, "--dropout")) {
+      if (cli_parse_float(v, &d) || !(d >= 0 && d < 1))
+        return cli_usage_error(cmd, "bad --dropout '%s' (0 <= P < 1)", v);
+      o.dropout = d;
     } else if (!strcmp(a, "--save")) {
       o.save_dir = v;
     } else if (!strcmp(a, "--device")) {
@@ -265,6 +281,10 @@ static int train_files(int argc, char **argv) {
     } else if (!strcmp(a, "--clip")) {
       if (cli_parse_float(v, &d) || d < 0) return cli_usage_error(cmd, "bad --clip '%s'", v);
       o.clip = d;
+    } else if (!strcmp(a, "--dropout")) {
+      if (cli_parse_float(v, &d) || !(d >= 0 && d < 1))
+        return cli_usage_error(cmd, "bad --dropout '%s' (0 <= P < 1)", v);
+      o.dropout = d;
     } else {
       return cli_usage_error(cmd, "unknown option '%s' (see seqcl train --help)", a);
     }

@@ -28,6 +28,11 @@ typedef struct seqcl_train_options {
    * (0 = refused). A missing or empty folder is always accepted; anything else
    * never. Checked before training starts. */
   int overwrite;
+  int num_layers;     /* encoder layers 1..4 (default 1) */
+  const char *output; /* "state" (default) or "state_context" */
+  const char *init;   /* decoder init "zeros" (default) or "bridge" */
+  double dropout;     /* in [0, 1): embeddings, between encoder layers and the
+                       * output layer's input, training steps only (default 0) */
 } seqcl_train_options;
 
 typedef struct seqcl_train_result {
@@ -91,6 +96,13 @@ typedef struct seqcl_train_files_options {
    * or empty folder is always accepted; anything else never. Checked before
    * any data is read. */
   int overwrite;
+  /* Dropout probability in [0, 1) (< 0: unset, i.e. 0 or the checkpoint's),
+   * applied as PyTorch users place it: on both embeddings, on each encoder
+   * layer's output but the last (nn.GRU's dropout=) and on the output layer's
+   * input; inverted (kept values scaled by 1/(1-p)); off in validation and
+   * decoding. The masks come from Philox4x32-10 keyed by (seed, step, tensor,
+   * element), so every device draws the same masks. */
+  double dropout;
 } seqcl_train_files_options;
 
 typedef struct seqcl_train_files_result {

@@ -153,6 +153,24 @@ typedef struct sq_backend_counts {
   unsigned long long launches, blas_calls, syncs;
 } sq_backend_counts;
 
+/* Inverted dropout over a [rows, cols] tensor: y = x * scale where element
+ * e = r * cols + c is kept, 0 where it is dropped (y may be x: in place).
+ * Element e is kept iff word e % 4 of Philox4x32-10 (Salmon et al. 2011, 10
+ * rounds) at counter {e / 4, ctr[0], ctr[1], ctr[2]} and key {key[0], key[1]}
+ * is >= threshold. Integer arithmetic only, so every backend draws the same
+ * mask; the one float operation is the product x * scale. Its backward is
+ * the same op on dy. src/ops/dropout.c fills the key words. */
+typedef struct sq_dropout_args {
+  int rows, cols;
+  sq_ref x;
+  int ldx;
+  sq_ref y;
+  int ldy;
+  uint32_t key[2], ctr[3];
+  uint32_t threshold;
+  float scale;
+} sq_dropout_args;
+
 typedef struct sq_backend_ops {
   sq_backend_kind kind;
   const char *name; /* "host", "opencl": for messages only */
@@ -231,6 +249,8 @@ typedef struct sq_backend_ops {
   seqcl_status (*beam_select)(sq_backend *be, const struct sq_beam_args *a);
   seqcl_status (*gather_rows)(sq_backend *be, int N, int D, sq_ref src, sq_ref idx, sq_ref dst);
 
+  seqcl_status (*dropout)(sq_backend *be, const sq_dropout_args *a);
+
   void (*destroy)(sq_backend *be);
 
   /* Backward slots for training (src/train/grad.h); NULL where a backend has none. */
@@ -254,6 +274,9 @@ seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out);
 seqcl_status sq_host_greedy_update(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
                                    sq_ref hist);
 seqcl_status sq_host_tanh_inplace(sq_backend *be, size_t count, sq_ref x);
+seqcl_status sq_host_dropout(sq_backend *be, const sq_dropout_args *a);
+/* The generator behind it (exposed for the known-answer test). */
+void sq_host_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 seqcl_status sq_host_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, int K,
                                sq_ref vals, sq_ref ids);
 seqcl_status sq_host_beam_select(sq_backend *be, const sq_beam_args *a);
@@ -270,6 +293,7 @@ seqcl_status sq_ocl_gather_rows(sq_backend *be, int N, int D, sq_ref src, sq_ref
 seqcl_status sq_ocl_greedy_update(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
                                   sq_ref hist);
 seqcl_status sq_ocl_tanh_inplace(sq_backend *be, size_t count, sq_ref x);
+seqcl_status sq_ocl_dropout(sq_backend *be, const sq_dropout_args *a);
 seqcl_status sq_ocl_argmax_greedy(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
                                   sq_ref ids, sq_ref finished, int eos, sq_ref hist);
 #endif

@@ -13,6 +13,7 @@ static const sq_op *const sq_ops[] = {
     &sq_op_embedding,      &sq_op_argmax,         &sq_op_log_softmax, &sq_op_cross_entropy,
     &sq_op_argmax_greedy,
     &sq_op_beam_topk,
+    &sq_op_dropout,
     &sq_op_grad_cross_entropy, &sq_op_grad_bias, &sq_op_grad_tanh, &sq_op_grad_embedding,
     &sq_op_grad_linear, &sq_op_grad_sum_squares, &sq_op_grad_scale, &sq_op_grad_adam,
     &sq_op_grad_gru_fwd, &sq_op_grad_gru_gates,

@@ -32,6 +32,13 @@ seqcl_status sq_linear(seqcl_ctx *ctx, int rows, int in, int out, sq_ref x, int 
                        sq_ref b, sq_ref y, int ldy);
 seqcl_status sq_add_bias(seqcl_ctx *ctx, int rows, int cols, sq_ref y, int ld, sq_ref bias);
 
+/* Inverted dropout (backend.h's sq_dropout_args). sq_dropout_key fills the
+ * mask's key from the probability p in [0, 1), the run's seed, the training
+ * step and which tensor of the step it is: threshold floor(p * 2^32), scale
+ * float(1 / (1 - p)). */
+void sq_dropout_key(sq_dropout_args *a, double p, uint64_t seed, uint64_t step, uint32_t tensor);
+seqcl_status sq_dropout(seqcl_ctx *ctx, const sq_dropout_args *a);
+
 seqcl_status sq_attn_scores(seqcl_ctx *ctx, const sq_attn_args *a, const int32_t *lens_host,
                             const int32_t *mask_host, sq_ref scores);
 seqcl_status sq_masked_softmax(seqcl_ctx *ctx, int N, int S, sq_ref x, sq_ref lens,

@@ -54,9 +54,10 @@ static seqcl_status write_meta(seqcl_ctx *ctx, const char *path, const sq_ckpt_m
   char seed[24], hash[24];
   snprintf(seed, sizeof seed, "%" PRIu64, m->seed);
   snprintf(hash, sizeof hash, "%016" PRIx64, m->data_hash);
-  json_t *o = json_pack("{s:s, s:i, s:I, s:i, s:f, s:f, s:s, s:o, s:I, s:I, s:I, s:s}", "format",
+  json_t *o = json_pack("{s:s, s:i, s:I, s:i, s:f, s:f, s:f, s:s, s:o, s:I, s:I, s:I, s:s}", "format",
                         "seqcl.checkpoint", "version", 1, "step", (json_int_t)m->step,
-                        "batch_size", m->batch_size, "lr", m->lr, "clip", m->clip, "seed", seed,
+                        "batch_size", m->batch_size, "lr", m->lr, "clip", m->clip, "dropout",
+                        m->dropout, "seed", seed,
                         "shuffle_state", rng, "epoch", (json_int_t)m->epoch, "cursor",
                         (json_int_t)m->cursor, "train_lines", (json_int_t)m->train_lines,
                         "data_hash", hash);
@@ -160,6 +161,11 @@ seqcl_status sq_checkpoint_read_meta(seqcl_ctx *ctx, const char *ckdir, sq_ckpt_
   else if (!json_is_number(json_object_get(o, "clip")) ||
            (m->clip = json_number_value(json_object_get(o, "clip"))) < 0)
     bad = "clip";
+  else if (json_object_get(o, "dropout") &&
+           (!json_is_number(json_object_get(o, "dropout")) ||
+            !((m->dropout = json_number_value(json_object_get(o, "dropout"))) >= 0 &&
+              m->dropout < 1)))
+    bad = "dropout";
   else if (get_u64_text(o, "seed", 0, &m->seed))
     bad = "seed";
   else if (json_array_size(rng) != 4)

@@ -20,6 +20,7 @@ typedef struct sq_ckpt_meta {
   long epoch, cursor;       /* epochs begun; lines of this epoch's permutation used */
   long train_lines;
   uint64_t data_hash;       /* FNV-1a of the training ids and line lengths */
+  double dropout;           /* absent in older checkpoints: 0 */
 } sq_ckpt_meta;
 
 /* Writes save_dir/checkpoint (replacing an older one). adam_mv holds m then v

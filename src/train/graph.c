@@ -16,8 +16,16 @@
  * is used as two column blocks, the state block against the states and the
  * context block against X's context columns, so nothing is copied. The
  * backward buffers of the encoder (dgi, dgh, dh) are shared by the layers,
- * which are back-propagated one after the other.
- * The GRU gates are recomputed in the backward slot from gi, gh and h_prev. */
+ * which are back-propagated one after the other. The GRU gates of the forward
+ * are kept (sv) for the backward slot.
+ *
+ * Dropout (training steps only) sits where PyTorch users put it: on both
+ * embeddings, on every encoder layer's output but the top one (nn.GRU's
+ * dropout=), and on the output layer's input. Masks are never stored: each is
+ * drawn again in the backward pass from its (seed, step, tensor, element) key,
+ * and backward of y = mask * x / (1-p) is the same op applied to dy. In place
+ * where the undropped value has no other reader; the output layer's input gets
+ * copies (sd, cd), because the recurrence and the GRU input read s_t and c_t. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +55,23 @@ struct sq_graph {
   int32_t *src_h, *lens_h, *dec_in_h, *labels_h;
   int valid;
   int full; /* every source has length S (no padding) */
+  double drop_p; /* 0: no dropout */
+  uint64_t drop_seed, drop_step;
+  size_t sd, cd; /* the output layer's dropped input [T,N,Hd] and [T,N,He] */
 };
+
+/* Mask streams, one per dropped tensor (the "tensor" word of the key). */
+enum { DROP_ENC_EMB = 0, DROP_DEC_EMB = 1, DROP_LAYER = 2, DROP_OUT_STATE = 8, DROP_OUT_CTX = 9 };
+
+static int dropping(const sq_graph *g) { return g->drop_p > 0.0; }
+
+/* y = x * mask / (1-p) over a [rows, cols] tensor (in place when x == y). */
+static seqcl_status drop(sq_graph *g, uint32_t tensor, int rows, int cols, sq_ref x, int ldx,
+                         sq_ref y, int ldy) {
+  sq_dropout_args a = {.rows = rows, .cols = cols, .x = x, .ldx = ldx, .y = y, .ldy = ldy};
+  sq_dropout_key(&a, g->drop_p, g->drop_seed, g->drop_step, tensor);
+  return sq_dropout(g->ctx, &a);
+}
 
 static inline sq_ref F(sq_graph *g, size_t off) { return sq_at(g->fb, off); }
 static inline sq_ref I(sq_graph *g, size_t off) { return sq_at(g->ib, off); }
@@ -119,6 +143,8 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   TAKE(dgh, (size_t)T * N * g->Gd);
   TAKE(dqp, (size_t)T * N * g->qw);
   TAKE(loss, 4);
+  TAKE(sd, (size_t)T * N * g->Hd);
+  TAKE(cd, (size_t)T * N * (g->ctxout ? g->He : 1));
   size_t nf = f;
   f = 0;
   TAKE(src, N * S);
@@ -155,6 +181,14 @@ void sq_graph_free(sq_graph *g) {
 }
 
 sq_ref sq_graph_params(sq_graph *g) { return F(g, g->params); }
+
+seqcl_status sq_graph_set_dropout(sq_graph *g, double p, uint64_t seed, uint64_t step) {
+  if (!(p >= 0.0 && p < 1.0))
+    return sq_fail(g->ctx, SEQCL_ERR_INVALID_ARGUMENT, "training: dropout %g is outside [0, 1)",
+                   p);
+  g->drop_p = p, g->drop_seed = seed, g->drop_step = step;
+  return SEQCL_OK;
+}
 sq_ref sq_graph_grads(sq_graph *g) { return F(g, g->grads); }
 
 seqcl_status sq_graph_set_batch(sq_graph *g, int N, const int32_t *src, const int32_t *lens,
@@ -219,14 +253,21 @@ static seqcl_status layer_forward(sq_graph *g, int l) {
 
 /* Encoder forward: embedding, then each layer's GRUs with saved gates, then
  * the key projection (additive) and the decoder's initial state. */
-static seqcl_status encoder_forward(sq_graph *g) {
+static seqcl_status encoder_forward(sq_graph *g, int dropout) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int N = g->N, S = g->S, D = g->D, H = g->H, He = g->He;
   const int top = g->layers - 1;
   SQ_TRY(sq_embedding(ctx, N * S, D, L->cfg.src_vocab, I(g, g->src), g->src_h,
                       P(g, L->enc_emb), F(g, g->enc_x), D));
-  for (int l = 0; l < g->layers; l++) SQ_TRY(layer_forward(g, l));
+  if (dropout)
+    SQ_TRY(drop(g, DROP_ENC_EMB, N * S, D, F(g, g->enc_x), D, F(g, g->enc_x), D));
+  for (int l = 0; l < g->layers; l++) {
+    SQ_TRY(layer_forward(g, l));
+    if (dropout && l < top) /* the next layer's input; the GRU backward never reads it */
+      SQ_TRY(drop(g, DROP_LAYER + (uint32_t)l, N * S, He, F(g, g->lout[l]), He, F(g, g->lout[l]),
+                  He));
+  }
   if (L->cfg.score == SQ_SCORE_ADDITIVE)
     SQ_TRY(sq_linear(ctx, N * S, He, g->A, F(g, g->enc_out), He, P(g, L->key_w), P(g, L->key_b),
                      F(g, g->pkeys), g->A));
@@ -305,14 +346,15 @@ static seqcl_status decoder_step(sq_graph *g, int t, int hoisted) {
 
 /* logits [rows, V] of the output layer from states s (ld Hd) and, for
  * "state_context", the contexts c (ld Xw): W_o is [V, Hd (+ He)]. */
-static seqcl_status output_forward(sq_graph *g, int rows, sq_ref s, sq_ref c, sq_ref logits) {
+static seqcl_status output_forward(sq_graph *g, int rows, sq_ref s, sq_ref c, int ldc,
+                                   sq_ref logits) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int Hd = g->Hd, V = g->V, Ow = g->Ow;
   if (!g->ctxout) return sq_linear(ctx, rows, Hd, V, s, Hd, P(g, L->out_w), P(g, L->out_b), logits, V);
   SQ_TRY(sq_gemm(ctx, 0, 1, rows, V, Hd, 1.0f, s, Hd, 0, P(g, L->out_w), Ow, 0, 0.0f, logits, V, 0,
                  1));
-  SQ_TRY(sq_gemm(ctx, 0, 1, rows, V, g->He, 1.0f, c, g->Xw, 0, P(g, L->out_w + (size_t)Hd), Ow, 0,
+  SQ_TRY(sq_gemm(ctx, 0, 1, rows, V, g->He, 1.0f, c, ldc, 0, P(g, L->out_w + (size_t)Hd), Ow, 0,
                  1.0f, logits, V, 0, 1));
   return sq_add_bias(ctx, rows, V, logits, V, P(g, L->out_b));
 }
@@ -321,16 +363,27 @@ seqcl_status sq_graph_forward(sq_graph *g, float *loss) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int N = g->N, T = g->T, D = g->D, Hd = g->Hd, Gd = g->Gd, Xw = g->Xw, V = g->V;
-  SQ_TRY(encoder_forward(g));
+  const int on = dropping(g);
+  SQ_TRY(encoder_forward(g, on));
   /* Teacher forcing: every step's input embedding and its half of the input
    * GEMM are known up front, so both are one call over all T*N rows. */
   SQ_TRY(sq_embedding(ctx, T * N, D, L->cfg.tgt_vocab, I(g, g->dec_in), g->dec_in_h,
                       P(g, L->dec_emb), F(g, g->X), Xw));
+  if (on) SQ_TRY(drop(g, DROP_DEC_EMB, T * N, D, F(g, g->X), Xw, F(g, g->X), Xw));
   SQ_TRY(sq_gemm(ctx, 0, 1, T * N, Gd, D, 1.0f, F(g, g->X), Xw, 0, P(g, L->dec_wih), Xw, 0, 0.0f,
                  F(g, g->gi), Gd, 0, 1));
   for (int t = 1; t <= T; t++) SQ_TRY(decoder_step(g, t, 1));
-  SQ_TRY(output_forward(g, T * N, F(g, g->st + (size_t)N * Hd), F(g, g->X + (size_t)D),
-                        F(g, g->logits)));
+  sq_ref s1 = F(g, g->st + (size_t)N * Hd), c1 = F(g, g->X + (size_t)D);
+  int ldc = Xw;
+  if (on) {
+    SQ_TRY(drop(g, DROP_OUT_STATE, T * N, Hd, s1, Hd, F(g, g->sd), Hd));
+    s1 = F(g, g->sd);
+    if (g->ctxout) {
+      SQ_TRY(drop(g, DROP_OUT_CTX, T * N, g->He, c1, Xw, F(g, g->cd), g->He));
+      c1 = F(g, g->cd), ldc = g->He;
+    }
+  }
+  SQ_TRY(output_forward(g, T * N, s1, c1, ldc, F(g, g->logits)));
   SQ_TRY(sq_cross_entropy(ctx, T * N, V, F(g, g->logits), I(g, g->labels), g->labels_h,
                           F(g, g->loss)));
   if (loss) SQ_TRY(sq_read(ctx, F(g, g->loss), loss, sizeof(float)));
@@ -379,11 +432,16 @@ static seqcl_status layer_backward(sq_graph *g, int l) {
     SQ_TRY(sq_gemm(ctx, 0, 0, N * S, In, G, 1.0f, F(g, g->enc_dgi[d]), G, 0,
                    P(g, L->enc_wih[l][d]), In, 0, d ? 1.0f : 0.0f, din, In, 0, 1));
   }
+  if (dropping(g) && l > 0)
+    SQ_TRY(drop(g, DROP_LAYER + (uint32_t)(l - 1), N * S, He, din, He, din, He));
   return SEQCL_OK;
 }
 
 static seqcl_status encoder_backward(sq_graph *g) {
   for (int l = g->layers - 1; l >= 0; l--) SQ_TRY(layer_backward(g, l));
+  if (dropping(g))
+    SQ_TRY(drop(g, DROP_ENC_EMB, g->N * g->S, g->D, F(g, g->denc_x), g->D, F(g, g->denc_x),
+                g->D));
   return sq_grad_embedding(g->ctx, g->N * g->S, g->D, I(g, g->src), F(g, g->denc_x), g->D,
                            g->L.cfg.pad_id, Gr(g, g->L.enc_emb));
 }
@@ -395,20 +453,30 @@ static seqcl_status output_backward(sq_graph *g) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int TN = g->T * g->N, Hd = g->Hd, He = g->He, V = g->V, Ow = g->Ow, Xw = g->Xw;
-  sq_ref S1 = F(g, g->st + (size_t)g->N * Hd), dl = F(g, g->dlogits);
-  if (!g->ctxout)
-    return sq_linear_bwd(ctx, TN, Hd, V, S1, Hd, P(g, L->out_w), dl, V, F(g, g->dS), Hd, 0.0f,
-                         Gr(g, L->out_w), Gr(g, L->out_b));
-  sq_ref C = F(g, g->X + (size_t)g->D), dC = F(g, g->dX + (size_t)g->D);
-  SQ_TRY(sq_gemm(ctx, 0, 0, TN, Hd, V, 1.0f, dl, V, 0, P(g, L->out_w), Ow, 0, 0.0f, F(g, g->dS),
-                 Hd, 0, 1));
-  SQ_TRY(sq_gemm(ctx, 0, 0, TN, He, V, 1.0f, dl, V, 0, P(g, L->out_w + (size_t)Hd), Ow, 0, 0.0f,
-                 dC, Xw, 0, 1));
-  SQ_TRY(sq_gemm(ctx, 1, 0, V, Hd, TN, 1.0f, dl, V, 0, S1, Hd, 0, 1.0f, Gr(g, L->out_w), Ow, 0,
-                 1));
-  SQ_TRY(sq_gemm(ctx, 1, 0, V, He, TN, 1.0f, dl, V, 0, C, Xw, 0, 1.0f,
-                 Gr(g, L->out_w + (size_t)Hd), Ow, 0, 1));
-  return sq_grad_bias(ctx, TN, V, dl, V, Gr(g, L->out_b));
+  const int on = dropping(g);
+  /* the output layer's input as the forward pass read it */
+  sq_ref S1 = on ? F(g, g->sd) : F(g, g->st + (size_t)g->N * Hd), dl = F(g, g->dlogits);
+  sq_ref C = on ? F(g, g->cd) : F(g, g->X + (size_t)g->D), dC = F(g, g->dX + (size_t)g->D);
+  const int ldc = on ? He : Xw;
+  if (!g->ctxout) {
+    SQ_TRY(sq_linear_bwd(ctx, TN, Hd, V, S1, Hd, P(g, L->out_w), dl, V, F(g, g->dS), Hd, 0.0f,
+                         Gr(g, L->out_w), Gr(g, L->out_b)));
+  } else {
+    SQ_TRY(sq_gemm(ctx, 0, 0, TN, Hd, V, 1.0f, dl, V, 0, P(g, L->out_w), Ow, 0, 0.0f,
+                   F(g, g->dS), Hd, 0, 1));
+    SQ_TRY(sq_gemm(ctx, 0, 0, TN, He, V, 1.0f, dl, V, 0, P(g, L->out_w + (size_t)Hd), Ow, 0,
+                   0.0f, dC, Xw, 0, 1));
+    SQ_TRY(sq_gemm(ctx, 1, 0, V, Hd, TN, 1.0f, dl, V, 0, S1, Hd, 0, 1.0f, Gr(g, L->out_w), Ow,
+                   0, 1));
+    SQ_TRY(sq_gemm(ctx, 1, 0, V, He, TN, 1.0f, dl, V, 0, C, ldc, 0, 1.0f,
+                   Gr(g, L->out_w + (size_t)Hd), Ow, 0, 1));
+    SQ_TRY(sq_grad_bias(ctx, TN, V, dl, V, Gr(g, L->out_b)));
+  }
+  if (on) {
+    SQ_TRY(drop(g, DROP_OUT_STATE, TN, Hd, F(g, g->dS), Hd, F(g, g->dS), Hd));
+    if (g->ctxout) SQ_TRY(drop(g, DROP_OUT_CTX, TN, He, dC, Xw, dC, Xw));
+  }
+  return SEQCL_OK;
 }
 
 seqcl_status sq_graph_backward(sq_graph *g) {
@@ -469,6 +537,7 @@ seqcl_status sq_graph_backward(sq_graph *g) {
   /* embedding half of dX, then the decoder embedding */
   SQ_TRY(sq_gemm(ctx, 0, 0, T * N, D, Gd, 1.0f, F(g, g->dgi), Gd, 0, P(g, L->dec_wih), Xw, 0, 0.0f,
                  F(g, g->dX), Xw, 0, 1));
+  if (dropping(g)) SQ_TRY(drop(g, DROP_DEC_EMB, T * N, D, F(g, g->dX), Xw, F(g, g->dX), Xw));
   SQ_TRY(sq_grad_embedding(ctx, T * N, D, I(g, g->dec_in), F(g, g->dX), Xw, L->cfg.pad_id,
                            Gr(g, L->dec_emb)));
   if (projected) {
@@ -503,7 +572,7 @@ seqcl_status sq_graph_greedy(sq_graph *g, int32_t *out) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int N = g->N, T = g->T, D = g->D, Hd = g->Hd, Xw = g->Xw, V = g->V;
-  SQ_TRY(encoder_forward(g));
+  SQ_TRY(encoder_forward(g, 0)); /* decoding never drops */
   int32_t *ids = g->dec_in_h; /* the current input token per row */
   for (int n = 0; n < N; n++) ids[n] = L->cfg.bos_id;
   SQ_TRY(sq_write(ctx, I(g, g->pred), ids, sizeof(int32_t) * (size_t)N));
@@ -513,7 +582,7 @@ seqcl_status sq_graph_greedy(sq_graph *g, int32_t *out) {
                         F(g, g->X + k * N * Xw), Xw));
     SQ_TRY(decoder_step(g, t, 0));
     sq_ref logit = F(g, g->logits + k * N * V);
-    SQ_TRY(output_forward(g, N, F(g, g->st + (k + 1) * N * Hd), F(g, g->X + k * N * Xw + D),
+    SQ_TRY(output_forward(g, N, F(g, g->st + (k + 1) * N * Hd), F(g, g->X + k * N * Xw + D), Xw,
                           logit));
     SQ_TRY(sq_argmax(ctx, N, V, logit, V, sq_none(), I(g, g->pred)));
     SQ_TRY(sq_read(ctx, I(g, g->pred), ids, sizeof(int32_t) * (size_t)N));

@@ -75,6 +75,10 @@ sq_ref sq_graph_grads(sq_graph *g);
  * negative id in tgt past a line's end marks an ignored label. */
 seqcl_status sq_graph_set_batch(sq_graph *g, int N, const int32_t *src, const int32_t *lens,
                                 const int32_t *tgt);
+/* Dropout for the following forward/backward pairs (p = 0: none, the
+ * default; greedy decoding never drops). Masks are keyed by (seed, step), so
+ * a step's forward and backward see the same masks on every device. */
+seqcl_status sq_graph_set_dropout(sq_graph *g, double p, uint64_t seed, uint64_t step);
 /* Teacher-forced forward + mean cross-entropy; *loss is read back. */
 seqcl_status sq_graph_forward(sq_graph *g, float *loss);
 /* Gradients of that loss, accumulated into the gradient buffer (zero it first). */

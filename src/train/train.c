@@ -24,6 +24,9 @@ void seqcl_train_options_init(seqcl_train_options *o) {
   o->steps = 1200;
   o->batch_size = 64;
   o->lr = 1e-3;
+  o->num_layers = 1;
+  o->output = "state";
+  o->init = "zeros";
 }
 
 static double now_seconds(void) {
@@ -46,6 +49,20 @@ static seqcl_status parse_score(seqcl_ctx *ctx, const char *s, sq_score *out) {
 static seqcl_status check_options(seqcl_ctx *ctx, const seqcl_train_options *o, sq_config *c) {
   sq_score score = SQ_SCORE_ADDITIVE;
   SQ_TRY(parse_score(ctx, o->score, &score));
+  const int layers = o->num_layers ? o->num_layers : 1;
+  const char *output = o->output ? o->output : "state", *init = o->init ? o->init : "zeros";
+  if (layers < 1 || layers > SQ_TRAIN_MAX_LAYERS)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --layers %d is outside 1..%d", layers,
+                   SQ_TRAIN_MAX_LAYERS);
+  if (strcmp(output, "state") && strcmp(output, "state_context"))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: unknown output '%s' (state, state_context)", output);
+  if (strcmp(init, "zeros") && strcmp(init, "bridge"))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: unknown init '%s' (zeros, bridge)",
+                   init);
+  if (!(o->dropout >= 0.0 && o->dropout < 1.0))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --dropout %g is outside [0, 1)",
+                   o->dropout);
   if (o->length < 1 || o->length > 4096)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --length %d is outside 1..4096",
                    o->length);
@@ -65,10 +82,11 @@ static seqcl_status check_options(seqcl_ctx *ctx, const seqcl_train_options *o, 
   memset(c, 0, sizeof *c);
   c->src_vocab = 12, c->tgt_vocab = 12, c->embed_dim = 32;
   c->bos_id = 10, c->eos_id = 11, c->pad_id = -1;
-  c->enc_hidden = 64, c->enc_layers = 1, c->bidirectional = o->bidirectional ? 1 : 0;
-  c->dec_hidden = 64, c->init = SQ_INIT_ZEROS, c->score = score;
+  c->enc_hidden = 64, c->enc_layers = layers, c->bidirectional = o->bidirectional ? 1 : 0;
+  c->dec_hidden = 64, c->score = score;
+  c->init = strcmp(init, "bridge") ? SQ_INIT_ZEROS : SQ_INIT_BRIDGE;
   c->attn_dim = score == SQ_SCORE_ADDITIVE ? 64 : 0;
-  c->output = SQ_OUTPUT_STATE;
+  c->output = strcmp(output, "state") ? SQ_OUTPUT_STATE_CONTEXT : SQ_OUTPUT_STATE;
   return SEQCL_OK;
 }
 
@@ -113,6 +131,7 @@ static seqcl_status train_run(seqcl_ctx *ctx, const seqcl_train_options *o, run 
   for (int step = 0; st == SEQCL_OK && step < o->steps; step++) {
     sq_task_reverse_batch(&data, B, S, cfg.bos_id, cfg.eos_id, R->src, R->lens, R->tgt);
     st = sq_graph_set_batch(g, B, R->src, R->lens, R->tgt);
+    if (st == SEQCL_OK) st = sq_graph_set_dropout(g, o->dropout, o->seed, (uint64_t)step);
     if (st == SEQCL_OK) st = sq_fill(ctx, grads, total, 0.0f);
     if (st == SEQCL_OK) st = sq_graph_forward(g, &loss);
     if (st == SEQCL_OK && !isfinite(loss))
@@ -133,6 +152,7 @@ static seqcl_status train_run(seqcl_ctx *ctx, const seqcl_train_options *o, run 
 
   /* held-out samples: the next draws of the data stream */
   sq_task_reverse_batch(&data, EVAL_SAMPLES, S, cfg.bos_id, cfg.eos_id, R->src, R->lens, R->tgt);
+  SQ_TRY(sq_graph_set_dropout(g, 0.0, 0, 0));
   SQ_TRY(sq_graph_set_batch(g, EVAL_SAMPLES, R->src, R->lens, NULL));
   SQ_TRY(sq_graph_greedy(g, R->pred));
   res->evaluated = EVAL_SAMPLES;

@@ -27,6 +27,7 @@ void seqcl_train_files_options_init(seqcl_train_files_options *o) {
   o->steps = 1000;
   o->clip = -1.0;
   o->seed = -1;
+  o->dropout = -1.0;
 }
 
 static double now_seconds(void) {
@@ -141,7 +142,7 @@ typedef struct run {
   sq_save_plan save;
   int B, S, T;
   uint64_t seed, hash;
-  double lr, clip;
+  double lr, clip, dropout;
 } run;
 
 static seqcl_status check_trainable(seqcl_ctx *ctx, const sq_config *c, const char *from) {
@@ -187,15 +188,20 @@ static seqcl_status settle_options(seqcl_ctx *ctx, const seqcl_train_files_optio
   if (o->batch_size < 0 || o->batch_size > 1 << 20 || !(o->lr >= 0) || !isfinite(o->lr) ||
       !isfinite(o->clip))
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: bad --batch-size, --lr or --clip");
+  if (!(o->dropout < 1.0))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --dropout %g is outside [0, 1)",
+                   o->dropout);
   R->B = o->batch_size ? o->batch_size : m ? m->batch_size : 64;
   R->lr = o->lr > 0 ? o->lr : m ? m->lr : 1e-3;
   R->clip = o->clip >= 0 ? o->clip : m ? m->clip : 0.0;
   R->seed = o->seed >= 0 ? (uint64_t)o->seed : m ? m->seed : 0;
+  R->dropout = o->dropout >= 0 ? o->dropout : m ? m->dropout : 0.0;
   if (m) {
     const char *which = R->B != m->batch_size ? "--batch-size"
                         : R->lr != m->lr       ? "--lr"
                         : R->clip != m->clip   ? "--clip"
                         : R->seed != m->seed   ? "--seed"
+                        : R->dropout != m->dropout ? "--dropout"
                                                : NULL;
     if (which)
       return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
@@ -214,8 +220,8 @@ static seqcl_status save_checkpoint(seqcl_ctx *ctx, const seqcl_train_files_opti
   SQ_TRY(sq_read(ctx, sq_graph_params(R->g), R->host, sizeof(float) * total));
   SQ_TRY(sq_read(ctx, sq_at(R->adam.state, 0), R->host + total, 2 * sizeof(float) * total));
   sq_ckpt_meta m = {.step = R->adam.step, .batch_size = R->B, .lr = R->lr, .clip = R->clip,
-                    .seed = R->seed, .epoch = R->sh.epoch, .cursor = R->sh.cursor,
-                    .train_lines = R->sh.n, .data_hash = R->hash};
+                    .seed = R->seed, .dropout = R->dropout, .epoch = R->sh.epoch,
+                    .cursor = R->sh.cursor, .train_lines = R->sh.n, .data_hash = R->hash};
   memcpy(m.epoch_rng, R->sh.epoch_rng.s, sizeof m.epoch_rng);
   return sq_checkpoint_write(ctx, o->save_dir, &R->L, R->host, R->host + total, &m);
 }
@@ -226,6 +232,7 @@ static seqcl_status validate(run *R, seqcl_train_event *e) {
   double loss_sum = 0;
   long labels = 0;
   e->valid_correct = 0;
+  SQ_TRY(sq_graph_set_dropout(R->g, 0.0, 0, 0)); /* the next step sets it again */
   for (long at = 0; at < n; at += R->B) {
     int rows = (int)(n - at < R->B ? n - at : R->B);
     for (int r = 0; r < rows; r++) R->idx[r] = at + r;
@@ -359,6 +366,7 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
     for (int r = 0; r < B; r++) R->idx[r] = shuffle_next(&R->sh);
     fill_batch(&R->train, R->idx, B, S, T, R->src, R->lens, R->tgt);
     SQ_TRY(sq_graph_set_batch(g, B, R->src, R->lens, R->tgt));
+    SQ_TRY(sq_graph_set_dropout(g, R->dropout, R->seed, (uint64_t)step));
     SQ_TRY(sq_fill(ctx, grads, total, 0.0f));
     SQ_TRY(sq_graph_forward(g, &loss));
     if (!isfinite(loss))

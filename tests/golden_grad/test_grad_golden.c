@@ -14,7 +14,12 @@
  * scores), which float32 computes as a cancelling sum with rounding noise of
  * ~1e-9. So the scale of a tensor is never taken below FLOOR x the largest
  * |torch| of any gradient of the model: such a tensor must be within
- * REL_TOL x FLOOR = 1e-7 of the model's gradient scale. */
+ * REL_TOL x FLOOR = 1e-7 of the model's gradient scale.
+ *
+ * Cases with dropout carry the probability and the (seed, step) key in
+ * batch.safetensors; their reference applies the same masks as explicit
+ * multiplications, so the same tolerance holds (a mask that differed in one
+ * element would move the gradients by O(max |torch|)). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -94,6 +99,16 @@ static void run_case(const char *dir, const seqcl_device_info *dev) {
   assert_int_equal(sq_write(ctx, P, params, L.total * sizeof(float)), SEQCL_OK);
   assert_int_equal(sq_fill(ctx, G, L.total, 0.0f), SEQCL_OK);
   assert_int_equal(sq_graph_set_batch(g, N, src, lens, tgt), SEQCL_OK);
+  /* dropout cases: the reference multiplied seqcl's masks in explicitly */
+  const sq_st_tensor *tp = sq_st_find(batch, "dropout_p");
+  if (tp) {
+    float p;
+    int32_t key[3];
+    sq_st_to_f32(batch, tp, &p);
+    assert_int_equal(sq_st_to_i32(batch, need(batch, "dropout_key"), key), 0);
+    uint64_t seed = (uint64_t)(uint32_t)key[0] | (uint64_t)(uint32_t)key[1] << 32;
+    assert_int_equal(sq_graph_set_dropout(g, p, seed, (uint64_t)key[2]), SEQCL_OK);
+  }
   float loss = 0;
   if (sq_graph_forward(g, &loss) != SEQCL_OK || sq_graph_backward(g) != SEQCL_OK)
     fail_msg("%s on %s: %s", dir, dev->selector, seqcl_last_message());

@@ -10,6 +10,11 @@
 #include "check/oplist.h"
 
 double oracle_sigmoid(double x);
+/* Philox4x32-10 and the dropout factor (0 or the kept scale) of element e of
+ * the mask keyed (seed, step, tensor) at probability p. */
+void oracle_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+double oracle_dropout_factor(double p, uint64_t seed, uint64_t step, uint32_t tensor,
+                             uint64_t e);
 
 /* C = alpha op(A) op(B) + beta C for one matrix. */
 void oracle_gemm(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda,

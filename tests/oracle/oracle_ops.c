@@ -207,6 +207,48 @@ static void ref_beam_topk(pool *pl, const sq_case *c, double *const *ref) {
   free(used);
 }
 
+/* Philox4x32-10 written from the paper's definition (a round: the products
+ * M0 c0 and M1 c2 split into high and low words, then
+ * (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0); the key grows by the Weyl
+ * constants between rounds), independently of the backends' code. */
+void oracle_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+  uint32_t x[4] = {ctr[0], ctr[1], ctr[2], ctr[3]}, k[2] = {key[0], key[1]};
+  for (int round = 0; round < 10; round++) {
+    if (round) k[0] += 0x9E3779B9u, k[1] += 0xBB67AE85u;
+    uint64_t a = (uint64_t)x[0] * 0xD2511F53u, b = (uint64_t)x[2] * 0xCD9E8D57u;
+    uint32_t y[4] = {(uint32_t)(b >> 32) ^ x[1] ^ k[0], (uint32_t)b,
+                     (uint32_t)(a >> 32) ^ x[3] ^ k[1], (uint32_t)a};
+    memcpy(x, y, sizeof x);
+  }
+  memcpy(out, x, sizeof x);
+}
+
+/* The dropout factor of element e of a mask: floor(p 2^32) is the threshold,
+ * float(1 / (1 - p)) the scale (SPEC of sq_dropout_key). */
+double oracle_dropout_factor(double p, uint64_t seed, uint64_t step, uint32_t tensor,
+                             uint64_t e) {
+  uint32_t ctr[4] = {(uint32_t)(e / 4), tensor, (uint32_t)step, (uint32_t)(step >> 32)};
+  uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)}, w[4];
+  oracle_philox4x32_10(ctr, key, w);
+  double threshold = floor(p * 4294967296.0);
+  return (double)w[e % 4] >= threshold ? (double)(float)(1.0 / (1.0 - p)) : 0.0;
+}
+
+static void ref_dropout(pool *pl, const sq_case *c, double *const *ref) {
+  (void)pl;
+  const int R = sq_shape_int(&c->shape, "R", 1), C = sq_shape_int(&c->shape, "C", 1);
+  const int ldx = C + sq_shape_int(&c->shape, "px", 0);
+  const double p = sq_shape_get(&c->shape, "p", 0.3);
+  const uint64_t seed = (uint64_t)sq_shape_get(&c->shape, "seed", 12345);
+  const uint64_t step = (uint64_t)sq_shape_get(&c->shape, "step", 7);
+  const float *x = sq_case_inf(c, "x");
+  for (int r = 0; r < R; r++)
+    for (int k = 0; k < C; k++) {
+      uint64_t e = (uint64_t)r * (uint64_t)C + (uint64_t)k;
+      ref[0][e] = (double)x[(size_t)r * ldx + k] * oracle_dropout_factor(p, seed, step, 3, e);
+    }
+}
+
 static const struct {
   const char *family;
   void (*fn)(pool *, const sq_case *, double *const *);
@@ -216,7 +258,7 @@ static const struct {
     {"gru_gates", ref_gates},     {"gru_cell", ref_cell},         {"gru_layer", ref_layer},
     {"embedding", ref_embedding}, {"argmax", ref_argmax},         {"log_softmax", ref_log_softmax},
     {"cross_entropy", ref_cross_entropy}, {"argmax_greedy", ref_argmax_greedy},
-    {"beam_topk", ref_beam_topk},
+    {"beam_topk", ref_beam_topk}, {"dropout", ref_dropout},
 };
 
 seqcl_status oracle_reference(void *user, const sq_case *c, double *const *ref) {

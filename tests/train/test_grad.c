@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "ops/ops.h"
+#include "oracle.h"
 #include "train/grad.h"
 
 #define FD_H 1e-5
@@ -406,6 +408,81 @@ static void test_sum_squares_and_scale(void **state) {
   assert_true(x[17] == keep * 0.25f);
 }
 
+/* ---------- dropout ---------- */
+/* Philox4x32-10 against Random123's published known answers (its
+ * kat_vectors), on the host backend's generator and the oracle's. */
+static void test_philox_known_answers(void **state) {
+  (void)state;
+  static const uint32_t kat[3][10] = {
+      {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+      {~0u, ~0u, ~0u, ~0u, ~0u, ~0u, 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+      {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09,
+       0x94fdcceb, 0x5001e420, 0x24126ea1}};
+  for (int i = 0; i < 3; i++) {
+    uint32_t a[4], b[4];
+    sq_host_philox4x32_10(kat[i], kat[i] + 4, a);
+    oracle_philox4x32_10(kat[i], kat[i] + 4, b);
+    for (int k = 0; k < 4; k++) {
+      assert_int_equal(a[k], kat[i][6 + k]);
+      assert_int_equal(b[k], kat[i][6 + k]);
+    }
+  }
+}
+
+/* Backward of y = dropout(x) is the same op on dy: against central
+ * differences of L = sum w . dropout(x) computed in double with the oracle's
+ * mask, on a strided [R, C] tensor; the kept fraction must be near 1 - p. */
+typedef struct {
+  int R, C, ld;
+  double p, *x;
+  const float *w;
+} drop_case;
+static double drop_loss(void *u) {
+  drop_case *d = u;
+  double s = 0;
+  for (int r = 0; r < d->R; r++)
+    for (int c = 0; c < d->C; c++) {
+      uint64_t e = (uint64_t)r * d->C + c;
+      s += d->w[e] * d->x[(size_t)r * d->ld + c] * oracle_dropout_factor(d->p, 77, 5, 2, e);
+    }
+  return s;
+}
+static void test_dropout_bwd(void **state) {
+  (void)state;
+  enum { Rr = 9, Cc = 23, LD = 26, NX = Rr * LD };
+  float x[NX], w[Rr * Cc], dx[NX];
+  fill(x, NX);
+  fill(w, Rr * Cc);
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  sq_buf *b = NULL;
+  assert_int_equal(sq_buf_alloc(ctx, sizeof w, &b), SEQCL_OK);
+  assert_int_equal(sq_write(ctx, sq_at(b, 0), w, sizeof w), SEQCL_OK);
+  /* dy = w, dx in place (row stride C) */
+  sq_dropout_args a = {.rows = Rr, .cols = Cc, .x = sq_at(b, 0), .ldx = Cc, .y = sq_at(b, 0),
+                       .ldy = Cc};
+  sq_dropout_key(&a, 0.35, 77, 5, 2);
+  assert_int_equal(sq_dropout(ctx, &a), SEQCL_OK);
+  float got[Rr * Cc];
+  assert_int_equal(sq_read(ctx, sq_at(b, 0), got, sizeof got), SEQCL_OK);
+  sq_buf_free(b);
+  seqcl_ctx_close(ctx);
+  drop_case d = {Rr, Cc, LD, 0.35, to_d(x, NX), w};
+  double g[NX];
+  fd_grad(drop_loss, &d, d.x, NX, g);
+  int kept = 0;
+  for (int r = 0; r < Rr; r++)
+    for (int c = 0; c < Cc; c++) {
+      dx[r * Cc + c] = got[r * Cc + c];
+      g[r * Cc + c] = g[r * LD + c];
+      kept += got[r * Cc + c] != 0.0f;
+    }
+  compare("dropout dx", dx, g, Rr * Cc);
+  /* 207 Bernoulli(0.65) draws: 134.6 expected, sd 6.9 */
+  assert_true(kept > 105 && kept < 165);
+  free(d.x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cross_entropy_bwd),   cmocka_unit_test(test_gru_bwd_forward_dir),
@@ -414,6 +491,7 @@ int main(void) {
       cmocka_unit_test(test_attn_bwd_scaled_dot), cmocka_unit_test(test_embedding_bwd),
       cmocka_unit_test(test_tanh_bwd),            cmocka_unit_test(test_adam_matches_torch_formula),
       cmocka_unit_test(test_sum_squares_and_scale),
+      cmocka_unit_test(test_philox_known_answers), cmocka_unit_test(test_dropout_bwd),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* Training from token files on the host: resuming a checkpoint continues bit for
  * bit (2k steps == k steps, resume, k more; also through a stop requested by the
- * progress callback, as Ctrl-C does), the run learns, and bad inputs are clear
- * errors. Ragged lines (1..6 tokens) exercise padding and masking. */
+ * progress callback, as Ctrl-C does; with dropout), the run learns, and bad
+ * inputs are clear errors. Ragged lines (1..6 tokens) exercise padding and masking. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -94,6 +94,7 @@ static void base_options(seqcl_train_files_options *o, const char *save, int ste
   o->lr = 1e-2;
   o->clip = 1.0;
   o->seed = 5;
+  o->dropout = 0.1; /* masks keyed by step: a resumed run draws the same ones */
 }
 
 static seqcl_status train(seqcl_train_files_options *o, seqcl_train_files_result *r) {

@@ -250,6 +250,7 @@ static const sq_backend_ops host_ops = {
     .cross_entropy = sq_host_cross_entropy,
     .greedy_update = sq_host_greedy_update,
     .tanh_inplace = sq_host_tanh_inplace,
+    .dropout = sq_host_dropout,
     .beam_topk = sq_host_beam_topk, .beam_select = sq_host_beam_select, .gather_rows = sq_host_gather_rows,
     .destroy = host_destroy,
 };

@@ -196,6 +196,7 @@ static const sq_backend_ops opencl_ops = {
     .argmax_greedy = sq_ocl_argmax_greedy,
     .beam_topk = sq_ocl_beam_topk, .beam_select = sq_ocl_beam_select, .gather_rows = sq_ocl_gather_rows,
     .tanh_inplace = sq_ocl_tanh_inplace,
+    .dropout = sq_ocl_dropout,
     .embedding = sq_ocl_embedding,
     .argmax = sq_ocl_argmax,
     .log_softmax = sq_ocl_log_softmax,
