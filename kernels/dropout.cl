@@ -6,13 +6,18 @@
 
 static uint philox_word(uint c0, uint c1, uint c2, uint c3, uint k0, uint k1, uint lane) {
   for (int i = 0; i < 10; i++) {
-    uint hi0 = mul_hi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-    uint hi1 = mul_hi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
-    uint n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
-    c1 = lo1, c3 = lo0, c0 = n0, c2 = n2;
-    k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+    const uint n0 = mul_hi(0xCD9E8D57u, c2) ^ c1 ^ k0, n2 = mul_hi(0xD2511F53u, c0) ^ c3 ^ k1;
+    c1 = 0xCD9E8D57u * c2;
+    c3 = 0xD2511F53u * c0;
+    c0 = n0;
+    c2 = n2;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
   }
-  return lane == 0 ? c0 : lane == 1 ? c1 : lane == 2 ? c2 : c3;
+  /* an indexed array, not a chain of ?: (Oclgrind returned c3 for lanes 0
+   * and 1 of that chain for some blocks) */
+  const uint w[4] = {c0, c1, c2, c3};
+  return w[lane];
 }
 
 __kernel void dropout(int rows, int cols, __global const float *x, int x_off, int ldx,

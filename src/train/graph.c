@@ -38,7 +38,8 @@
 struct sq_graph {
   seqcl_ctx *ctx;
   sq_tlayout L;
-  int max_n, S, T, N;
+  int max_n, max_s, max_t; /* what the buffers were sized for */
+  int S, T, N;               /* this batch's (every stride follows them) */
   int D, H, He, Hd, A, qw, V, ndir, G, Gd, Xw, layers, Ow, ctxout;
   sq_buf *fb, *ib;
   /* float offsets into fb */
@@ -89,7 +90,7 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   const sq_config *c = &L->cfg;
   g->ctx = ctx;
   g->L = *L;
-  g->max_n = max_n, g->S = S, g->T = T;
+  g->max_n = max_n, g->S = S, g->T = T, g->max_s = S, g->max_t = T;
   g->D = c->embed_dim, g->H = c->enc_hidden, g->He = sq_config_enc_width(c);
   g->Hd = c->dec_hidden, g->A = c->attn_dim, g->V = c->tgt_vocab;
   g->ndir = c->bidirectional ? 2 : 1;
@@ -193,10 +194,21 @@ sq_ref sq_graph_grads(sq_graph *g) { return F(g, g->grads); }
 
 seqcl_status sq_graph_set_batch(sq_graph *g, int N, const int32_t *src, const int32_t *lens,
                                 const int32_t *tgt) {
-  if (N < 1 || N > g->max_n)
-    return sq_fail(g->ctx, SEQCL_ERR_SHAPE, "training: batch of %d rows (room for %d)", N,
-                   g->max_n);
-  const int S = g->S, T = g->T;
+  return sq_graph_set_batch_shape(g, N, g->max_s, g->max_t, src, lens, tgt);
+}
+
+seqcl_status sq_graph_set_batch_shape(sq_graph *g, int N, int S, int T, const int32_t *src,
+                                      const int32_t *lens, const int32_t *tgt) {
+  if (N < 1 || N > g->max_n || S < 1 || S > g->max_s || T < 1 || T > g->max_t)
+    return sq_fail(g->ctx, SEQCL_ERR_SHAPE,
+                   "training: batch of %d rows, %d source positions and %d steps (room for %d, "
+                   "%d and %d)",
+                   N, S, T, g->max_n, g->max_s, g->max_t);
+  for (int n = 0; n < N; n++)
+    if (lens[n] < 1 || lens[n] > S)
+      return sq_fail(g->ctx, SEQCL_ERR_SHAPE, "training: row %d has length %d (1..%d)", n,
+                     lens[n], S);
+  g->S = S, g->T = T;
   g->N = N;
   g->valid = 0;
   g->full = 1;

@@ -75,6 +75,10 @@ sq_ref sq_graph_grads(sq_graph *g);
  * negative id in tgt past a line's end marks an ignored label. */
 seqcl_status sq_graph_set_batch(sq_graph *g, int N, const int32_t *src, const int32_t *lens,
                                 const int32_t *tgt);
+/* The same for a batch padded to its own longest lines: src [N, S], tgt
+ * [N, T+1] with S and T at most the graph's (the work then scales with them). */
+seqcl_status sq_graph_set_batch_shape(sq_graph *g, int N, int S, int T, const int32_t *src,
+                                      const int32_t *lens, const int32_t *tgt);
 /* Dropout for the following forward/backward pairs (p = 0: none, the
  * default; greedy decoding never drops). Masks are keyed by (seed, step), so
  * a step's forward and backward see the same masks on every device. */

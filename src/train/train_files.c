@@ -1,5 +1,6 @@
 /* Training on the user's token files (SPEC §4 `seqcl train --src --tgt`):
- * ragged lines padded into one graph sized for the longest lines, batches drawn
+ * ragged lines padded to each batch's longest in one graph sized for the
+ * longest lines of the files, batches drawn
  * from a seeded per-epoch permutation, periodic validation (teacher-forced loss
  * and greedy exact match), checkpoints, resume and a clean stop. */
 #include <math.h>
@@ -81,6 +82,18 @@ static uint64_t data_hash(const dataset *d) {
     h = sq_hash_bytes(h, both[k]->ids, sizeof(int32_t) * both[k]->offsets[both[k]->count]);
   }
   return h;
+}
+
+/* The longest source and the most decoder steps among lines idx[0..n): each
+ * batch is padded to its own (the file's longest lines are rare, and the
+ * work of a step scales with S and T). */
+static void batch_shape(const dataset *d, const long *idx, int n, int *S, int *T) {
+  *S = 1, *T = 1;
+  for (int r = 0; r < n; r++) {
+    size_t i = (size_t)idx[r];
+    if ((int)sq_seq_len(&d->src, i) > *S) *S = (int)sq_seq_len(&d->src, i);
+    if ((int)sq_seq_len(&d->tgt, i) - 1 > *T) *T = (int)sq_seq_len(&d->tgt, i) - 1;
+  }
 }
 
 /* Pads lines idx[0..n) into src [n, S] (0 past the end), lens [n] and
@@ -236,15 +249,19 @@ static seqcl_status validate(run *R, seqcl_train_event *e) {
   for (long at = 0; at < n; at += R->B) {
     int rows = (int)(n - at < R->B ? n - at : R->B);
     for (int r = 0; r < rows; r++) R->idx[r] = at + r;
-    fill_batch(d, R->idx, rows, R->S, R->T, R->src, R->lens, R->tgt);
+    int S, T;
+    batch_shape(d, R->idx, rows, &S, &T);
+    fill_batch(d, R->idx, rows, S, T, R->src, R->lens, R->tgt);
     float loss;
-    SQ_TRY(sq_graph_set_batch(R->g, rows, R->src, R->lens, R->tgt));
+    SQ_TRY(sq_graph_set_batch_shape(R->g, rows, S, T, R->src, R->lens, R->tgt));
     SQ_TRY(sq_graph_forward(R->g, &loss));
     long here = 0;
     for (int r = 0; r < rows; r++) here += (long)sq_seq_len(&d->tgt, (size_t)(at + r)) - 1;
     loss_sum += (double)loss * (double)here;
     labels += here;
-    SQ_TRY(sq_graph_set_batch(R->g, rows, R->src, R->lens, NULL));
+    /* greedy decoding may run up to the longest target of the data */
+    fill_batch(d, R->idx, rows, S, R->T, R->src, R->lens, R->tgt);
+    SQ_TRY(sq_graph_set_batch_shape(R->g, rows, S, R->T, R->src, R->lens, NULL));
     SQ_TRY(sq_graph_greedy(R->g, R->pred));
     for (int r = 0; r < rows; r++) {
       /* exact match: the output before the first EOS equals the target between
@@ -364,8 +381,10 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
   memset(&e, 0, sizeof e);
   for (int step = start; step < o->steps && !stopped; step++) {
     for (int r = 0; r < B; r++) R->idx[r] = shuffle_next(&R->sh);
-    fill_batch(&R->train, R->idx, B, S, T, R->src, R->lens, R->tgt);
-    SQ_TRY(sq_graph_set_batch(g, B, R->src, R->lens, R->tgt));
+    int Sb, Tb;
+    batch_shape(&R->train, R->idx, B, &Sb, &Tb);
+    fill_batch(&R->train, R->idx, B, Sb, Tb, R->src, R->lens, R->tgt);
+    SQ_TRY(sq_graph_set_batch_shape(g, B, Sb, Tb, R->src, R->lens, R->tgt));
     SQ_TRY(sq_graph_set_dropout(g, R->dropout, R->seed, (uint64_t)step));
     SQ_TRY(sq_fill(ctx, grads, total, 0.0f));
     SQ_TRY(sq_graph_forward(g, &loss));

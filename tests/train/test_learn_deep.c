@@ -2,8 +2,10 @@
  * OpenCL device with a backward table:
  *  - a 2-layer bidirectional encoder with the [s; c] output and dropout 0.2
  *    reaches 100% greedy exact match on the reversal task of length 8
- *    (the README's training example, with a larger learning rate and clipping
- *    so that 200 steps suffice);
+ *    in 600 steps with the task's defaults (the README's example; larger
+ *    learning rates get there in fewer steps on one device but are noisy
+ *    enough that rounding differences between devices decide the last few
+ *    samples);
  *  - a short run with dropout repeated on one device gives bitwise the same
  *    model (the masks are keyed by seed and step, not drawn from a state),
  *    and other devices give the host's loss to rounding, since they draw the
@@ -51,9 +53,6 @@ static void deep_options(seqcl_train_options *o, int steps) {
   o->output = "state_context";
   o->dropout = 0.2;
   o->steps = steps;
-  o->batch_size = 64;
-  o->lr = 4e-3;
-  o->clip = 1.0;
 }
 
 /* Opens dev; NULL (after a note) when its backend cannot train. */
@@ -76,11 +75,11 @@ static void test_deep_model_learns(void **state) {
     seqcl_ctx *ctx = open_trainable(&devices[d]);
     if (!ctx) continue;
     seqcl_train_options o;
-    deep_options(&o, 200);
+    deep_options(&o, 600);
     seqcl_train_result r;
     if (seqcl_train_reverse(ctx, &o, &r) != SEQCL_OK)
       fail_msg("%s: %s", devices[d].selector, seqcl_last_message());
-    printf("  %-10s 200 steps in %.1f s, final loss %.4f, exact match %d/%d\n",
+    printf("  %-10s 600 steps in %.1f s, final loss %.4f, exact match %d/%d\n",
            devices[d].selector, r.train_seconds, (double)r.final_loss, r.correct, r.evaluated);
     seqcl_ctx_close(ctx);
     assert_int_equal(r.correct, r.evaluated);
