@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""The house drawn from the code's own includes (README, "How it is put
+together"): every #include "..." in src/ must point to the same part or a part
+on a lower floor, never up and never round a circle; and no code may tell
+backends apart by their name string (they carry a kind and capabilities,
+src/backend/backend.h). Exit 1 with one line per violation."""
+import os
+import re
+import sys
+
+# Lower number = lower floor. A part may include its own files and those of
+# parts on lower floors; parts on one floor must not include one another (the
+# two backends share only backend.h, the table they both fill).
+FLOORS = {
+    'core': 0,
+    'device': 1,
+    'backend': 2,  # backend.h, the registry
+    'backend/host': 3, 'backend/opencl': 3,
+    'ops': 4,
+    'model': 5,
+    'train': 6,
+    'check': 7, 'bench': 7,
+    'context.c': 8,  # the composition root
+}
+
+def part_of(path):
+    """'backend/host/pool.c' -> 'backend/host'; 'context.c' -> 'context.c'."""
+    bits = path.split('/')
+    if len(bits) == 1:
+        return bits[0]
+    if bits[0] == 'backend' and len(bits) > 2:
+        return 'backend/' + bits[1]
+    return bits[0]
+
+def main(root):
+    src = os.path.join(root, 'src')
+    bad = []
+    name_cmp = re.compile(r'(strcmp|strncmp)\s*\([^;]*ops->name|ops->name\s*[!=]=')
+    for dirpath, _, files in os.walk(src):
+        for f in sorted(files):
+            if not f.endswith(('.c', '.h')):
+                continue
+            path = os.path.relpath(os.path.join(dirpath, f), src)
+            a = part_of(path)
+            if a not in FLOORS:
+                bad.append(f'{path}: part {a} has no floor in {__file__}')
+                continue
+            text = open(os.path.join(dirpath, f), encoding='utf-8').read()
+            for n, line in enumerate(text.splitlines(), 1):
+                m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                if m:
+                    b = part_of(m.group(1))
+                    if b == a or b not in FLOORS:
+                        continue  # own part, or a generated/local header
+                    up = FLOORS[b] > FLOORS[a]
+                    sideways = FLOORS[b] == FLOORS[a]
+                    if up or sideways:
+                        where = 'up' if up else 'sideways'
+                        bad.append(f'src/{path}:{n}: includes "{m.group(1)}" ({where}: {a} -> {b})')
+                if name_cmp.search(line):
+                    bad.append(f'src/{path}:{n}: tells backends apart by name: {line.strip()}')
+    for b in bad:
+        print(b)
+    if bad:
+        print(f'{len(bad)} layering violation(s)')
+        return 1
+    print('layers: every include points down; no backend is told apart by name')
+    return 0
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..', '..')))
