@@ -3,7 +3,8 @@
 together"): every #include "..." in src/ must point to the same part or a part
 on a lower floor, never up and never round a circle; and no code may tell
 backends apart by their name string (they carry a kind and capabilities,
-src/backend/backend.h). Exit 1 with one line per violation."""
+src/backend/backend.h); cli/ never includes a backend's headers. Exit 1 with
+one line per violation."""
 import os
 import re
 import sys
@@ -59,6 +60,18 @@ def main(root):
                         bad.append(f'src/{path}:{n}: includes "{m.group(1)}" ({where}: {a} -> {b})')
                 if name_cmp.search(line):
                     bad.append(f'src/{path}:{n}: tells backends apart by name: {line.strip()}')
+    # The command line sits above the root: it may include any part but never
+    # a backend's insides (it reaches backends through ops/, check/, bench/).
+    cli = os.path.join(root, 'cli')
+    for f in sorted(os.listdir(cli)):
+        if not f.endswith(('.c', '.h')):
+            continue
+        for n, line in enumerate(open(os.path.join(cli, f), encoding='utf-8').read().splitlines(), 1):
+            m = re.match(r'\s*#\s*include\s+"(backend/[^"]+)"', line)
+            if m:
+                bad.append(f'cli/{f}:{n}: includes "{m.group(1)}" (the CLI never reaches into a backend)')
+            if 'ops->name' in line:
+                bad.append(f'cli/{f}:{n}: reads a backend table: {line.strip()}')
     for b in bad:
         print(b)
     if bad:
