@@ -263,8 +263,8 @@ struct sq_backend {
   void *impl;     /* the backend's private state */
 };
 
-/* Constructors (ctx->info says which device); called by the registry only
- * (sq_backend_create, registry.h). */
+/* Constructors (ctx->info says which device); the library calls them only
+ * through the registry (sq_backend_create, registry.h). */
 seqcl_status sq_host_backend_create(seqcl_ctx *ctx, sq_backend **out);
 #ifdef SEQCL_HAVE_OPENCL
 seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out);
