@@ -24,6 +24,14 @@ FLOORS = {
     'context.c': 8,  # the composition root
 }
 
+# Includes that still run up a floor, each with the change that removes it;
+# an entry that no longer matches anything is reported (not a failure) so it
+# can be deleted.
+KNOWN = {
+    # the backward slots move into backend.h's table with their op families
+    ('backend/opencl/ops_grad.h', 'train/grad.h'),
+}
+
 def part_of(path):
     """'backend/host/pool.c' -> 'backend/host'; 'context.c' -> 'context.c'."""
     bits = path.split('/')
@@ -36,6 +44,7 @@ def part_of(path):
 def main(root):
     src = os.path.join(root, 'src')
     bad = []
+    seen = set()
     name_cmp = re.compile(r'(strcmp|strncmp)\s*\([^;]*ops->name|ops->name\s*[!=]=')
     for dirpath, _, files in os.walk(src):
         for f in sorted(files):
@@ -55,6 +64,9 @@ def main(root):
                         continue  # own part, or a generated/local header
                     up = FLOORS[b] > FLOORS[a]
                     sideways = FLOORS[b] == FLOORS[a]
+                    if (path, m.group(1)) in KNOWN:
+                        seen.add((path, m.group(1)))
+                        continue
                     if up or sideways:
                         where = 'up' if up else 'sideways'
                         bad.append(f'src/{path}:{n}: includes "{m.group(1)}" ({where}: {a} -> {b})')
@@ -72,6 +84,8 @@ def main(root):
                 bad.append(f'cli/{f}:{n}: includes "{m.group(1)}" (the CLI never reaches into a backend)')
             if 'ops->name' in line:
                 bad.append(f'cli/{f}:{n}: reads a backend table: {line.strip()}')
+    for path, inc in sorted(KNOWN - seen):
+        print(f'note: src/{path} no longer includes "{inc}": delete its KNOWN entry')
     for b in bad:
         print(b)
     if bad:
