@@ -4,7 +4,8 @@
 # Oclgrind reports anything inside one of seqcl's own kernels:
 #  1. `seqcl check --quick`: every forward operation, all checkers on, then
 #     the CPU forms of the fused attention and GRU gates (SEQCL_KERNELS=cpu),
-#     and both forms of the own decode-step GEMM (SEQCL_GEMM=small);
+#     both forms of the own decode-step GEMM (SEQCL_GEMM=small), and the GPU
+#     forms at shapes past their first chunk;
 #  2. the PyTorch gradient fixtures (tests/golden_grad): every backward kernel,
 #     Adam excepted, with the out-of-bounds and data-race checkers on. The
 #     uninitialised-value checker is off there: it reports reads of buffers that
@@ -68,8 +69,8 @@ done
 scan "$log" "CPU kernel forms" || failed=1
 
 # The own decode-step GEMM in both forms (Oclgrind runs it for every product
-# it supports, no measurement on a simulator), at shapes it serves: a process
-# whose only GEMMs ran on CLBlast aborts in Oclgrind at exit.
+# it supports, no measurement on a simulator), the quick shapes plus one with
+# a K tail and rows past M in the last row block.
 : >"$log"
 for forms in gpu cpu; do
   for shape in M=7,N=13,K=37,tb=1 M=1,N=77,K=259,tb=1,pad=1,beta=0.5 M=9,N=5,K=129,tb=1,beta=1; do
@@ -80,6 +81,19 @@ for forms in gpu cpu; do
   done
 done
 scan "$log" "own GEMM kernels" || failed=1
+
+# The GPU forms past one chunk (the quick shapes fit in one): the fused
+# attention's combine of two chunks, attn_bwd_de's second round, the energy
+# gradient's second chunk.
+: >"$log"
+for case in attn_fused.additive:N=2,S=65,He=17,Hd=6,A=16,pad=1,mask=1 \
+            attn_fused.general:N=2,S=65,He=16,Hd=9,pad=1 \
+            grad.attn.additive:N=5,S=13,He=4,A=6,mask=1 grad.attn.dot:N=2,S=17,He=33; do
+  "$build/cli/seqcl" check --device opencl:~oclgrind --op "${case%%:*}" --shape "${case#*:}" 2>>"$log"
+  status=$?
+  [ $status -eq 0 ] || { echo "GPU kernel forms under Oclgrind failed ($case, exit $status)"; failed=1; }
+done
+scan "$log" "GPU kernel forms past one chunk" || failed=1
 
 if [ -x "$build/tests/golden_grad/test_grad_golden" ]; then
   OCLGRIND_UNINITIALIZED=0 SEQCL_TEST_DEVICES=opencl:~oclgrind \

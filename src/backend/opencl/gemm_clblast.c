@@ -102,6 +102,7 @@ seqcl_status sq_ocl_gemm_clblast(sq_backend *be, int ta, int tb, int M, int N, i
                                  float beta, sq_ref C, int ldc, size_t sc, int batch) {
   sq_ocl *o = sq_ocl_of(be);
   o->n_blas_calls++;
+  o->used_clblast = 1;
   CLBlastTranspose opa = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
   CLBlastTranspose opb = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
   char what[160];
@@ -119,4 +120,15 @@ seqcl_status sq_ocl_gemm_clblast(sq_backend *be, int ta, int tb, int M, int N, i
                                    sc, (size_t)batch, &o->queue, NULL);
   }
   return clblast_status(o, s, what);
+}
+
+void sq_ocl_clblast_forget(sq_ocl *o) {
+  if (!o->used_clblast) return;
+  /* CLBlast keeps every program it built, for every context, in a process-wide
+   * cache that holds the context alive until the process exits; on Oclgrind
+   * 21.10 that last release, from a static destructor after the runtime's
+   * own teardown, corrupted the heap (exit status 134). Emptying the cache
+   * while the context is still open releases them in order; a context still
+   * open elsewhere only rebuilds its CLBlast kernels on its next call. */
+  CLBlastClearCache();
 }

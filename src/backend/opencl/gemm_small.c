@@ -62,8 +62,7 @@ static int policy_of(sq_ocl *o) {
     p = cpu_only ? POLICY_AUTO_CPU : POLICY_AUTO_OTHER;
     /* a simulator's timings say nothing about hardware, and measuring there
      * takes minutes: Oclgrind (a GPU-type device) runs the own kernels, which
-     * is what it is there to check (and a process whose GEMMs all went to
-     * CLBlast aborts in Oclgrind 21.10 at exit) */
+     * is what it is there to check */
     if (p == POLICY_AUTO_OTHER && strstr(o->ctx->info.platform, "Oclgrind")) p = POLICY_SMALL;
   }
   o->gemm_policy = p;

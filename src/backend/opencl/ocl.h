@@ -30,6 +30,7 @@ typedef struct sq_ocl {
                              CPU form (fused attention, GRU gates) use it */
   sq_program_cache *programs;
   cl_mem dummy;           /* 16-byte buffer passed for absent optional arguments */
+  int used_clblast;       /* a product went to CLBlast (gemm_clblast.c) */
   cl_mem scratch;         /* sq_ocl_scratch: partial results between two launches */
   size_t scratch_bytes;
   int gemm_policy;        /* gemm_small.c: which GEMM runs small products (0: not decided) */
@@ -78,6 +79,10 @@ seqcl_status sq_ocl_launch(sq_ocl *o, cl_kernel k, cl_uint dims, const size_t *g
                            const size_t *local, const char *what);
 
 static inline size_t sq_round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+/* Empties CLBlast's process-wide program cache when this context used it,
+ * before the context is released (gemm_clblast.c says why). */
+void sq_ocl_clblast_forget(sq_ocl *o);
 
 /* A device buffer of at least bytes for the partial results one op passes
  * from one of its kernels to the next (the GPU forms of attention and

@@ -155,6 +155,7 @@ static void destroy(sq_backend *be) {
   sq_ocl *o = sq_ocl_of(be);
   if (o) {
     if (o->queue) clFinish(o->queue);
+    sq_ocl_clblast_forget(o);
     sq_program_cache_destroy(o->programs);
     if (o->dummy) clReleaseMemObject(o->dummy);
     if (o->scratch) clReleaseMemObject(o->scratch);
