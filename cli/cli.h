@@ -19,10 +19,23 @@ int cmd_heatmap(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_info(int argc, char **argv);
 
 /* Prints "seqcl CMD: <message>" for a failed library call and returns the exit
  * status the status maps to (2 for bad input, 1 otherwise). */
 int cli_fail(const char *cmd, seqcl_status st);
+/* cli_fail with more text after the library's message (a hint naming the
+ * option to change). */
+int cli_fail_hint(const char *cmd, seqcl_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* cli_fail for a failure to select or open a device: when the selector came
+ * from SEQCL_DEVICE (device NULL or empty), the message says so. */
+int cli_fail_device(const char *cmd, seqcl_status st, const char *device);
+/* Opens the device (printing it to stderr when verbose); an exit status. */
+int cli_ctx_open(const char *cmd, const char *device, seqcl_ctx **ctx);
 /* Prints "seqcl CMD: <printf message>" to stderr and returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -38,8 +51,20 @@ int cli_is_help(const char *arg);
 /* Parses a whole decimal/float option value; returns 0 on success. */
 int cli_parse_int(const char *s, long min, long max, long *out);
 int cli_parse_float(const char *s, double *out);
-/* 1 when SEQCL_LOG=info or -v was given (cli_verbose set by main). */
-extern int cli_verbose;
+/* The one parser of numeric option values: on failure prints
+ * "seqcl CMD: --opt: 'V' is not a positive integer" (or "an integer in
+ * [MIN, MAX]", "a positive number", ...) and returns CLI_USAGE. */
+int cli_long(const char *cmd, const char *opt, const char *v, long min, long max, long *out);
+typedef enum { CLI_ANY_NUMBER, CLI_POSITIVE, CLI_NON_NEGATIVE } cli_range;
+int cli_double(const char *cmd, const char *opt, const char *v, cli_range r, double *out);
+/* Takes -v/--verbose and -q/--quiet out of argv wherever they stand and splits
+ * "--opt=value" in two (cli_args.c). Returns 0, or -1 when out of memory. */
+int cli_normalize_args(int *argc, char ***argv);
+/* Validates the SEQCL_* variables the command line depends on; an exit status. */
+int cli_check_env(void);
+/* 1 when SEQCL_LOG=info/debug or -v was given; cli_quiet: -q/--quiet (no
+ * progress output). Both set by main. */
+extern int cli_verbose, cli_quiet;
 /* SIGINT sets a flag (cli_interrupted) instead of ending the process; a second
  * SIGINT ends it. Exit status after a clean stop on SIGINT: 130 (128 + 2). */
 void cli_interrupt_install(void);

@@ -33,16 +33,11 @@ int cli_read_vocab(const char *cmd, const char *path, sq_vocab **out) {
 int cli_open_model(const char *cmd, const char *device, const char *dir, seqcl_ctx **ctx,
                    seqcl_model **model) {
   *model = NULL;
-  seqcl_status st = seqcl_ctx_open(device, ctx);
-  if (st != SEQCL_OK) return cli_fail(cmd, st);
-  if (cli_verbose) {
-    const seqcl_device_info *d = seqcl_ctx_device(*ctx);
-    fprintf(stderr, "seqcl %s: device %s: %s%s%s\n", cmd, d->selector, d->name,
-            d->platform[0] ? " / " : "", d->platform);
-  }
-  st = seqcl_model_load(*ctx, dir, model);
+  int rc = cli_ctx_open(cmd, device, ctx);
+  if (rc != CLI_OK) return rc;
+  seqcl_status st = seqcl_model_load(*ctx, dir, model);
   if (st != SEQCL_OK) {
-    int rc = cli_fail(cmd, st);
+    rc = cli_fail(cmd, st);
     seqcl_ctx_close(*ctx);
     *ctx = NULL;
     return rc;

@@ -38,6 +38,7 @@ typedef struct bench_opts {
   const char *device, *json, *model, *src;
   int quick, reps, ablate, cold, max_steps, batch;
   int steps; /* decoder steps per decode run */
+  int device_given; /* --device, not SEQCL_DEVICE */
 } bench_opts;
 
 static void usage(FILE *f) {
@@ -79,12 +80,12 @@ static int parse(int argc, char **argv, bench_opts *o) {
       if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
       const char *v = argv[++i];
       long n = 0;
-      if (!strcmp(a, "--device")) o->device = v;
+      if (!strcmp(a, "--device")) o->device = v, o->device_given = 1;
       else if (!strcmp(a, "--json")) o->json = v;
       else if (!strcmp(a, "--model")) o->model = v;
       else if (!strcmp(a, "--src")) o->src = v;
-      else if (cli_parse_int(v, 1, 1000000, &n) != 0)
-        return cli_usage_error(cmd, "%s: '%s' is not an integer in [1, 1000000]", a, v);
+      else if (cli_long(cmd, a, v, 1, 1000000, &n))
+        return CLI_USAGE;
       else if (!strcmp(a, "--reps")) o->reps = (int)n;
       else if (!strcmp(a, "--max-steps")) o->max_steps = (int)n;
       else o->batch = (int)n;
@@ -371,7 +372,7 @@ int cmd_bench(int argc, char **argv) {
   }
   seqcl_devices_free(devs);
   sq_bench_end(&cfg);
-  rc = st == SEQCL_OK ? CLI_OK : cli_fail(cmd, st);
+  rc = st == SEQCL_OK ? CLI_OK : cli_fail_device(cmd, st, o.device_given ? o.device : NULL);
   if (rc == CLI_OK && o.json) rc = write_json(o.json, root);
   json_decref(root);
   return rc;

@@ -42,6 +42,38 @@ typedef struct check_opts {
   int quick;
 } check_opts;
 
+/* 1 when some listed shape of op uses key: the keys an op reads are exactly
+ * those its shape list spells out. */
+static int op_knows_key(const sq_op *op, const char *key) {
+  for (size_t k = 0; op->shapes[k]; k++) {
+    sq_shape sh;
+    if (sq_shape_parse(op->shapes[k], &sh) != 0) continue;
+    for (int i = 0; i < sh.n; i++)
+      if (!strcmp(sh.key[i], key)) return 1;
+  }
+  return 0;
+}
+
+/* A key no selected operation reads (--shape Q=3) would be ignored silently. */
+static int check_shape_keys(const char *shape, const char *opname) {
+  sq_shape sh;
+  if (sq_shape_parse(shape, &sh) != 0) return CLI_OK; /* sq_case_make reports it */
+  size_t n;
+  const sq_op *const *ops = sq_op_list(&n);
+  for (size_t i = 0; i < n; i++) {
+    if (!sq_op_matches(ops[i], opname)) continue;
+    for (int k = 0; k < sh.n; k++)
+      if (!op_knows_key(ops[i], sh.key[k])) {
+        fprintf(stderr, "seqcl check: --shape %s: %s has no key '%s'; its shapes are:", shape,
+                ops[i]->name, sh.key[k]);
+        for (size_t j = 0; ops[i]->shapes[j]; j++) fprintf(stderr, " %s", ops[i]->shapes[j]);
+        fputc('\n', stderr);
+        return CLI_USAGE;
+      }
+  }
+  return CLI_OK;
+}
+
 static int parse(int argc, char **argv, check_opts *o, int *done) {
   *done = 0;
   for (int i = 1; i < argc; i++) {
@@ -67,8 +99,7 @@ static int parse(int argc, char **argv, check_opts *o, int *done) {
       if (!strcmp(a, "--shape")) o->shape = v;
       if (!strcmp(a, "--seed")) {
         long seed;
-        if (cli_parse_int(v, 0, 0x7fffffffL, &seed) != 0)
-          return cli_usage_error("check", "--seed '%s' is not an integer in [0, 2^31)", v);
+        if (cli_long("check", a, v, 0, 0x7fffffffL, &seed)) return CLI_USAGE;
         o->seed = (uint64_t)seed;
       }
     } else {
@@ -86,6 +117,7 @@ static int parse(int argc, char **argv, check_opts *o, int *done) {
       fputc('\n', stderr);
       return CLI_USAGE;
     }
+    if (o->shape && check_shape_keys(o->shape, o->op)) return CLI_USAGE;
     /* A malformed --shape is bad usage: find out before any device runs. */
     for (size_t i = 0; o->shape && i < n; i++) {
       if (!sq_op_matches(ops[i], o->op)) continue;
@@ -125,7 +157,7 @@ int cmd_check(int argc, char **argv) {
   seqcl_device_info *devs = NULL, *hosts = NULL;
   size_t ndev = 0, nhost = 0;
   seqcl_status st = seqcl_devices_select(sel, &devs, &ndev);
-  if (st != SEQCL_OK) return cli_fail("check", st);
+  if (st != SEQCL_OK) return cli_fail_device("check", st, o.device);
   seqcl_ctx *host = NULL;
   st = seqcl_devices_select("cpu", &hosts, &nhost);
   if (st == SEQCL_OK) st = seqcl_ctx_open_info(&hosts[0], &host);

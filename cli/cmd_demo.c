@@ -48,7 +48,7 @@ static int on_step(void *user, int step, int steps, float loss) {
   bar *b = user;
   if (cli_interrupted()) return 1;
   double t = now_s();
-  if (step != steps && t - b->last < (b->tty ? 0.1 : 5.0)) return 0;
+  if (cli_quiet || (step != steps && t - b->last < (b->tty ? 0.1 : 5.0))) return 0;
   b->last = t;
   int width = 30, filled = steps ? (int)((long)width * step / steps) : width;
   char cells[40];
@@ -70,13 +70,17 @@ static int utf8_terminal(void) {
   return 0;
 }
 
-/* Removes the temporary model folder (its two files, then itself). */
+/* Removes the temporary model folder: the model, the checkpoint the training
+ * left beside it, then the folder. */
 static void remove_model_dir(const char *dir) {
+  static const char *const files[] = {
+      "checkpoint/config.json", "checkpoint/model.safetensors", "checkpoint/optimizer.safetensors",
+      "checkpoint/training.json", "checkpoint", "config.json", "model.safetensors"};
   char p[600];
-  snprintf(p, sizeof p, "%s/config.json", dir);
-  unlink(p);
-  snprintf(p, sizeof p, "%s/model.safetensors", dir);
-  unlink(p);
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+    if (unlink(p) != 0) rmdir(p);
+  }
   rmdir(dir);
 }
 
@@ -182,10 +186,10 @@ int cmd_demo(int argc, char **argv) {
     else if (!strcmp(a, "--save")) save = v;
     else if (!strcmp(a, "--svg")) svg = v;
     else if (!strcmp(a, "--steps")) {
-      if (cli_parse_int(v, 1, 1L << 30, &n)) return cli_usage_error(cmd, "bad --steps '%s'", v);
+      if (cli_long(cmd, a, v, 1, 1L << 30, &n)) return CLI_USAGE;
       o.steps = (int)n;
     } else if (!strcmp(a, "--seed")) {
-      if (cli_parse_int(v, 0, 0x7fffffffL, &n)) return cli_usage_error(cmd, "bad --seed '%s'", v);
+      if (cli_long(cmd, a, v, 0, 0x7fffffffL, &n)) return CLI_USAGE;
       o.seed = (unsigned long long)n;
     } else {
       return cli_usage_error(cmd, "unknown option '%s' (see seqcl demo --help)", a);
@@ -193,7 +197,7 @@ int cmd_demo(int argc, char **argv) {
   }
   if (strcmp(o.score, "additive") && strcmp(o.score, "general") && strcmp(o.score, "dot") &&
       strcmp(o.score, "scaled_dot"))
-    return cli_usage_error(cmd, "unknown --score '%s' (additive, general, dot, scaled_dot)",
+    return cli_usage_error(cmd, "--score: unknown score '%s' (additive, general, dot, scaled_dot)",
                            o.score);
   /* the outputs first: a bad path fails now, not after the training */
   if (cli_check_outputs(cmd, "--svg", svg, NULL)) return CLI_USAGE;
@@ -214,7 +218,7 @@ int cmd_demo(int argc, char **argv) {
   seqcl_status st = seqcl_ctx_open(device, &ctx);
   if (st != SEQCL_OK) {
     if (save == tmpdir) rmdir(tmpdir);
-    return cli_fail(cmd, st);
+    return cli_fail_device(cmd, st, device);
   }
   const seqcl_device_info *info = seqcl_ctx_device(ctx);
   printf("Training a GRU seq2seq model with %s attention to reverse %d digits on %s (%s).\n",

@@ -57,8 +57,7 @@ static int parse(int argc, char **argv, hm_args *a) {
       *slot = v;
     } else if (!strcmp(o, "--line")) {
       if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      if (cli_parse_int(v, 1, 1L << 30, &a->line))
-        return cli_usage_error(cmd, "--line '%s' is not a positive integer", v);
+      if (cli_long(cmd, o, v, 1, 1L << 30, &a->line)) return CLI_USAGE;
     } else if (!strcmp(o, "--ascii")) {
       a->ascii = 1;
     } else {
@@ -78,6 +77,13 @@ static int render(const hm_args *a, const sq_st_file *f, const sq_seqs *src, con
     return cli_usage_error(cmd, "%s: no 'alignments' tensor of shape [N, T, S]", a->align);
   const size_t N = (size_t)t->shape[0], T = (size_t)t->shape[1], S = (size_t)t->shape[2];
   const size_t line = (size_t)a->line - 1;
+  /* a source file that does not match the alignments would label the wrong line */
+  if (src->count != N)
+    return cli_usage_error(cmd, "%s has %zu lines but %s holds %zu: give the source file the "
+                           "alignments were made from", a->src, src->count, a->align, N);
+  if (tgt && tgt->count != N)
+    return cli_usage_error(cmd, "%s has %zu lines but %s holds %zu: give the output of that run",
+                           a->tgt, tgt->count, a->align, N);
   if (line >= N || line >= src->count)
     return cli_usage_error(cmd, "--line %ld: %s has %zu lines and %s %zu", a->line, a->align, N,
                            a->src, src->count);

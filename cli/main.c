@@ -19,23 +19,30 @@ static const struct {
     {"demo", cmd_demo, "train the reversal model and show its attention"},
     {"cache", cmd_cache, "show (info) or empty (clear) the program cache"},
     {"bench", cmd_bench, "throughput and latency of decoding, training and kernels"},
+    {"info", cmd_info, "a model folder: config, parameters per tensor group, dtypes, size"},
 };
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: seqcl [--version] [-v] COMMAND [OPTIONS]\n\n"
+          "usage: seqcl [--version] [-v|-q] COMMAND [OPTIONS]\n\n"
           "Attention-based GRU seq2seq models on any OpenCL device.\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
   fprintf(f,
           "\nEvery command takes --device SEL (SPEC §3: auto, cpu, opencl:N, opencl:P.D,\n"
           "opencl:gpu[:N], opencl:~TEXT, all, A,B); it wins over SEQCL_DEVICE.\n"
+          "-v (--verbose) and -q (--quiet: no progress output) may stand anywhere;\n"
+          "every option also takes the --opt=value form.\n"
           "`seqcl COMMAND --help` describes a command.\n");
 }
 
 int main(int argc, char **argv) {
-  const char *log = getenv("SEQCL_LOG");
-  if (log && (!strcmp(log, "info") || !strcmp(log, "debug"))) cli_verbose = 1;
+  if (cli_normalize_args(&argc, &argv) != 0) {
+    fprintf(stderr, "seqcl: out of memory\n");
+    return CLI_RUNTIME;
+  }
+  int rc = cli_check_env();
+  if (rc != CLI_OK) return rc;
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (!strcmp(argv[i], "--version")) {
@@ -44,8 +51,6 @@ int main(int argc, char **argv) {
     } else if (cli_is_help(argv[i])) {
       usage(stdout);
       return CLI_OK;
-    } else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
-      cli_verbose = 1;
     } else {
       fprintf(stderr, "seqcl: unknown option '%s'\n", argv[i]);
       usage(stderr);
