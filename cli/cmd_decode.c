@@ -1,13 +1,16 @@
 /* seqcl decode: greedy or beam decoding of a token file (SPEC §4). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "cli_model.h"
+#include "cli_progress.h"
 #include "model/heatmap.h"
 #include "model/safetensors.h"
 
@@ -15,7 +18,7 @@ static void help(FILE *f) {
   fprintf(f,
           "usage: seqcl decode --model DIR --src FILE [--out FILE] [--max-steps N] [--beam K]\n"
           "                    [--length-penalty A] [--nbest N] [--batch-size B]\n"
-          "                    [--alignments FILE.safetensors] [--heatmap OUT.svg [--heatmap-line I]]\n"
+          "                    [--alignments FILE.safetensors] [--svg OUT.svg [--line I]]\n"
           "                    [--src-vocab F] [--tgt-vocab F] [--device SEL]\n\n"
           "Writes one line per source line: the produced ids after BOS and before the first\n"
           "EOS (possibly an empty line).\n\n"
@@ -31,37 +34,45 @@ static void help(FILE *f) {
           "  --batch-size B         sentences decoded together (default 64)\n"
           "  --alignments FILE      write 'alignments' [N, T, S] (float32 safetensors);\n"
           "                         rows after a line's EOS are 0\n"
-          "  --heatmap OUT.svg      draw the attention of one line (--heatmap-line I, from 1;\n"
-          "                         default 1) as an SVG heatmap\n"
+          "  --svg OUT.svg          draw the attention of one line (--line I, from 1;\n"
+          "                         default 1) as an SVG heatmap, as `seqcl heatmap` does\n"
+          "                         (--heatmap and --heatmap-line are older spellings)\n"
           "  --src-vocab F          read source lines as words (one token per line)\n"
           "  --tgt-vocab F          write output lines as words\n"
           "  --device SEL           device (SPEC §3; default SEQCL_DEVICE, else auto)\n"
           "  -h, --help             this text\n\n"
           "Output paths are checked before decoding starts. Nothing is left at a regular\n"
-          "--out, --alignments or --heatmap file when decoding fails (each is written to\n"
-          "a temporary file beside it and renamed); a symlink's target is replaced, the\n"
-          "link stays; a FIFO or device is written in place; a read-only file is refused.\n"
+          "--out, --alignments or --svg file when decoding fails (each is written to a\n"
+          "temporary file beside it and renamed); a symlink's target is replaced, the\n"
+          "link stays; a read-only file is refused. Standard output, a pipe, a FIFO or a\n"
+          "device is written in place, each batch's lines as soon as they are final.\n"
+          "On a terminal a progress bar shows on stderr (-q: none; -v: also off a terminal).\n"
           "Exit status: 0 success, 1 device/runtime failure, 2 bad usage or input.\n");
 }
 
 typedef struct dec_args {
-  const char *model, *src, *out, *device, *src_vocab, *tgt_vocab, *align, *heatmap;
-  long max_steps, beam, nbest, batch, heat_line;
+  const char *model, *src, *out, *device, *src_vocab, *tgt_vocab, *align, *svg;
+  const char *svg_name, *line_name; /* the spellings given: --svg/--heatmap, --line/--heatmap-line */
+  long max_steps, beam, nbest, batch, line;
   double lp;
-  int nbest_given;
+  int nbest_given, lp_given, line_given;
 } dec_args;
 
 static int parse(int argc, char **argv, dec_args *a) {
   static const char cmd[] = "decode";
   memset(a, 0, sizeof *a);
   a->beam = 1;
-  a->heat_line = 1;
+  a->line = 1;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = NULL;
     if (cli_is_help(o)) {
       help(stdout);
       return -1;
     }
+    /* --svg/--line as in `seqcl heatmap`; --heatmap/--heatmap-line are the
+     * older spellings, kept as aliases */
+    int is_svg = !strcmp(o, "--svg") || !strcmp(o, "--heatmap");
+    int is_line = !strcmp(o, "--line") || !strcmp(o, "--heatmap-line");
     const char **slot = !strcmp(o, "--model")        ? &a->model
                         : !strcmp(o, "--src")        ? &a->src
                         : !strcmp(o, "--out")        ? &a->out
@@ -69,29 +80,28 @@ static int parse(int argc, char **argv, dec_args *a) {
                         : !strcmp(o, "--src-vocab")  ? &a->src_vocab
                         : !strcmp(o, "--tgt-vocab")  ? &a->tgt_vocab
                         : !strcmp(o, "--alignments") ? &a->align
-                        : !strcmp(o, "--heatmap")    ? &a->heatmap
+                        : is_svg                     ? &a->svg
                                                      : NULL;
-    long *num = !strcmp(o, "--max-steps")      ? &a->max_steps
-                : !strcmp(o, "--beam")         ? &a->beam
-                : !strcmp(o, "--nbest")        ? &a->nbest
-                : !strcmp(o, "--batch-size")   ? &a->batch
-                : !strcmp(o, "--heatmap-line") ? &a->heat_line
-                                               : NULL;
+    long *num = !strcmp(o, "--max-steps")    ? &a->max_steps
+                : !strcmp(o, "--beam")       ? &a->beam
+                : !strcmp(o, "--nbest")      ? &a->nbest
+                : !strcmp(o, "--batch-size") ? &a->batch
+                : is_line                    ? &a->line
+                                             : NULL;
     if (slot) {
       if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
       *slot = v;
+      if (is_svg) a->svg_name = o;
     } else if (num) {
       if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
       long max = num == &a->beam ? 16 : num == &a->max_steps ? 1000000 : 1L << 30;
-      if (cli_parse_int(v, 1, max, num))
-        return cli_usage_error(cmd, "%s '%s' is not an integer in [1, %ld]", o, v, max);
+      if (cli_long(cmd, o, v, 1, max, num)) return CLI_USAGE;
       if (num == &a->nbest) a->nbest_given = 1;
+      if (is_line) a->line_given = 1, a->line_name = o;
     } else if (!strcmp(o, "--length-penalty")) {
       if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      if (cli_parse_float(v, &a->lp))
-        return cli_usage_error(cmd, "--length-penalty '%s' is not a number", v);
-    } else if (!strcmp(o, "-v") || !strcmp(o, "--verbose")) {
-      cli_verbose = 1;
+      if (cli_double(cmd, o, v, CLI_ANY_NUMBER, &a->lp)) return CLI_USAGE;
+      a->lp_given = 1;
     } else {
       return cli_usage_error(cmd, "unknown option '%s' (see seqcl decode --help)", o);
     }
@@ -99,24 +109,56 @@ static int parse(int argc, char **argv, dec_args *a) {
   if (!a->model || !a->src) return cli_usage_error(cmd, "--model and --src are required (see --help)");
   if (a->nbest > a->beam)
     return cli_usage_error(cmd, "--nbest %ld is larger than --beam %ld", a->nbest, a->beam);
+  /* options that would change nothing are mistakes, not no-ops */
+  if (a->lp_given && a->beam == 1 && !a->nbest_given)
+    return cli_usage_error(cmd,
+                           "--length-penalty only ranks beam hypotheses; with --beam 1 (greedy) "
+                           "it would be ignored: give --beam K > 1");
+  if (a->line_given && !a->svg)
+    return cli_usage_error(cmd, "%s chooses the line %s draws; give %s too", a->line_name,
+                           strcmp(a->line_name, "--line") ? "--heatmap" : "--svg",
+                           strcmp(a->line_name, "--line") ? "--heatmap OUT.svg" : "--svg OUT.svg");
   return CLI_OK;
 }
 
-static int write_lines(FILE *f, const dec_args *a, const seqcl_decode_result *r,
+/* Lines [first, first + n): the best hypothesis of each, or with --nbest
+ * every kept one as LINE<TAB>SCORE<TAB>tokens. */
+static int write_lines(FILE *f, const dec_args *a, size_t first, size_t n,
+                       const seqcl_hypothesis *hyps, const int *counts, int nbest,
                        const sq_vocab *tv) {
-  for (size_t i = 0; i < r->count; i++) {
-    if (!a->nbest_given) {
-      if (sq_tokens_write_line(f, r->ids + r->offsets[i], r->offsets[i + 1] - r->offsets[i], tv))
-        return -1;
-      continue;
-    }
-    for (int k = 0; k < r->hyp_counts[i]; k++) {
-      const seqcl_hypothesis *h = &r->hyps[i * (size_t)r->nbest + k];
-      fprintf(f, "%zu\t%.6f\t", i + 1, h->score);
+  for (size_t i = 0; i < n; i++) {
+    for (int k = 0; k < (a->nbest_given ? counts[i] : 1); k++) {
+      const seqcl_hypothesis *h = &hyps[i * (size_t)nbest + k];
+      if (a->nbest_given) fprintf(f, "%zu\t%.6f\t", first + i + 1, h->score);
       if (sq_tokens_write_line(f, h->ids, h->len, tv)) return -1;
     }
   }
   return ferror(f) ? -1 : 0;
+}
+
+/* Standard output and pipes get each batch as soon as it is final. */
+typedef struct streamer {
+  FILE *f;
+  const dec_args *a;
+  const sq_vocab *tv;
+  int failed;
+} streamer;
+
+static int on_lines(void *user, size_t first, size_t n, const seqcl_hypothesis *hyps,
+                    const int *counts, int nbest) {
+  streamer *w = user;
+  if (write_lines(w->f, w->a, first, n, hyps, counts, nbest, w->tv) || fflush(w->f)) {
+    w->failed = 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* Regular files are written whole at the end (temporary file, then rename);
+ * anything else (a terminal, a pipe, a FIFO, a device) is streamed. */
+static int streams(const char *out) {
+  struct stat sb;
+  return !out || !strcmp(out, "-") || (stat(out, &sb) == 0 && !S_ISREG(sb.st_mode));
 }
 
 static seqcl_status write_alignments(const char *path, const seqcl_decode_result *r) {
@@ -158,6 +200,13 @@ static int draw_heatmap(FILE *f, const seqcl_decode_result *r, size_t line, cons
   return rc;
 }
 
+static int longest_line(const sq_seqs *s) {
+  size_t m = 0;
+  for (size_t i = 0; i < s->count; i++)
+    if (sq_seq_len(s, i) > m) m = sq_seq_len(s, i);
+  return (int)m;
+}
+
 static seqcl_decode_options options_of(const dec_args *a) {
   seqcl_decode_options o;
   seqcl_decode_options_init(&o);
@@ -166,7 +215,7 @@ static seqcl_decode_options options_of(const dec_args *a) {
   o.length_penalty = a->lp;
   o.nbest = a->nbest_given ? (int)a->nbest : 0;
   o.batch_size = (int)a->batch;
-  o.want_alignments = a->align || a->heatmap;
+  o.want_alignments = a->align || a->svg;
   return o;
 }
 
@@ -185,8 +234,8 @@ int cmd_decode(int argc, char **argv) {
   int out_open = 0, heat_open = 0, align_written = 0;
   seqcl_status st;
   /* every output path first: a bad one fails now, not after the decoding */
-  if ((rc = cli_check_outputs(cmd, "--out", a.out, "--alignments", a.align, "--heatmap",
-                              a.heatmap, NULL)))
+  if ((rc = cli_check_outputs(cmd, "--out", a.out, "--alignments", a.align, a.svg_name ? a.svg_name : "--svg",
+                              a.svg, NULL)))
     return rc;
   if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
   if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
@@ -195,45 +244,82 @@ int cmd_decode(int argc, char **argv) {
     rc = cli_fail(cmd, st);
     goto done;
   }
-  if (a.heatmap && (size_t)a.heat_line > src.count) {
-    rc = cli_usage_error(cmd, "--heatmap-line %ld: %s has only %zu lines", a.heat_line, a.src,
-                         src.count);
+  if (a.svg && (size_t)a.line > src.count) {
+    rc = cli_usage_error(cmd, "%s %ld: %s has only %zu lines", a.line_name ? a.line_name : "--line",
+                         a.line, a.src, src.count);
     goto done;
   }
   if ((rc = cli_open_model(cmd, a.device, a.model, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src);
   seqcl_decode_options o = options_of(&a);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  if ((st = seqcl_model_decode(model, &s, &o, &res)) != SEQCL_OK) {
+  streamer w = {NULL, &a, tv, 0};
+  if (streams(a.out)) {
+    w.f = !a.out || !strcmp(a.out, "-") ? stdout : fopen(a.out, "w");
+    if (!w.f) {
+      rc = cli_usage_error(cmd, "%s: cannot open for writing: %s", a.out, strerror(errno));
+      goto done;
+    }
+    o.on_lines = on_lines;
+    o.user = &w;
+  }
+  cli_progress bar;
+  cli_progress_start(&bar, cmd, "lines");
+  seqcl_model_set_progress(model, cli_progress_update, &bar);
+  cli_interrupt_install();
+  st = seqcl_model_decode(model, &s, &o, &res);
+  cli_progress_end(&bar);
+  if (w.f && w.f != stdout) fclose(w.f);
+  if (st == SEQCL_ERR_CANCELLED && cli_interrupted()) {
+    fprintf(stderr, "seqcl decode: interrupted after %zu of %zu lines%s\n", bar.done, src.count,
+            w.f ? " (those lines were written)" : "; nothing written");
+    rc = CLI_INTERRUPTED;
+    goto done;
+  }
+  if (w.failed) {
+    rc = cli_usage_error(cmd, "%s: write failed: %s", a.out ? a.out : "standard output",
+                         strerror(errno));
+    rc = CLI_RUNTIME;
+    goto done;
+  }
+  if (st == SEQCL_ERR_OUT_OF_MEMORY || st == SEQCL_ERR_DEVICE_OUT_OF_MEMORY) {
+    rc = cli_fail_hint(cmd, st,
+                       " (%zu lines, batch %d, beam %d, max steps %d%s: lower --batch-size, "
+                       "--beam or --max-steps)",
+                       src.count, o.batch_size ? o.batch_size : 64, o.beam,
+                       o.max_steps ? o.max_steps : 2 * longest_line(&src) + 10,
+                       o.want_alignments ? ", with alignments" : "");
+    goto done;
+  }
+  if (st != SEQCL_OK) {
     rc = cli_fail(cmd, st);
     goto done;
   }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
   if (cli_verbose) {
-    const double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    const double sec = cli_now() - bar.t0;
     fprintf(stderr, "seqcl decode: %zu lines in %.3f s (%.1f sentences/s), beam %d, batch %d\n",
             res->count, sec, (double)res->count / sec, o.beam, o.batch_size ? o.batch_size : 64);
   }
   /* Outputs go to temporary files first; they are renamed into place only when
    * every one of them was written. */
-  if ((st = sq_outfile_open(a.out ? a.out : "-", &out)) != SEQCL_OK) {
-    rc = cli_fail(cmd, st);
-    goto done;
+  if (!w.f) {
+    if ((st = sq_outfile_open(a.out, &out)) != SEQCL_OK) {
+      rc = cli_fail(cmd, st);
+      goto done;
+    }
+    out_open = 1;
+    if (write_lines(out.f, &a, 0, res->count, res->hyps, res->hyp_counts, res->nbest, tv)) {
+      rc = cli_fail(cmd, SEQCL_ERR_IO);
+      goto done;
+    }
   }
-  out_open = 1;
-  if (write_lines(out.f, &a, res, tv)) {
-    rc = cli_fail(cmd, SEQCL_ERR_IO);
-    goto done;
-  }
-  if (a.heatmap) {
-    if ((st = sq_outfile_open(a.heatmap, &heat)) != SEQCL_OK) {
+  if (a.svg) {
+    if ((st = sq_outfile_open(a.svg, &heat)) != SEQCL_OK) {
       rc = cli_fail(cmd, st);
       goto done;
     }
     heat_open = 1;
-    if (draw_heatmap(heat.f, res, (size_t)a.heat_line - 1, &src, sv, tv, cfg.eos_id, 0, 1)) {
-      rc = cli_usage_error(cmd, "%s: could not write the heatmap", a.heatmap);
+    if (draw_heatmap(heat.f, res, (size_t)a.line - 1, &src, sv, tv, cfg.eos_id, 0, 1)) {
+      rc = cli_usage_error(cmd, "%s: could not write the heatmap", a.svg);
       rc = CLI_RUNTIME;
       goto done;
     }
@@ -252,15 +338,17 @@ int cmd_decode(int argc, char **argv) {
       goto done;
     }
   }
-  out_open = 0;
-  if ((st = sq_outfile_commit(&out)) != SEQCL_OK) {
-    rc = cli_fail(cmd, st);
-    if (a.heatmap) sq_output_remove(a.heatmap);
-    goto done;
+  if (out_open) {
+    out_open = 0;
+    if ((st = sq_outfile_commit(&out)) != SEQCL_OK) {
+      rc = cli_fail(cmd, st);
+      if (a.svg) sq_output_remove(a.svg);
+      goto done;
+    }
   }
-  if (cli_verbose && a.heatmap) {
+  if (cli_verbose && a.svg) {
     const char *lang = getenv("LANG");
-    draw_heatmap(stderr, res, (size_t)a.heat_line - 1, &src, sv, tv, cfg.eos_id,
+    draw_heatmap(stderr, res, (size_t)a.line - 1, &src, sv, tv, cfg.eos_id,
                  lang && strstr(lang, "UTF-8"), 0);
   }
   rc = CLI_OK;

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "cli_model.h"
+#include "cli_progress.h"
 #include "model/safetensors.h"
 
 static void help(FILE *f) {
@@ -27,6 +28,7 @@ static void help(FILE *f) {
           "  --src-vocab F     read source lines as words (one token per line, id = line - 1)\n"
           "  --tgt-vocab F     read target lines as words\n"
           "  --device SEL      device (SPEC §3; default SEQCL_DEVICE, else auto)\n"
+          "  -q, --quiet       no progress bar (shown on a terminal for runs over a second)\n"
           "  -h, --help        this text\n\n"
           "Exit status: 0 success, 1 device/runtime failure, 2 bad usage or input.\n");
 }
@@ -58,10 +60,7 @@ static int parse(int argc, char **argv, fw_args *a) {
       *slot = v;
     } else if (!strcmp(o, "--batch-size")) {
       if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      if (cli_parse_int(v, 1, 1 << 30, &a->batch))
-        return cli_usage_error(cmd, "--batch-size '%s' is not a positive integer", v);
-    } else if (!strcmp(o, "-v") || !strcmp(o, "--verbose")) {
-      cli_verbose = 1;
+      if (cli_long(cmd, o, v, 1, 1L << 30, &a->batch)) return CLI_USAGE;
     } else {
       return cli_usage_error(cmd, "unknown option '%s' (see seqcl forward --help)", o);
     }
@@ -73,8 +72,9 @@ static int parse(int argc, char **argv, fw_args *a) {
   return CLI_OK;
 }
 
-/* Target lines need BOS and at least one label; the two files pair up line by line. */
-static int check_pairs(const fw_args *a, const sq_seqs *src, const sq_seqs *tgt) {
+/* Target lines need BOS first (as training does) and at least one label; the
+ * two files pair up line by line. */
+static int check_pairs(const fw_args *a, const sq_seqs *src, const sq_seqs *tgt, int bos) {
   if (src->count != tgt->count)
     return cli_usage_error("forward", "%s has %zu lines but %s has %zu; they must pair up",
                            a->src, src->count, a->tgt, tgt->count);
@@ -83,6 +83,12 @@ static int check_pairs(const fw_args *a, const sq_seqs *src, const sq_seqs *tgt)
       return cli_usage_error("forward",
                              "%s:%zu: a target line needs BOS and at least one more token",
                              a->tgt, i + 1);
+  for (size_t i = 0; i < tgt->count; i++)
+    if (tgt->ids[tgt->offsets[i]] != bos)
+      return cli_usage_error("forward",
+                             "%s:%zu: a target line starts with BOS (id %d), not %d: the decoder "
+                             "reads it as its first input",
+                             a->tgt, i + 1, bos, (int)tgt->ids[tgt->offsets[i]]);
   return CLI_OK;
 }
 
@@ -133,10 +139,28 @@ int cmd_forward(int argc, char **argv) {
     rc = cli_fail(cmd, st);
     goto done;
   }
-  if ((rc = check_pairs(&a, &src, &tgt))) goto done;
+  if ((rc = check_pairs(&a, &src, &tgt, cfg.bos_id))) goto done;
   if ((rc = cli_open_model(cmd, a.device, a.model, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src), t = cli_seqs(&tgt);
-  if ((st = seqcl_model_forward(model, &s, &t, (int)a.batch, &res)) != SEQCL_OK) {
+  cli_progress bar;
+  cli_progress_start(&bar, cmd, "lines");
+  seqcl_model_set_progress(model, cli_progress_update, &bar);
+  cli_interrupt_install();
+  st = seqcl_model_forward(model, &s, &t, (int)a.batch, &res);
+  cli_progress_end(&bar);
+  if (st == SEQCL_ERR_CANCELLED && cli_interrupted()) {
+    fprintf(stderr, "seqcl forward: interrupted; nothing written\n");
+    rc = CLI_INTERRUPTED;
+    goto done;
+  }
+  if (st == SEQCL_ERR_OUT_OF_MEMORY || st == SEQCL_ERR_DEVICE_OUT_OF_MEMORY) {
+    rc = cli_fail_hint(cmd, st,
+                       " (%zu lines, batch %s%ld: the result alone is lines x steps x target "
+                       "vocabulary floats; lower --batch-size, or split the files)",
+                       src.count, a.batch ? "" : "all = ", a.batch ? a.batch : (long)src.count);
+    goto done;
+  }
+  if (st != SEQCL_OK) {
     rc = cli_fail(cmd, st);
     goto done;
   }

@@ -68,6 +68,15 @@ typedef struct seqcl_seqs {
   const size_t *offsets; /* count + 1 entries, offsets[0] == 0 */
 } seqcl_seqs;
 
+/* ---- progress ---- */
+
+/* Long calls report how far they are: seqcl_model_forward after each decoder
+ * step of each batch, seqcl_model_decode after each batch, as fn(user, lines
+ * done, lines in the call). Returning nonzero stops the call with
+ * SEQCL_ERR_CANCELLED. fn NULL (the default) reports nothing. */
+typedef int (*seqcl_progress_fn)(void *user, size_t done, size_t total);
+void seqcl_model_set_progress(seqcl_model *model, seqcl_progress_fn fn, void *user);
+
 /* ---- teacher forcing ---- */
 
 /* N = lines, S = longest source, T = longest target - 1 (decoder steps).
@@ -95,6 +104,15 @@ void seqcl_forward_result_free(seqcl_forward_result *r); /* accepts NULL */
 
 /* ---- decoding ---- */
 
+typedef struct seqcl_hypothesis {
+  int32_t *ids;   /* produced ids after BOS and before EOS */
+  size_t len;
+  int finished;   /* 1 when it ended with EOS */
+  int steps;      /* decoder steps: len + 1 when finished */
+  double logprob; /* sum of log p over its steps (EOS included) */
+  double score;   /* logprob / steps^A */
+} seqcl_hypothesis;
+
 typedef struct seqcl_decode_options {
   int max_steps;         /* 0: 2 x the longest source line + 10 */
   int beam;              /* 1 <= K <= 16; 1 = greedy (the device-resident greedy loop) */
@@ -104,19 +122,18 @@ typedef struct seqcl_decode_options {
                           * K = 1 so that scores are computed. */
   int batch_size;        /* sentences decoded together; 0 = 64 */
   int want_alignments;   /* fill seqcl_decode_result.alignments */
+  /* Called after each batch, in input order (may be NULL): lines [first,
+   * first + n) are final, their hypotheses hyps[i * nbest + k] (i from 0 for
+   * line first, k < hyp_counts[i], best first), so a caller can write them out
+   * before the call returns. Returning nonzero stops the call with
+   * SEQCL_ERR_CANCELLED. */
+  int (*on_lines)(void *user, size_t first, size_t n, const seqcl_hypothesis *hyps,
+                  const int *hyp_counts, int nbest);
+  void *user;
 } seqcl_decode_options;
 
 /* beam 1, length penalty 0, nbest 0, batch 64, max_steps 0, no alignments. */
 void seqcl_decode_options_init(seqcl_decode_options *opts);
-
-typedef struct seqcl_hypothesis {
-  int32_t *ids;   /* produced ids after BOS and before EOS */
-  size_t len;
-  int finished;   /* 1 when it ended with EOS */
-  int steps;      /* decoder steps: len + 1 when finished */
-  double logprob; /* sum of log p over its steps (EOS included) */
-  double score;   /* logprob / steps^A */
-} seqcl_hypothesis;
 
 typedef struct seqcl_decode_result {
   size_t count;       /* lines */

@@ -88,8 +88,8 @@ static seqcl_status assemble(seqcl_ctx *ctx, const seqcl_seqs *src, seqcl_decode
  * loop keeps its logits on the device, so without alignments it cannot tell. */
 static seqcl_status check_finite(seqcl_ctx *ctx, const seqcl_seqs *src,
                                  const seqcl_decode_result *r, int use_beam,
-                                 float *const *line_align) {
-  for (size_t i = 0; i < r->count; i++) {
+                                 float *const *line_align, size_t first, size_t n_lines) {
+  for (size_t i = first; i < first + n_lines; i++) {
     for (int k = 0; use_beam && k < r->hyp_counts[i]; k++) {
       const seqcl_hypothesis *h = &r->hyps[i * (size_t)r->nbest + k];
       /* worded as greedy decoding and forward word it: line, step, tensor */
@@ -157,8 +157,14 @@ seqcl_status seqcl_model_decode(seqcl_model *m, const seqcl_seqs *src,
       st = sq_decode_greedy(m, src, first, n, max_steps, r->hyps + first, la);
       for (int i = 0; i < n; i++) r->hyp_counts[first + i] = 1;
     }
+    /* checked per batch, so that lines handed out early are never garbage */
+    if (st == SEQCL_OK) st = check_finite(ctx, src, r, use_beam, line_align, first, (size_t)n);
+    if (st == SEQCL_OK && o.on_lines &&
+        o.on_lines(o.user, first, (size_t)n, r->hyps + first * slots, r->hyp_counts + first,
+                   slots))
+      st = sq_fail(ctx, SEQCL_ERR_CANCELLED, "decode: stopped after line %zu", first + n);
+    if (st == SEQCL_OK) st = sq_model_progress(m, first + (size_t)n, N);
   }
-  if (st == SEQCL_OK) st = check_finite(ctx, src, r, use_beam, line_align);
   if (st == SEQCL_OK) st = assemble(ctx, src, r, line_align);
   if (line_align)
     for (size_t i = 0; i < N; i++) free(line_align[i]);

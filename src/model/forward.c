@@ -70,6 +70,8 @@ static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const seqcl
     const size_t row0 = (size_t)t * n;
     SQ_TRY(sq_dec_step(m, e, ws, sq_at(b->ids, row0), b->in_host + row0,
                        sq_at(b->alpha, row0 * S), sq_at(b->logits, row0 * V), 1));
+    /* lines of this batch counted as done in proportion to its steps */
+    SQ_TRY(sq_model_progress(m, first + (size_t)n * (size_t)(t + 1) / (size_t)T, r->N));
   }
   SQ_TRY(sq_cross_entropy(ctx, (int)rows, V, sq_at(b->logits, 0), sq_at(b->labels, 0),
                           b->lab_host, sq_at(b->loss, 0)));

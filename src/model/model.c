@@ -291,3 +291,15 @@ seqcl_status sq_check_seqs(seqcl_ctx *ctx, const seqcl_seqs *s, int vocab, size_
   }
   return SEQCL_OK;
 }
+
+void seqcl_model_set_progress(seqcl_model *m, seqcl_progress_fn fn, void *user) {
+  if (!m) return;
+  m->progress = fn;
+  m->progress_user = user;
+}
+
+seqcl_status sq_model_progress(seqcl_model *m, size_t done, size_t total) {
+  if (m->progress && m->progress(m->progress_user, done, total))
+    return sq_fail(m->ctx, SEQCL_ERR_CANCELLED, "stopped after %zu of %zu lines", done, total);
+  return SEQCL_OK;
+}

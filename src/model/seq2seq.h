@@ -30,7 +30,12 @@ struct seqcl_model {
   sq_ref key_w, key_b, query_w, query_b, energy_w, energy_b; /* absent biases: sq_none() */
   sq_gru_params dec;
   sq_ref out_w, out_b;
+  seqcl_progress_fn progress; /* seqcl_model_set_progress (NULL: none) */
+  void *progress_user;
 };
+
+/* Calls the model's progress hook; SEQCL_ERR_CANCELLED when it asks to stop. */
+seqcl_status sq_model_progress(seqcl_model *m, size_t done, size_t total);
 
 /* A batch of n source sequences, padded to S, encoded on the device. */
 typedef struct sq_encoded {
