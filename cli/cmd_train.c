@@ -1,10 +1,13 @@
 /* seqcl train: the synthetic digit-reversal task (SPEC §4). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_model.h"
+#include "train/checkpoint.h"
 #include "train/save_dir.h"
 
 #include <seqcl/train.h>
@@ -19,7 +22,8 @@ static void train_help(FILE *f) {
           "       seqcl train --task reverse [--length 6] [--score additive|general|dot|scaled_dot]\n"
           "                   [--bidirectional] [--layers 1] [--output state|state_context]\n"
           "                   [--init zeros|bridge] [--dropout 0] [--steps 1200] [--batch-size 64]\n"
-          "                   [--lr 1e-3] [--clip 0] [--seed 0] --save DIR [--overwrite] [--device SEL]\n\n"
+          "                   [--lr 1e-3] [--clip 0] [--seed 0] --save DIR [--overwrite] [--device SEL]\n"
+          "       seqcl train --resume DIR [--steps N] [--device SEL]\n\n"
           "Trains a fresh attention GRU model on the digit-reversal task (sources: --length\n"
           "random digits; targets: BOS 10, the digits reversed, EOS 11) with Adam, then\n"
           "reports greedy exact-match accuracy on 256 held-out samples and saves a model\n"
@@ -36,9 +40,13 @@ static void train_help(FILE *f) {
           "greedy exact-match accuracy every --valid-every steps (default: checkpoint\n"
           "interval, else the end). DIR/checkpoint holds the model, Adam's state, the step\n"
           "and the shuffle position (written atomically every --checkpoint-every steps\n"
-          "and at the end); --resume DIR continues it bit for bit (same files, same\n"
-          "device; --steps is the new total). Ctrl-C stops after the current step, saves\n"
-          "the model and the checkpoint and exits with status 130. Training supports\n"
+          "and at the end; --task reverse writes one at the end too). The checkpoint\n"
+          "records the task, the files, the settings and the total --steps, so\n"
+          "--resume DIR alone continues the run bit for bit (same device), saving into\n"
+          "DIR; --steps N sets a new total. Options given again must agree with the\n"
+          "checkpoint (an error names the difference). Ctrl-C stops after the current\n"
+          "step, saves the model and the checkpoint, prints how to continue and exits\n"
+          "with status 130. Training supports\n"
           "every score, init and output, and encoder.num_layers 1 to 4.\n\n"
           "--save DIR is checked before training starts: a new or empty folder, or an\n"
           "existing seqcl model folder only with --overwrite (it is then replaced whole:\n"
@@ -47,7 +55,7 @@ static void train_help(FILE *f) {
 }
 
 typedef struct progress_state {
-  int tty;
+  int tty, first; /* first: the step the run started from (after a resume) */
   double t0, last;
   int every;
 } progress_state;
@@ -59,12 +67,15 @@ static double now_s(void) {
 }
 
 /* A bar redrawn at most ten times a second on a terminal; plain lines at
- * every tenth of the run otherwise (logs, pipes). */
+ * every tenth of the run otherwise (logs, pipes). The rate counts the steps of
+ * this process only, from the resumed step on. */
 static int on_progress(void *user, int step, int steps, float loss) {
   progress_state *p = user;
   if (cli_interrupted()) return 1;
   double t = now_s();
-  double rate = step / (t - p->t0 > 1e-9 ? t - p->t0 : 1e-9);
+  if (p->first < 0) p->first = step - 1;
+  double rate = (step - p->first) / (t - p->t0 > 1e-9 ? t - p->t0 : 1e-9);
+  if (cli_quiet) return 0;
   if (p->tty) {
     if (step != steps && t - p->last < 0.1) return 0;
     p->last = t;
@@ -82,108 +93,227 @@ static int on_progress(void *user, int step, int steps, float loss) {
   return 0;
 }
 
-static int train_files(int argc, char **argv);
+static void progress_init(progress_state *p, int steps) {
+  memset(p, 0, sizeof *p);
+  p->tty = isatty(fileno(stderr));
+  p->first = -1;
+  p->t0 = now_s();
+  p->every = steps >= 10 ? steps / 10 : 1;
+}
 
-static int has_option(int argc, char **argv, const char *name) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], name)) return 1;
-  return 0;
+/* Every option of both forms, with what was given. */
+typedef struct train_args {
+  const char *task, *score, *save, *device;
+  const char *src, *tgt, *valid_src, *valid_tgt, *config, *resume;
+  const char *init;   /* --task reverse: zeros|bridge; files: the model folder to start from */
+  const char *output; /* --task reverse: state|state_context */
+  long length, steps, batch, seed, ckpt_every, valid_every, layers;
+  double lr, clip, dropout;
+  int bidirectional, overwrite, length_given, batch_given, seed_given, lr_given, clip_given,
+      steps_given, dropout_given;
+} train_args;
+
+static int parse(int argc, char **argv, train_args *a) {
+  static const char cmd[] = "train";
+  memset(a, 0, sizeof *a);
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    if (cli_is_help(o)) {
+      train_help(stdout);
+      return -1;
+    }
+    if (!strcmp(o, "--bidirectional")) {
+      a->bidirectional = 1;
+      continue;
+    }
+    if (!strcmp(o, "--overwrite")) {
+      a->overwrite = 1;
+      continue;
+    }
+    if (o[0] != '-' || o[1] != '-') return cli_usage_error(cmd, "unexpected argument '%s'", o);
+    const char **slot = !strcmp(o, "--task")        ? &a->task
+                        : !strcmp(o, "--score")     ? &a->score
+                        : !strcmp(o, "--save")      ? &a->save
+                        : !strcmp(o, "--device")    ? &a->device
+                        : !strcmp(o, "--src")       ? &a->src
+                        : !strcmp(o, "--tgt")       ? &a->tgt
+                        : !strcmp(o, "--valid-src") ? &a->valid_src
+                        : !strcmp(o, "--valid-tgt") ? &a->valid_tgt
+                        : !strcmp(o, "--config")    ? &a->config
+                        : !strcmp(o, "--init")      ? &a->init
+                        : !strcmp(o, "--output")    ? &a->output
+                        : !strcmp(o, "--resume")    ? &a->resume
+                                                    : NULL;
+    const char *v = cli_value(cmd, argc, argv, &i);
+    if (!v) return CLI_USAGE;
+    if (slot) {
+      *slot = v;
+    } else if (!strcmp(o, "--length")) {
+      if (cli_long(cmd, o, v, 1, 4096, &a->length)) return CLI_USAGE;
+      a->length_given = 1;
+    } else if (!strcmp(o, "--steps")) {
+      if (cli_long(cmd, o, v, 1, 1L << 30, &a->steps)) return CLI_USAGE;
+      a->steps_given = 1;
+    } else if (!strcmp(o, "--batch-size")) {
+      if (cli_long(cmd, o, v, 1, 1L << 20, &a->batch)) return CLI_USAGE;
+      a->batch_given = 1;
+    } else if (!strcmp(o, "--seed")) {
+      if (cli_long(cmd, o, v, 0, 0x7fffffffL, &a->seed)) return CLI_USAGE;
+      a->seed_given = 1;
+    } else if (!strcmp(o, "--checkpoint-every")) {
+      if (cli_long(cmd, o, v, 0, 1L << 30, &a->ckpt_every)) return CLI_USAGE;
+    } else if (!strcmp(o, "--valid-every")) {
+      if (cli_long(cmd, o, v, 0, 1L << 30, &a->valid_every)) return CLI_USAGE;
+    } else if (!strcmp(o, "--layers")) {
+      if (cli_long(cmd, o, v, 1, 4, &a->layers)) return CLI_USAGE;
+    } else if (!strcmp(o, "--dropout")) {
+      if (cli_double(cmd, o, v, CLI_NON_NEGATIVE, &a->dropout)) return CLI_USAGE;
+      if (!(a->dropout < 1)) return cli_usage_error(cmd, "--dropout: '%s' is not below 1", v);
+      a->dropout_given = 1;
+    } else if (!strcmp(o, "--lr")) {
+      if (cli_double(cmd, o, v, CLI_POSITIVE, &a->lr)) return CLI_USAGE;
+      a->lr_given = 1;
+    } else if (!strcmp(o, "--clip")) {
+      if (cli_double(cmd, o, v, CLI_NON_NEGATIVE, &a->clip)) return CLI_USAGE;
+      a->clip_given = 1;
+    } else {
+      return cli_usage_error(cmd, "unknown option '%s' (see seqcl train --help)", o);
+    }
+  }
+  return CLI_OK;
+}
+
+static int check_score(const char *score, int bidirectional) {
+  static const char cmd[] = "train";
+  if (strcmp(score, "additive") && strcmp(score, "general") && strcmp(score, "dot") &&
+      strcmp(score, "scaled_dot"))
+    return cli_usage_error(cmd, "--score: unknown score '%s' (additive, general, dot, scaled_dot)",
+                           score);
+  if (bidirectional && (!strcmp(score, "dot") || !strcmp(score, "scaled_dot")))
+    return cli_usage_error(cmd,
+                           "--score %s needs encoder width == decoder hidden; it cannot be "
+                           "used with --bidirectional",
+                           score);
+  return CLI_OK;
+}
+
+static int train_files(const train_args *a);
+
+/* On resume of the reversal task, a value given again must be the
+ * checkpoint's: the run goes on as it was started. */
+static int reverse_resume_agrees(const train_args *a, const sq_ckpt_meta *m, const sq_config *c) {
+  static const char cmd[] = "train";
+  static const char *scores[] = {"additive", "general", "dot", "scaled_dot"};
+  const char *had = scores[c->score];
+  if (a->length_given && a->length != m->length)
+    return cli_usage_error(cmd, "--length %ld differs from the checkpoint's %d (leave it out)",
+                           a->length, m->length);
+  if (a->score && strcmp(a->score, had))
+    return cli_usage_error(cmd, "--score %s differs from the checkpoint's %s (leave it out)",
+                           a->score, had);
+  if (a->bidirectional && !c->bidirectional)
+    return cli_usage_error(cmd, "--bidirectional: the checkpoint's encoder is unidirectional");
+  if (a->layers && a->layers != c->enc_layers)
+    return cli_usage_error(cmd, "--layers %ld differs from the checkpoint's %d (leave it out)",
+                           a->layers, c->enc_layers);
+  if (a->output || a->init)
+    return cli_usage_error(cmd, "--output and --init come from the checkpoint's config on "
+                                "resume; leave them out");
+  if (a->dropout_given && a->dropout != m->dropout)
+    return cli_usage_error(cmd, "--dropout %g differs from the checkpoint's %g (leave it out)",
+                           a->dropout, m->dropout);
+  if (a->batch_given && a->batch != m->batch_size)
+    return cli_usage_error(cmd, "--batch-size %ld differs from the checkpoint's %d (leave it out)",
+                           a->batch, m->batch_size);
+  if (a->lr_given && a->lr != m->lr)
+    return cli_usage_error(cmd, "--lr %g differs from the checkpoint's %g (leave it out)", a->lr,
+                           m->lr);
+  if (a->clip_given && a->clip != m->clip)
+    return cli_usage_error(cmd, "--clip %g differs from the checkpoint's %g (leave it out)",
+                           a->clip, m->clip);
+  if (a->seed_given && (unsigned long long)a->seed != m->seed)
+    return cli_usage_error(cmd, "--seed %ld differs from the checkpoint's %llu (leave it out)",
+                           a->seed, (unsigned long long)m->seed);
+  return CLI_OK;
+}
+
+/* What --resume DIR continues: "files", "reverse", or NULL after an error. */
+static const char *resume_task(const char *dir, sq_ckpt_meta *m, sq_config *c, int *rc) {
+  char *ck = NULL;
+  seqcl_status st = sq_checkpoint_locate(NULL, dir, &ck);
+  if (st == SEQCL_OK) st = sq_checkpoint_read_meta(NULL, ck, m);
+  if (st == SEQCL_OK) {
+    size_t n = strlen(ck) + sizeof "/config.json";
+    char *p = malloc(n);
+    if (!p) {
+      free(ck);
+      *rc = cli_usage_error("train", "out of memory");
+      return NULL;
+    }
+    snprintf(p, n, "%s/config.json", ck);
+    st = sq_config_load(p, c);
+    free(p);
+  }
+  free(ck);
+  if (st != SEQCL_OK) {
+    *rc = cli_fail("train", st);
+    return NULL;
+  }
+  return m->task;
 }
 
 int cmd_train(int argc, char **argv) {
   const char *cmd = "train";
-  if (has_option(argc, argv, "--src") || has_option(argc, argv, "--resume"))
-    return train_files(argc, argv);
+  train_args a;
+  int rc = parse(argc, argv, &a);
+  if (rc) return rc < 0 ? CLI_OK : rc;
+  sq_ckpt_meta meta;
+  sq_config ckcfg;
+  const char *resumed = NULL;
+  if (a.resume && !(resumed = resume_task(a.resume, &meta, &ckcfg, &rc))) return rc;
+  if (a.task && resumed && strcmp(resumed, "reverse"))
+    return cli_usage_error(cmd, "--task %s: the checkpoint in %s is of a run on token files",
+                           a.task, a.resume);
+  if (a.src || (resumed && !strcmp(resumed, "files"))) {
+    if (a.task) return cli_usage_error(cmd, "--task and --src exclude each other");
+    return train_files(&a);
+  }
   seqcl_train_options o;
   seqcl_train_options_init(&o);
-  const char *task = NULL, *device = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    long n;
-    double d;
-    if (cli_is_help(a)) {
-      train_help(stdout);
-      return CLI_OK;
-    } else if (!strcmp(a, "--bidirectional")) {
-      o.bidirectional = 1;
-      continue;
-    } else if (!strcmp(a, "--overwrite")) {
-      o.overwrite = 1;
-      continue;
-    }
-    if (a[0] != '-' || a[1] != '-') return cli_usage_error(cmd, "unexpected argument '%s'", a);
-    if (!v) return cli_usage_error(cmd, "option %s needs a value", a);
-    i++;
-    if (!strcmp(a, "--task")) {
-      task = v;
-    } else if (!strcmp(a, "--score")) {
-      o.score = v;
-    } else if (!strcmp(a, "--output")) {
-      o.output = v;
-    } else if (!strcmp(a, "--init")) {
-      o.init = v;
-    } else if (!strcmp(a, "--layers")) {
-      if (cli_parse_int(v, 1, 4, &n)) return cli_usage_error(cmd, "bad --layers '%s' (1 to 4)", v);
-      o.num_layers = (int)n;
-    } else if (!strcmp(a, "--dropout")) {
-      if (cli_parse_float(v, &d) || !(d >= 0 && d < 1))
-        return cli_usage_error(cmd, "bad --dropout '%s' (0 <= P < 1)", v);
-      o.dropout = d;
-    } else if (!strcmp(a, "--save")) {
-      o.save_dir = v;
-    } else if (!strcmp(a, "--device")) {
-      device = v;
-    } else if (!strcmp(a, "--length")) {
-      if (cli_parse_int(v, 1, 4096, &n)) return cli_usage_error(cmd, "bad --length '%s'", v);
-      o.length = (int)n;
-    } else if (!strcmp(a, "--steps")) {
-      if (cli_parse_int(v, 0, 1L << 30, &n)) return cli_usage_error(cmd, "bad --steps '%s'", v);
-      o.steps = (int)n;
-    } else if (!strcmp(a, "--batch-size")) {
-      if (cli_parse_int(v, 1, 1L << 20, &n))
-        return cli_usage_error(cmd, "bad --batch-size '%s'", v);
-      o.batch_size = (int)n;
-    } else if (!strcmp(a, "--seed")) {
-      if (cli_parse_int(v, 0, 0x7fffffffL, &n)) return cli_usage_error(cmd, "bad --seed '%s'", v);
-      o.seed = (unsigned long long)n;
-    } else if (!strcmp(a, "--lr")) {
-      if (cli_parse_float(v, &d) || !(d > 0)) return cli_usage_error(cmd, "bad --lr '%s'", v);
-      o.lr = d;
-    } else if (!strcmp(a, "--clip")) {
-      if (cli_parse_float(v, &d) || d < 0) return cli_usage_error(cmd, "bad --clip '%s'", v);
-      o.clip = d;
-    } else {
-      return cli_usage_error(cmd, "unknown option '%s' (see seqcl train --help)", a);
-    }
+  if (resumed) {
+    if ((rc = reverse_resume_agrees(&a, &meta, &ckcfg))) return rc;
+    o.resume_dir = a.resume;
+    o.steps = a.steps_given ? (int)a.steps : 0;
+    o.save_dir = a.save ? a.save : a.resume;
+  } else {
+    if (!a.task) return cli_usage_error(cmd, "--task is required (the one task is 'reverse')");
+    if (strcmp(a.task, "reverse"))
+      return cli_usage_error(cmd, "--task: unknown task '%s' (the one task is 'reverse')", a.task);
+    if (!a.save) return cli_usage_error(cmd, "--save DIR is required");
+    if (a.score) o.score = a.score;
+    if ((rc = check_score(o.score, a.bidirectional))) return rc;
+    o.bidirectional = a.bidirectional;
+    o.save_dir = a.save;
+    if (a.length_given) o.length = (int)a.length;
+    if (a.steps_given) o.steps = (int)a.steps;
+    if (a.batch_given) o.batch_size = (int)a.batch;
+    if (a.seed_given) o.seed = (unsigned long long)a.seed;
+    if (a.lr_given) o.lr = a.lr;
+    if (a.clip_given) o.clip = a.clip;
+    if (a.layers) o.num_layers = (int)a.layers;
+    if (a.output) o.output = a.output;
+    if (a.init) o.init = a.init;
+    if (a.dropout_given) o.dropout = a.dropout;
   }
-  if (!task) return cli_usage_error(cmd, "--task is required (the one task is 'reverse')");
-  if (strcmp(task, "reverse"))
-    return cli_usage_error(cmd, "unknown task '%s' (the one task is 'reverse')", task);
-  if (!o.save_dir) return cli_usage_error(cmd, "--save DIR is required");
-  if (strcmp(o.score, "additive") && strcmp(o.score, "general") && strcmp(o.score, "dot") &&
-      strcmp(o.score, "scaled_dot"))
-    return cli_usage_error(cmd, "unknown --score '%s' (additive, general, dot, scaled_dot)",
-                           o.score);
-  if (o.bidirectional && (!strcmp(o.score, "dot") || !strcmp(o.score, "scaled_dot")))
-    return cli_usage_error(cmd,
-                           "--score %s needs encoder width == decoder hidden; it cannot be "
-                           "used with --bidirectional",
-                           o.score);
+  o.overwrite = a.overwrite;
   /* before a device is opened: a run that could not save fails in its first second */
   sq_save_plan plan;
-  seqcl_status st = sq_save_dir_check(NULL, o.save_dir, o.overwrite, NULL, &plan);
+  seqcl_status st = sq_save_dir_check(NULL, o.save_dir, o.overwrite, o.resume_dir, &plan);
   if (st != SEQCL_OK) return cli_fail(cmd, st);
-
   seqcl_ctx *ctx = NULL;
-  st = seqcl_ctx_open(device, &ctx);
-  if (st != SEQCL_OK) return cli_fail(cmd, st);
-  if (cli_verbose) {
-    const seqcl_device_info *info = seqcl_ctx_device(ctx);
-    fprintf(stderr, "seqcl train: device %s (%s)\n", info->selector, info->name);
-  }
-  progress_state p = {.tty = isatty(fileno(stderr)), .t0 = now_s()};
-  p.every = o.steps >= 10 ? o.steps / 10 : 1;
+  if ((rc = cli_ctx_open(cmd, a.device, &ctx))) return rc;
+  progress_state p;
+  progress_init(&p, o.steps ? o.steps : (int)meta.steps_total);
   o.progress = on_progress;
   o.user = &p;
   seqcl_train_result r;
@@ -193,17 +323,19 @@ int cmd_train(int argc, char **argv) {
   double total = now_s() - t0;
   seqcl_ctx_close(ctx);
   if (st == SEQCL_ERR_CANCELLED && cli_interrupted()) {
-    fprintf(stderr, "\nseqcl train: interrupted; nothing saved (the reversal task trains in\n"
-                    "seconds: run it again)\n");
+    fputc('\n', stderr);
+    cli_fail(cmd, st);
     return CLI_INTERRUPTED;
   }
   if (st != SEQCL_OK) return cli_fail(cmd, st);
+  const int done = r.steps_done - r.start_step;
   printf("final loss %.4f\n", (double)r.final_loss);
   printf("greedy exact-match accuracy %.1f%% (%d/%d held-out samples)\n",
          100.0 * r.correct / (r.evaluated ? r.evaluated : 1), r.correct, r.evaluated);
-  printf("trained %d steps in %.2f s (%.1f steps/s); total %.2f s; saved %s\n", o.steps,
-         r.train_seconds, r.train_seconds > 0 ? o.steps / r.train_seconds : 0.0, total,
-         o.save_dir);
+  printf("trained steps %d..%d in %.2f s (%.1f steps/s); total %.2f s; saved %s (checkpoint in "
+         "%s/checkpoint)\n",
+         r.start_step, r.steps_done, r.train_seconds,
+         r.train_seconds > 0 ? done / r.train_seconds : 0.0, total, o.save_dir, o.save_dir);
   return CLI_OK;
 }
 
@@ -228,105 +360,69 @@ static int on_files_progress(void *user, const seqcl_train_event *e) {
   return stop;
 }
 
-static int train_files(int argc, char **argv) {
-  const char *cmd = "train", *device = NULL;
+static int train_files(const train_args *a) {
+  const char *cmd = "train";
   seqcl_train_files_options o;
   seqcl_train_files_options_init(&o);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    long n;
-    double d;
-    if (cli_is_help(a)) {
-      train_help(stdout);
-      return CLI_OK;
-    }
-    if (!strcmp(a, "--overwrite")) {
-      o.overwrite = 1;
-      continue;
-    }
-    if (a[0] != '-' || a[1] != '-') return cli_usage_error(cmd, "unexpected argument '%s'", a);
-    if (!v) return cli_usage_error(cmd, "option %s needs a value", a);
-    i++;
-    if (!strcmp(a, "--src")) o.src_path = v;
-    else if (!strcmp(a, "--tgt")) o.tgt_path = v;
-    else if (!strcmp(a, "--valid-src")) o.valid_src_path = v;
-    else if (!strcmp(a, "--valid-tgt")) o.valid_tgt_path = v;
-    else if (!strcmp(a, "--config")) o.config_path = v;
-    else if (!strcmp(a, "--init")) o.init_dir = v;
-    else if (!strcmp(a, "--resume")) o.resume_dir = v;
-    else if (!strcmp(a, "--save")) o.save_dir = v;
-    else if (!strcmp(a, "--device")) device = v;
-    else if (!strcmp(a, "--steps")) {
-      if (cli_parse_int(v, 0, 1L << 30, &n)) return cli_usage_error(cmd, "bad --steps '%s'", v);
-      o.steps = (int)n;
-    } else if (!strcmp(a, "--batch-size")) {
-      if (cli_parse_int(v, 1, 1L << 20, &n))
-        return cli_usage_error(cmd, "bad --batch-size '%s'", v);
-      o.batch_size = (int)n;
-    } else if (!strcmp(a, "--seed")) {
-      if (cli_parse_int(v, 0, 0x7fffffffL, &n)) return cli_usage_error(cmd, "bad --seed '%s'", v);
-      o.seed = n;
-    } else if (!strcmp(a, "--checkpoint-every")) {
-      if (cli_parse_int(v, 0, 1L << 30, &n))
-        return cli_usage_error(cmd, "bad --checkpoint-every '%s'", v);
-      o.checkpoint_every = (int)n;
-    } else if (!strcmp(a, "--valid-every")) {
-      if (cli_parse_int(v, 0, 1L << 30, &n))
-        return cli_usage_error(cmd, "bad --valid-every '%s'", v);
-      o.valid_every = (int)n;
-    } else if (!strcmp(a, "--lr")) {
-      if (cli_parse_float(v, &d) || !(d > 0)) return cli_usage_error(cmd, "bad --lr '%s'", v);
-      o.lr = d;
-    } else if (!strcmp(a, "--clip")) {
-      if (cli_parse_float(v, &d) || d < 0) return cli_usage_error(cmd, "bad --clip '%s'", v);
-      o.clip = d;
-    } else if (!strcmp(a, "--dropout")) {
-      if (cli_parse_float(v, &d) || !(d >= 0 && d < 1))
-        return cli_usage_error(cmd, "bad --dropout '%s' (0 <= P < 1)", v);
-      o.dropout = d;
-    } else {
-      return cli_usage_error(cmd, "unknown option '%s' (see seqcl train --help)", a);
-    }
+  if (a->length_given || a->score || a->bidirectional || a->layers || a->output)
+    return cli_usage_error(cmd, "--length, --score, --bidirectional, --layers and --output "
+                                "belong to --task reverse; a model on token files takes them "
+                                "from --config");
+  o.src_path = a->src, o.tgt_path = a->tgt;
+  o.valid_src_path = a->valid_src, o.valid_tgt_path = a->valid_tgt;
+  o.config_path = a->config, o.init_dir = a->init, o.resume_dir = a->resume;
+  o.save_dir = a->save;
+  if (a->steps_given) o.steps = (int)a->steps;
+  if (a->batch_given) o.batch_size = (int)a->batch;
+  if (a->seed_given) o.seed = a->seed;
+  if (a->lr_given) o.lr = a->lr;
+  if (a->clip_given) o.clip = a->clip;
+  if (a->dropout_given) o.dropout = a->dropout;
+  o.overwrite = a->overwrite;
+  o.checkpoint_every = (int)a->ckpt_every;
+  o.valid_every = (int)a->valid_every;
+  if (!a->resume) {
+    if (!o.src_path || !o.tgt_path) return cli_usage_error(cmd, "--src and --tgt are required");
+    if (!o.save_dir) return cli_usage_error(cmd, "--save DIR is required");
+    if (!o.config_path && !o.init_dir)
+      return cli_usage_error(cmd, "--config FILE (or --init DIR, or --resume DIR) is required");
+    if (!o.valid_every) o.valid_every = o.checkpoint_every;
   }
-  if (!o.src_path || !o.tgt_path) return cli_usage_error(cmd, "--src and --tgt are required");
-  if (!o.save_dir) return cli_usage_error(cmd, "--save DIR is required");
-  if (!o.config_path && !o.init_dir && !o.resume_dir)
-    return cli_usage_error(cmd, "--config FILE (or --init DIR, or --resume DIR) is required");
-  if (!o.valid_every) o.valid_every = o.checkpoint_every;
-  /* before a device is opened: a run that could not save fails in its first second */
-  sq_save_plan plan;
-  seqcl_status st = sq_save_dir_check(NULL, o.save_dir, o.overwrite, o.resume_dir, &plan);
-  if (st != SEQCL_OK) return cli_fail(cmd, st);
-
+  /* before a device is opened: a run that could not save fails in its first second (on
+   * resume without --save the library settles the folder, and checks it the same way) */
+  if (o.save_dir) {
+    sq_save_plan plan;
+    seqcl_status pst = sq_save_dir_check(NULL, o.save_dir, o.overwrite, o.resume_dir, &plan);
+    if (pst != SEQCL_OK) return cli_fail(cmd, pst);
+  }
   seqcl_ctx *ctx = NULL;
-  st = seqcl_ctx_open(device, &ctx);
-  if (st != SEQCL_OK) return cli_fail(cmd, st);
-  if (cli_verbose) {
-    const seqcl_device_info *info = seqcl_ctx_device(ctx);
-    fprintf(stderr, "seqcl train: device %s (%s)\n", info->selector, info->name);
-  }
-  files_progress p = {.bar = {.tty = isatty(fileno(stderr)), .t0 = now_s()}};
-  p.bar.every = o.steps >= 10 ? o.steps / 10 : 1;
+  int rc = cli_ctx_open(cmd, a->device, &ctx);
+  if (rc) return rc;
+  files_progress p;
+  progress_init(&p.bar, o.steps ? o.steps : 1000);
   o.progress = on_files_progress;
   o.user = &p;
   seqcl_train_files_result r;
   cli_interrupt_install();
-  st = seqcl_train_files(ctx, &o, &r);
+  seqcl_status st = seqcl_train_files(ctx, &o, &r);
   seqcl_ctx_close(ctx);
   if (st == SEQCL_ERR_CANCELLED && cli_interrupted()) {
-    fprintf(stderr, "\nseqcl train: %s\n", seqcl_last_message());
+    fputc('\n', stderr);
+    cli_fail(cmd, st);
     return CLI_INTERRUPTED;
   }
   if (st != SEQCL_OK) return cli_fail(cmd, st);
-  printf("trained steps %d..%d on %d lines (longest source %d, target %d) in %.2f s\n",
-         r.start_step, r.steps_done, r.train_lines, r.max_src_len, r.max_tgt_len,
-         r.train_seconds);
+  const int done = r.steps_done - r.start_step;
+  printf("trained steps %d..%d on %d lines (longest source %d, target %d) in %.2f s (%.1f "
+         "steps/s)\n",
+         r.start_step, r.steps_done, r.train_lines, r.max_src_len, r.max_tgt_len, r.train_seconds,
+         r.train_seconds > 0 ? done / r.train_seconds : 0.0);
   printf("final batch loss %.4f\n", (double)r.final_loss);
   if (r.validated)
     printf("validation loss %.4f, greedy exact match %.1f%% (%d/%d)\n", r.valid_loss,
            100.0 * r.valid_correct / (r.valid_count ? r.valid_count : 1), r.valid_correct,
            r.valid_count);
-  printf("saved %s (checkpoint in %s/checkpoint)\n", o.save_dir, o.save_dir);
+  const char *save = r.save_dir;
+  printf("saved %s (checkpoint in %s/checkpoint)\n", save, save);
   return CLI_OK;
 }

@@ -14,7 +14,7 @@ typedef struct seqcl_train_options {
   int length;         /* digits per source line (default 6) */
   const char *score;  /* "additive" (default), "general", "dot", "scaled_dot" */
   int bidirectional;  /* encoder direction count 2 (dot/scaled_dot refuse it) */
-  int steps;          /* Adam steps (default 1200) */
+  int steps;          /* Adam steps, the total (default 1200; on resume 0 = the checkpoint's) */
   int batch_size;     /* default 64 */
   double lr;          /* default 1e-3 */
   double clip;        /* global gradient-norm bound; 0 = none (default) */
@@ -33,10 +33,15 @@ typedef struct seqcl_train_options {
   const char *init;   /* decoder init "zeros" (default) or "bridge" */
   double dropout;     /* in [0, 1): embeddings, between encoder layers and the
                        * output layer's input, training steps only (default 0) */
+  /* Continue the checkpoint in DIR/checkpoint (or DIR): the config, the
+   * hyperparameters and the data stream come from it; only steps and save_dir
+   * are read from these options. */
+  const char *resume_dir;
 } seqcl_train_options;
 
 typedef struct seqcl_train_result {
   float final_loss;  /* the loss of the last training batch */
+  int start_step, steps_done; /* 0 or the checkpoint's step; the step count at the end */
   int correct, evaluated; /* exact-match greedy accuracy on held-out samples */
   double train_seconds;
 } seqcl_train_result;
@@ -49,7 +54,9 @@ void seqcl_train_options_default(seqcl_train_options *o);
 
 /* Trains a fresh model on the reversal task on ctx's device, evaluates greedy
  * exact-match accuracy on 256 held-out samples and, when save_dir is set,
- * writes config.json + model.safetensors there. Bad options are
+ * writes config.json + model.safetensors there with a checkpoint in
+ * save_dir/checkpoint (also when the progress callback stops the run, which
+ * then returns SEQCL_ERR_CANCELLED after saving). Bad options are
  * SEQCL_ERR_INVALID_ARGUMENT; a save_dir that could not be written
  * (see overwrite) is SEQCL_ERR_IO before any step runs; a non-finite loss is
  * SEQCL_ERR_NON_FINITE. */
@@ -74,10 +81,13 @@ typedef struct seqcl_train_files_options {
   const char *config_path; /* config.json of the model to train; may be NULL with
                             * init_dir (its config) or resume_dir (the checkpoint's) */
   const char *init_dir;    /* start from this model directory's weights (optional) */
-  const char *resume_dir;  /* continue the checkpoint in DIR/checkpoint or DIR */
-  const char *save_dir;    /* required: the model is written here, checkpoints in
-                            * save_dir/checkpoint */
-  int steps;               /* total steps, those before a resume included (1000) */
+  const char *resume_dir;  /* continue the checkpoint in DIR/checkpoint or DIR; the files,
+                            * steps and intervals not given come from it (paths given must
+                            * be the recorded ones) */
+  const char *save_dir;    /* the model is written here, checkpoints in save_dir/checkpoint;
+                            * required unless resuming (then: the checkpoint's model folder) */
+  int steps;               /* total steps, those before a resume included; 0 = 1000, or on
+                            * resume the checkpoint's total */
   /* 0 / negative = the default (64, 1e-3, no clipping, 0), or on resume the
    * checkpoint's value; on resume an explicit value must equal the checkpoint's. */
   int batch_size;
@@ -114,6 +124,7 @@ typedef struct seqcl_train_files_result {
   int valid_correct, valid_count;
   double train_seconds;
   int train_lines, max_src_len, max_tgt_len;
+  char save_dir[1024];     /* where the model and the checkpoint went */
 } seqcl_train_files_result;
 
 void seqcl_train_files_options_init(seqcl_train_files_options *o);

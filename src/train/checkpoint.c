@@ -61,6 +61,17 @@ static seqcl_status write_meta(seqcl_ctx *ctx, const char *path, const sq_ckpt_m
                         "shuffle_state", rng, "epoch", (json_int_t)m->epoch, "cursor",
                         (json_int_t)m->cursor, "train_lines", (json_int_t)m->train_lines,
                         "data_hash", hash);
+  if (o) {
+    json_object_set_new(o, "task", json_string(m->task[0] ? m->task : "files"));
+    json_object_set_new(o, "steps_total", json_integer((json_int_t)m->steps_total));
+    json_object_set_new(o, "checkpoint_every", json_integer(m->checkpoint_every));
+    json_object_set_new(o, "valid_every", json_integer(m->valid_every));
+    if (m->length) json_object_set_new(o, "length", json_integer(m->length));
+    const char *keys[4] = {"src", "tgt", "valid_src", "valid_tgt"};
+    const char *vals[4] = {m->src, m->tgt, m->valid_src, m->valid_tgt};
+    for (int i = 0; i < 4; i++)
+      if (vals[i][0]) json_object_set_new(o, keys[i], json_string(vals[i]));
+  }
   char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
   json_decref(o);
   if (!text) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: cannot format %s", path);
@@ -120,6 +131,12 @@ seqcl_status sq_checkpoint_locate(seqcl_ctx *ctx, const char *dir, char **out) {
   *out = nested ? join(dir, "checkpoint") : strdup(dir);
   if (!*out) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
   return SEQCL_OK;
+}
+
+void sq_ckpt_abspath(const char *path, char *buf, size_t cap) {
+  char *r = path && strcmp(path, "-") ? realpath(path, NULL) : NULL;
+  snprintf(buf, cap, "%s", r ? r : path ? path : "");
+  free(r);
 }
 
 static int get_u64_text(json_t *o, const char *key, int hex, uint64_t *v) {
@@ -184,6 +201,34 @@ seqcl_status sq_checkpoint_read_meta(seqcl_ctx *ctx, const char *ckdir, sq_ckpt_
     json_decref(one);
   }
   if (!bad && m->cursor > m->train_lines) bad = "cursor";
+  /* written since the checkpoint learnt to say what it continues; older ones
+   * (without them) are files runs whose files must be given again */
+  const char *task = json_string_value(json_object_get(o, "task"));
+  snprintf(m->task, sizeof m->task, "%s", task ? task : "files");
+  if (!bad && strcmp(m->task, "files") && strcmp(m->task, "reverse")) bad = "task";
+  json_t *v;
+  if (!bad && (v = json_object_get(o, "steps_total")) &&
+      (!json_is_integer(v) || (m->steps_total = (long)json_integer_value(v)) < m->step))
+    bad = "steps_total";
+  if (!bad && (v = json_object_get(o, "checkpoint_every")) &&
+      (!json_is_integer(v) || (m->checkpoint_every = (int)json_integer_value(v)) < 0))
+    bad = "checkpoint_every";
+  if (!bad && (v = json_object_get(o, "valid_every")) &&
+      (!json_is_integer(v) || (m->valid_every = (int)json_integer_value(v)) < 0))
+    bad = "valid_every";
+  if (!bad && (v = json_object_get(o, "length")) &&
+      (!json_is_integer(v) || (m->length = (int)json_integer_value(v)) < 1 || m->length > 4096))
+    bad = "length";
+  if (!bad && !strcmp(m->task, "reverse") && !m->length) bad = "length";
+  const char *keys[4] = {"src", "tgt", "valid_src", "valid_tgt"};
+  char *dst[4] = {m->src, m->tgt, m->valid_src, m->valid_tgt};
+  for (int i = 0; !bad && i < 4; i++) {
+    v = json_object_get(o, keys[i]);
+    if (!v) continue;
+    const char *p = json_string_value(v);
+    if (!p || !*p || strlen(p) >= sizeof m->src) bad = keys[i];
+    else snprintf(dst[i], sizeof m->src, "%s", p);
+  }
   if (bad) st = sq_fail(ctx, SEQCL_ERR_BAD_MODEL, "checkpoint: %s: missing or bad \"%s\"", path, bad);
   json_decref(o);
 done:

@@ -2,7 +2,8 @@
  * model.safetensors), Adam's moments (optimizer.safetensors: exp_avg.NAME and
  * exp_avg_sq.NAME, torch.optim.Adam's names) and training.json (step count,
  * hyperparameters, the shuffle generator's state and position, a fingerprint
- * of the training data). Written into a temporary folder beside the target and
+ * of the training data, and what `--resume DIR` alone needs to go on: the
+ * task, the data files, the total step count and the intervals). Written into a temporary folder beside the target and
  * renamed into place, so DIR/checkpoint is always a complete checkpoint. */
 #ifndef SQ_TRAIN_CHECKPOINT_H
 #define SQ_TRAIN_CHECKPOINT_H
@@ -21,7 +22,16 @@ typedef struct sq_ckpt_meta {
   long train_lines;
   uint64_t data_hash;       /* FNV-1a of the training ids and line lengths */
   double dropout;           /* absent in older checkpoints: 0 */
+  /* what the run was asked for (so that --resume DIR alone continues it) */
+  char task[16];            /* "files" or "reverse" */
+  long steps_total;         /* the --steps of the run */
+  int checkpoint_every, valid_every;
+  int length;               /* reverse: digits per line */
+  char src[1024], tgt[1024], valid_src[1024], valid_tgt[1024]; /* files: absolute paths, "" = none */
 } sq_ckpt_meta;
+
+/* The absolute form of path (realpath, else path itself) into buf. */
+void sq_ckpt_abspath(const char *path, char *buf, size_t cap);
 
 /* Writes save_dir/checkpoint (replacing an older one). adam_mv holds m then v
  * (L->total floats each). */

@@ -25,7 +25,7 @@
 
 void seqcl_train_files_options_init(seqcl_train_files_options *o) {
   memset(o, 0, sizeof *o);
-  o->steps = 1000;
+  o->steps = 0; /* 1000, or on resume the checkpoint's total */
   o->clip = -1.0;
   o->seed = -1;
   o->dropout = -1.0;
@@ -151,7 +151,8 @@ typedef struct run {
   long *idx;
   int32_t *src, *lens, *tgt, *pred;
   float *host; /* params, then m and v */
-  char *ckdir;
+  char *ckdir, *save_alloc;
+  sq_ckpt_meta meta;
   sq_save_plan save;
   int B, S, T;
   uint64_t seed, hash;
@@ -210,20 +211,29 @@ static seqcl_status settle_options(seqcl_ctx *ctx, const seqcl_train_files_optio
   R->seed = o->seed >= 0 ? (uint64_t)o->seed : m ? m->seed : 0;
   R->dropout = o->dropout >= 0 ? o->dropout : m ? m->dropout : 0.0;
   if (m) {
-    const char *which = R->B != m->batch_size ? "--batch-size"
-                        : R->lr != m->lr       ? "--lr"
-                        : R->clip != m->clip   ? "--clip"
-                        : R->seed != m->seed   ? "--seed"
-                        : R->dropout != m->dropout ? "--dropout"
-                                               : NULL;
+    char given[64] = "", had[64] = "";
+    const char *which = NULL;
+    if (R->B != m->batch_size)
+      which = "--batch-size", snprintf(given, 64, "%d", R->B), snprintf(had, 64, "%d", m->batch_size);
+    else if (R->lr != m->lr)
+      which = "--lr", snprintf(given, 64, "%g", R->lr), snprintf(had, 64, "%g", m->lr);
+    else if (R->clip != m->clip)
+      which = "--clip", snprintf(given, 64, "%g", R->clip), snprintf(had, 64, "%g", m->clip);
+    else if (R->seed != m->seed)
+      which = "--seed", snprintf(given, 64, "%llu", (unsigned long long)R->seed),
+      snprintf(had, 64, "%llu", (unsigned long long)m->seed);
+    else if (R->dropout != m->dropout)
+      which = "--dropout", snprintf(given, 64, "%g", R->dropout), snprintf(had, 64, "%g", m->dropout);
     if (which)
       return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                     "train: %s differs from the checkpoint's (a resumed run continues the same "
-                     "run; leave it out)",
-                     which);
-    if (o->steps < m->step)
+                     "train: %s %s differs from the checkpoint's %s (a resumed run continues the "
+                     "same run; leave %s out)",
+                     which, given, had, which);
+    if (o->steps <= m->step)
       return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                     "train: --steps %d is below the checkpoint's step %ld", o->steps, m->step);
+                     "train: --steps %d: the checkpoint has already done %ld steps; give a "
+                     "larger --steps (the new total) to train on",
+                     o->steps, m->step);
   }
   return SEQCL_OK;
 }
@@ -236,6 +246,14 @@ static seqcl_status save_checkpoint(seqcl_ctx *ctx, const seqcl_train_files_opti
                     .seed = R->seed, .dropout = R->dropout, .epoch = R->sh.epoch,
                     .cursor = R->sh.cursor, .train_lines = R->sh.n, .data_hash = R->hash};
   memcpy(m.epoch_rng, R->sh.epoch_rng.s, sizeof m.epoch_rng);
+  snprintf(m.task, sizeof m.task, "files");
+  m.steps_total = o->steps;
+  m.checkpoint_every = o->checkpoint_every;
+  m.valid_every = o->valid_every;
+  sq_ckpt_abspath(o->src_path, m.src, sizeof m.src);
+  sq_ckpt_abspath(o->tgt_path, m.tgt, sizeof m.tgt);
+  if (o->valid_src_path) sq_ckpt_abspath(o->valid_src_path, m.valid_src, sizeof m.valid_src);
+  if (o->valid_tgt_path) sq_ckpt_abspath(o->valid_tgt_path, m.valid_tgt, sizeof m.valid_tgt);
   return sq_checkpoint_write(ctx, o->save_dir, &R->L, R->host, R->host + total, &m);
 }
 
@@ -281,8 +299,85 @@ static seqcl_status validate(run *R, seqcl_train_event *e) {
   return SEQCL_OK;
 }
 
-static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_options *o, run *R,
-                                    seqcl_train_files_result *res) {
+/* One data file on resume: a given path must be the recorded one; an absent
+ * one is taken from the checkpoint. */
+static seqcl_status resume_path(seqcl_ctx *ctx, const char *opt, const char **given,
+                                const char *recorded, const char *ckdir, int required) {
+  if (*given) {
+    char abs[1024];
+    sq_ckpt_abspath(*given, abs, sizeof abs);
+    if (recorded[0] && strcmp(abs, recorded))
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                     "train: %s %s differs from the checkpoint's (%s in %s); leave %s out to "
+                     "continue on the same data",
+                     opt, *given, recorded, ckdir, opt);
+    return SEQCL_OK;
+  }
+  if (recorded[0]) {
+    *given = recorded;
+    return SEQCL_OK;
+  }
+  if (required)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: the checkpoint in %s does not record its training files: give %s",
+                   ckdir, opt);
+  return SEQCL_OK;
+}
+
+/* --resume DIR alone: what was not given again comes from the checkpoint
+ * (files, total steps, intervals; the save folder is the one holding it). */
+static seqcl_status resume_options(seqcl_ctx *ctx, const seqcl_train_files_options *o,
+                                   const sq_ckpt_meta *m, const char *ckdir,
+                                   seqcl_train_files_options *eff, char **save_alloc) {
+  *eff = *o;
+  if (strcmp(m->task, "files"))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: the checkpoint in %s is of the %s task (seqcl train --resume %s "
+                   "continues it)",
+                   ckdir, m->task, o->resume_dir);
+  SQ_TRY(resume_path(ctx, "--src", &eff->src_path, m->src, ckdir, 1));
+  SQ_TRY(resume_path(ctx, "--tgt", &eff->tgt_path, m->tgt, ckdir, 1));
+  if (!o->valid_src_path && !o->valid_tgt_path && m->valid_src[0] && m->valid_tgt[0]) {
+    eff->valid_src_path = m->valid_src;
+    eff->valid_tgt_path = m->valid_tgt;
+  } else {
+    SQ_TRY(resume_path(ctx, "--valid-src", &eff->valid_src_path, m->valid_src, ckdir, 0));
+    SQ_TRY(resume_path(ctx, "--valid-tgt", &eff->valid_tgt_path, m->valid_tgt, ckdir, 0));
+  }
+  if (!eff->steps) eff->steps = m->steps_total ? (int)m->steps_total : 1000;
+  if (!eff->checkpoint_every) eff->checkpoint_every = m->checkpoint_every;
+  if (!eff->valid_every) eff->valid_every = m->valid_every;
+  if (!eff->save_dir) {
+    /* DIR/checkpoint: the model is DIR; a checkpoint folder given itself: its parent */
+    size_t n = strlen(ckdir);
+    int nested = n > 11 && !strcmp(ckdir + n - 11, "/checkpoint");
+    *save_alloc = nested ? strndup(ckdir, n - 11) : strdup(o->resume_dir);
+    if (*save_alloc && !nested) {
+      char *slash = strrchr(*save_alloc, '/');
+      if (slash && slash != *save_alloc) *slash = '\0';
+      else snprintf(*save_alloc, strlen(*save_alloc) + 1, "%s", slash ? "/" : ".");
+    }
+    if (!*save_alloc) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
+    eff->save_dir = *save_alloc;
+  }
+  return SEQCL_OK;
+}
+
+static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_options *given,
+                                    run *R, seqcl_train_files_result *res) {
+  seqcl_train_files_options eff = *given;
+  const seqcl_train_files_options *o = &eff;
+  if (given->resume_dir) {
+    if (given->config_path || given->init_dir)
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                     "train: --resume takes the model from the checkpoint; leave out --config "
+                     "and --init");
+    SQ_TRY(sq_checkpoint_locate(ctx, given->resume_dir, &R->ckdir));
+    SQ_TRY(sq_checkpoint_read_meta(ctx, R->ckdir, &R->meta));
+    SQ_TRY(resume_options(ctx, given, &R->meta, R->ckdir, &eff, &R->save_alloc));
+  } else if (!eff.steps) {
+    eff.steps = 1000;
+  }
   if (!o->save_dir) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --save DIR is required");
   /* before any work: a run that cannot save fails now, not after its last step */
   SQ_TRY(sq_save_dir_check(ctx, o->save_dir, o->overwrite, o->resume_dir, &R->save));
@@ -291,15 +386,9 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
   if (!o->valid_src_path != !o->valid_tgt_path)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
                    "train: --valid-src and --valid-tgt go together");
-  sq_ckpt_meta meta, *m = NULL;
+  sq_ckpt_meta *m = NULL;
   if (o->resume_dir) {
-    if (o->config_path || o->init_dir)
-      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                     "train: --resume takes the model from the checkpoint; leave out --config "
-                     "and --init");
-    SQ_TRY(sq_checkpoint_locate(ctx, o->resume_dir, &R->ckdir));
-    SQ_TRY(sq_checkpoint_read_meta(ctx, R->ckdir, &meta));
-    m = &meta;
+    m = &R->meta;
     SQ_TRY(load_config(ctx, R->ckdir, NULL, &R->cfg));
   } else if (o->config_path) {
     SQ_TRY(load_config(ctx, NULL, o->config_path, &R->cfg));
@@ -309,6 +398,7 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
                    "train: --config FILE (or --init DIR, or --resume DIR) is required");
   }
+  snprintf(res->save_dir, sizeof res->save_dir, "%s", o->save_dir ? o->save_dir : "");
   SQ_TRY(settle_options(ctx, o, m, R));
   SQ_TRY(sq_tlayout_make(ctx, &R->cfg, &R->L));
   SQ_TRY(load_pair(ctx, &R->cfg, o->src_path, o->tgt_path, &R->train));
@@ -419,9 +509,9 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
   SQ_TRY(sq_model_dir_save(ctx, &R->L, R->host, o->save_dir, &R->save, 1));
   if (stopped)
     return sq_fail(ctx, SEQCL_ERR_CANCELLED,
-                   "train: stopped after step %d; the model is in %s and the checkpoint in "
-                   "%s/checkpoint (continue with --resume %s)",
-                   res->steps_done, o->save_dir, o->save_dir, o->save_dir);
+                   "train: stopped after step %d of %d; the model is in %s and the checkpoint "
+                   "in %s/checkpoint; continue with: seqcl train --resume %s",
+                   res->steps_done, o->steps, o->save_dir, o->save_dir, o->save_dir);
   return SEQCL_OK;
 }
 
@@ -442,6 +532,7 @@ seqcl_status seqcl_train_files(seqcl_ctx *ctx, const seqcl_train_files_options *
   free(R.src);
   free(R.host);
   free(R.ckdir);
+  free(R.save_alloc);
   return st;
 }
 

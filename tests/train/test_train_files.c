@@ -271,13 +271,13 @@ static void test_errors(void **state) {
   o.config_path = NULL;
   o.resume_dir = at("R");
   o.batch_size = 4;
-  expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "--batch-size differs");
+  expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "--batch-size 4 differs");
   base_options(&o, "R", 6);
   o.config_path = NULL;
   o.resume_dir = at("R");
   o.src_path = at("valid.src");
   o.tgt_path = at("valid.tgt");
-  expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "not the files");
+  expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "differs from the checkpoint's");
   /* a NaN in the checkpoint's Adam moments or weights, or in an --init model:
    * a malformed file naming the tensor and the index, before any step */
   poison(at("R/checkpoint/optimizer.safetensors"), "exp_avg_sq.decoder.rnn.weight_hh", 7);
@@ -292,6 +292,13 @@ static void test_errors(void **state) {
   o.init_dir = at("R");
   expect_error(&o, SEQCL_ERR_BAD_MODEL, "'encoder.embedding.weight': element [0, 3]");
   assert_int_not_equal(access(at("I"), F_OK), 0); /* nothing saved */
+  /* the recorded files, changed since: the fingerprint tells */
+  base_options(&o, "R", 6);
+  o.config_path = NULL;
+  o.resume_dir = at("R");
+  o.src_path = o.tgt_path = NULL;
+  write_text("train.src", "1 2\n");
+  expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "train.src");
 }
 
 int main(void) {
