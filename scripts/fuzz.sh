@@ -7,7 +7,8 @@
 #
 #   scripts/fuzz.sh [-t SECONDS] [--update-corpus] [TARGET...]
 #
-# TARGET: safetensors config tokens selector (default: all, one after the other).
+# TARGET: safetensors config tokens selector checkpoint vocab (default: all, one
+# after the other).
 # SECONDS per target: -t, else $FUZZ_SECONDS, else 60.
 # Environment: FUZZ_BUILD_DIR (build-fuzz), FUZZ_JOBS (ninja -j, 2),
 # FUZZ_ARGS (extra libFuzzer flags, e.g. "-max_len=65536").
@@ -22,12 +23,12 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -t|--time) seconds=$2; shift 2 ;;
     --update-corpus) update=1; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    safetensors|config|tokens|selector) targets+=("$1"); shift ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    safetensors|config|tokens|selector|checkpoint|vocab) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors config tokens selector)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors config tokens selector checkpoint vocab)
 case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: seconds must be a number" >&2; exit 2 ;; esac
 
 build=${FUZZ_BUILD_DIR:-build-fuzz}

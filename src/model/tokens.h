@@ -29,6 +29,8 @@ typedef struct sq_vocab {
 /* Reads a vocabulary file: one token per line, id = line number - 1; empty
  * lines, duplicates and tokens with whitespace are errors. */
 seqcl_status sq_vocab_read(const char *path, sq_vocab **out);
+/* The same from memory; name is used in messages. */
+seqcl_status sq_vocab_parse(const char *text, size_t len, const char *name, sq_vocab **out);
 void sq_vocab_free(sq_vocab *v);
 /* id of word, or -1. */
 long sq_vocab_lookup(const sq_vocab *v, const char *word, size_t len);

@@ -92,6 +92,20 @@ static seqcl_status parse_vocab(const char *text, size_t len, const char *name, 
   return SEQCL_OK;
 }
 
+seqcl_status sq_vocab_parse(const char *text, size_t len, const char *name, sq_vocab **out) {
+  if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_vocab_parse: out is NULL");
+  *out = NULL;
+  sq_vocab *v = calloc(1, sizeof *v);
+  seqcl_status st = v ? parse_vocab(text, len, name, v)
+                      : sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
+  if (st != SEQCL_OK) {
+    sq_vocab_free(v);
+    return st;
+  }
+  *out = v;
+  return SEQCL_OK;
+}
+
 seqcl_status sq_vocab_read(const char *path, sq_vocab **out) {
   if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_vocab_read: out is NULL");
   *out = NULL;
@@ -99,14 +113,7 @@ seqcl_status sq_vocab_read(const char *path, sq_vocab **out) {
   size_t len = 0;
   SQ_TRY(sq_file_read_all(path, &buf, &len));
   const char *name = strcmp(path, "-") == 0 ? "standard input" : path;
-  sq_vocab *v = calloc(1, sizeof *v);
-  seqcl_status st = v ? parse_vocab((const char *)buf, len, name, v)
-                      : sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
+  seqcl_status st = sq_vocab_parse((const char *)buf, len, name, out);
   free(buf);
-  if (st != SEQCL_OK) {
-    sq_vocab_free(v);
-    return st;
-  }
-  *out = v;
-  return SEQCL_OK;
+  return st;
 }
