@@ -44,7 +44,8 @@ static seqcl_status write_adam(seqcl_ctx *ctx, const char *path, const sq_tlayou
   return SEQCL_OK;
 }
 
-static seqcl_status write_meta(seqcl_ctx *ctx, const char *path, const sq_ckpt_meta *m) {
+seqcl_status sq_checkpoint_meta_to_json(seqcl_ctx *ctx, const sq_ckpt_meta *m, char **out) {
+  *out = NULL;
   json_t *rng = json_array();
   for (int i = 0; i < 4; i++) {
     char hex[24];
@@ -74,7 +75,14 @@ static seqcl_status write_meta(seqcl_ctx *ctx, const char *path, const sq_ckpt_m
   }
   char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
   json_decref(o);
-  if (!text) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: cannot format %s", path);
+  if (!text) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: cannot format training.json");
+  *out = text;
+  return SEQCL_OK;
+}
+
+static seqcl_status write_meta(seqcl_ctx *ctx, const char *path, const sq_ckpt_meta *m) {
+  char *text = NULL;
+  SQ_TRY(sq_checkpoint_meta_to_json(ctx, m, &text));
   sq_outfile f;
   seqcl_status st = sq_outfile_open(path, &f);
   if (st == SEQCL_OK) {
@@ -154,14 +162,27 @@ seqcl_status sq_checkpoint_read_meta(seqcl_ctx *ctx, const char *ckdir, sq_ckpt_
   memset(m, 0, sizeof *m);
   char *path = join(ckdir, "training.json");
   if (!path) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
+  unsigned char *text = NULL;
+  size_t len = 0;
+  seqcl_status st = sq_file_read_all(path, &text, &len);
+  if (st != SEQCL_OK)
+    st = sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot read %s: %s", path, seqcl_last_message());
+  else
+    st = sq_checkpoint_parse_meta(ctx, (const char *)text, len, path, m);
+  free(text);
+  free(path);
+  return st;
+}
+
+seqcl_status sq_checkpoint_parse_meta(seqcl_ctx *ctx, const char *text, size_t len,
+                                      const char *path, sq_ckpt_meta *m) {
+  memset(m, 0, sizeof *m);
   json_error_t err;
-  json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+  json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
   seqcl_status st = SEQCL_OK;
-  if (!o) {
-    st = sq_fail(ctx, access(path, R_OK) ? SEQCL_ERR_IO : SEQCL_ERR_BAD_MODEL,
-                 "checkpoint: cannot read %s: %s (line %d)", path, err.text, err.line);
-    goto done;
-  }
+  if (!o)
+    return sq_fail(ctx, SEQCL_ERR_BAD_MODEL, "checkpoint: %s: malformed JSON: %s (line %d)", path,
+                   err.text, err.line);
   json_t *rng = json_object_get(o, "shuffle_state");
   const char *bad = NULL;
   if (strcmp(json_string_value(json_object_get(o, "format")) ? json_string_value(json_object_get(o, "format")) : "", "seqcl.checkpoint") ||
@@ -208,7 +229,8 @@ seqcl_status sq_checkpoint_read_meta(seqcl_ctx *ctx, const char *ckdir, sq_ckpt_
   if (!bad && strcmp(m->task, "files") && strcmp(m->task, "reverse")) bad = "task";
   json_t *v;
   if (!bad && (v = json_object_get(o, "steps_total")) &&
-      (!json_is_integer(v) || (m->steps_total = (long)json_integer_value(v)) < m->step))
+      (!json_is_integer(v) || (m->steps_total = (long)json_integer_value(v)) < 0 ||
+       (m->steps_total && m->steps_total < m->step))) /* 0: not recorded */
     bad = "steps_total";
   if (!bad && (v = json_object_get(o, "checkpoint_every")) &&
       (!json_is_integer(v) || (m->checkpoint_every = (int)json_integer_value(v)) < 0))
@@ -231,8 +253,7 @@ seqcl_status sq_checkpoint_read_meta(seqcl_ctx *ctx, const char *ckdir, sq_ckpt_
   }
   if (bad) st = sq_fail(ctx, SEQCL_ERR_BAD_MODEL, "checkpoint: %s: missing or bad \"%s\"", path, bad);
   json_decref(o);
-done:
-  free(path);
+  if (st != SEQCL_OK) memset(m, 0, sizeof *m);
   return st;
 }
 

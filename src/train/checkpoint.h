@@ -42,6 +42,11 @@ seqcl_status sq_checkpoint_write(seqcl_ctx *ctx, const char *save_dir, const sq_
  * training.json, else DIR itself. *out is malloc'd. */
 seqcl_status sq_checkpoint_locate(seqcl_ctx *ctx, const char *dir, char **out);
 seqcl_status sq_checkpoint_read_meta(seqcl_ctx *ctx, const char *ckdir, sq_ckpt_meta *meta);
+/* training.json from memory (path names it in messages): every field checked;
+ * *meta zeroed on failure. And the text written for meta (malloc'd). */
+seqcl_status sq_checkpoint_parse_meta(seqcl_ctx *ctx, const char *text, size_t len,
+                                      const char *path, sq_ckpt_meta *meta);
+seqcl_status sq_checkpoint_meta_to_json(seqcl_ctx *ctx, const sq_ckpt_meta *meta, char **out);
 /* Reads the moments for layout L (every exp_avg / exp_avg_sq tensor present,
  * with the parameter's element count). */
 seqcl_status sq_checkpoint_read_adam(seqcl_ctx *ctx, const char *ckdir, const sq_tlayout *L,

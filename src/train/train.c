@@ -239,8 +239,9 @@ static seqcl_status train_run(seqcl_ctx *ctx, const seqcl_train_options *given, 
   SQ_TRY(sq_finish(ctx));
   res->steps_done = (int)R->adam.step;
   res->start_step = (int)meta.step;
-  /* saved before the held-out draws, so that a resumed run sees the same stream */
-  if (o->save_dir) SQ_TRY(save_state(ctx, o, R, &data));
+  /* the stream as it is before the held-out draws: what a resumed run goes on with */
+  const sq_trng data_at_end = data;
+  if (stopped && o->save_dir) SQ_TRY(save_state(ctx, o, R, &data_at_end));
   if (stopped) {
     if (!o->save_dir)
       return sq_fail(ctx, SEQCL_ERR_CANCELLED, "train: cancelled at step %d", res->steps_done);
@@ -264,6 +265,8 @@ static seqcl_status train_run(seqcl_ctx *ctx, const seqcl_train_options *given, 
     for (int j = 0; j < S; j++) ok &= R->pred[(size_t)n * T + j] == R->tgt[(size_t)n * (T + 1) + 1 + j];
     res->correct += ok;
   }
+  /* saved last, so that a failure anywhere leaves nothing */
+  if (o->save_dir) SQ_TRY(save_state(ctx, o, R, &data_at_end));
   return SEQCL_OK;
 }
 
