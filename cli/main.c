@@ -41,8 +41,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "seqcl: out of memory\n");
     return CLI_RUNTIME;
   }
-  int rc = cli_check_env();
-  if (rc != CLI_OK) return rc;
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (!strcmp(argv[i], "--version")) {
@@ -61,6 +59,8 @@ int main(int argc, char **argv) {
     usage(stderr);
     return CLI_USAGE;
   }
+  int rc = cli_check_env(); /* after --help/--version: those work whatever the environment */
+  if (rc != CLI_OK) return rc;
   for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
     if (!strcmp(argv[i], commands[c].name)) return commands[c].fn(argc - i, argv + i);
   fprintf(stderr, "seqcl: unknown command '%s'\n", argv[i]);
