@@ -327,6 +327,10 @@ int cmd_train(int argc, char **argv) {
     cli_fail(cmd, st);
     return CLI_INTERRUPTED;
   }
+  if (st == SEQCL_ERR_OUT_OF_MEMORY || st == SEQCL_ERR_DEVICE_OUT_OF_MEMORY)
+    return cli_fail_hint(cmd, st, " (batch %d, length %d: lower --batch-size)",
+                         o.resume_dir ? (int)meta.batch_size : o.batch_size,
+                         o.resume_dir ? meta.length : o.length);
   if (st != SEQCL_OK) return cli_fail(cmd, st);
   const int done = r.steps_done - r.start_step;
   printf("final loss %.4f\n", (double)r.final_loss);
@@ -411,6 +415,12 @@ static int train_files(const train_args *a) {
     cli_fail(cmd, st);
     return CLI_INTERRUPTED;
   }
+  if (st == SEQCL_ERR_OUT_OF_MEMORY || st == SEQCL_ERR_DEVICE_OUT_OF_MEMORY)
+    return a->resume ? cli_fail_hint(cmd, st, " (the checkpoint's batch size is too large "
+                                              "here: train anew with a smaller --batch-size)")
+                     : cli_fail_hint(cmd, st, " (batch %d: lower --batch-size; the longest "
+                                              "lines set the other sizes)",
+                                     o.batch_size ? o.batch_size : 64);
   if (st != SEQCL_OK) return cli_fail(cmd, st);
   const int done = r.steps_done - r.start_step;
   printf("trained steps %d..%d on %d lines (longest source %d, target %d) in %.2f s (%.1f "
