@@ -246,7 +246,7 @@ group_train() {
 }
 
 group_progress() {
-  awk 'BEGIN { srand(5); for (i = 0; i < 30000; i++) { n = 3 + int(rand() * 9); s = "";
+  awk 'BEGIN { srand(5); for (i = 0; i < 60000; i++) { n = 3 + int(rand() * 9); s = "";
          for (j = 0; j < n; j++) s = s (j ? " " : "") int(rand() * 10); print s } }' >big.txt
   awk '{ t = "10"; for (i = NF; i >= 1; i--) t = t " " $i; print t " 11" }' big.txt >big_t.txt
   # a terminal shows the bar (lines done, lines/s, ETA) on stderr; script(1) gives it one
@@ -254,7 +254,7 @@ group_progress() {
     cases=$((cases + 1))
     script -qec "$seqcl decode --model $gold --src big.txt --out tty.txt --batch-size 16" \
       /dev/null >tty.log 2>&1 </dev/null
-    grep -q "lines/s" tty.log && grep -q "ETA" tty.log && grep -q "30000/30000 lines" tty.log ||
+    grep -q "lines/s" tty.log && grep -q "ETA" tty.log && grep -q "60000/60000 lines" tty.log ||
       fail "no progress bar on a terminal: $(head -c 300 tty.log)"
     cmp -s tty.txt <("$seqcl" decode --model "$gold" --src big.txt 2>/dev/null) ||
       fail "the output under a terminal differs"
@@ -263,18 +263,18 @@ group_progress() {
       /dev/null >tty.log 2>&1 </dev/null
     ! grep -q "lines/s" tty.log || fail "--quiet still shows the bar"
     cases=$((cases + 1))
-    script -qec "$seqcl forward --model $gold --src big.txt --tgt big_t.txt --out fw.st" \
+    script -qec "$seqcl forward --model $gold --src big.txt --tgt big_t.txt --out fw.st --batch-size 8" \
       /dev/null >tty.log 2>&1 </dev/null
-    grep -q "lines/s" tty.log && grep -q "30000/30000 lines" tty.log ||
+    grep -q "lines/s" tty.log && grep -q "60000/60000 lines" tty.log ||
       fail "forward: no progress bar on a terminal: $(head -c 300 tty.log)"
   fi
   # not a terminal: nothing without -v, periodic plain lines with -v
   run_case "decode, no terminal, quiet by default" 0 "" -- decode --model "$gold" --src big.txt \
     --out nt.txt --batch-size 16
   [ -s err ] && fail "decode printed progress off a terminal without -v: $(head -c 200 err)"
-  run_case "decode -v, no terminal" 0 "lines/s|30000/30000 lines" -- decode -v --model "$gold" \
+  run_case "decode -v, no terminal" 0 "lines/s|60000/60000 lines" -- decode -v --model "$gold" \
     --src big.txt --out nt.txt --batch-size 16
-  run_case "forward -v, no terminal" 0 "lines/s|30000/30000 lines" -- forward -v --model "$gold" \
+  run_case "forward -v, no terminal" 0 "lines/s|60000/60000 lines" -- forward -v --model "$gold" \
     --src big.txt --tgt big_t.txt --out fw.st --batch-size 512
   # a pipe sees the first lines long before the last: each batch is written when final
   cases=$((cases + 1))
@@ -285,7 +285,7 @@ rest = sys.stdin.read(); t2 = time.monotonic()
 n = 1 + rest.count("\n")
 print(f"{t1 - t0:.3f} {t2 - t0:.3f} {n}")' >stream.txt
   read -r first last n <stream.txt
-  [ "$n" = 30000 ] || fail "streamed decode wrote $n lines"
+  [ "$n" = 60000 ] || fail "streamed decode wrote $n lines"
   python3 -c "import sys; sys.exit(0 if $first < 0.5 * $last and $last > 0.3 else 1)" ||
     fail "decode to a pipe: first line after $first s, last after $last s (not streamed)"
   # a FIFO is written in place, as it goes
