@@ -69,6 +69,7 @@ typedef struct line_ctx {
   size_t lineno;
   long vocab_size;
   const sq_vocab *vocab;
+  unsigned flags;
 } line_ctx;
 
 /* Parses a decimal id: digits only, leading zeros allowed; values are clamped
@@ -141,7 +142,7 @@ static seqcl_status parse_line(const line_ctx *lc, const char *s, size_t len, bu
     if (push_id(b, id) != 0)
       return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", lc->name);
   }
-  if (b->nids == before)
+  if (b->nids == before && !(lc->flags & SQ_TOKENS_EMPTY_OK))
     return sq_fail(NULL, SEQCL_ERR_BAD_TOKENS, "%s:%zu: %s line (every line needs at least one token)",
                    lc->name, lc->lineno, len == 0 ? "empty" : "whitespace-only");
   return SEQCL_OK;
@@ -156,6 +157,11 @@ void sq_seqs_free(sq_seqs *s) {
 
 seqcl_status sq_tokens_parse(const char *text, size_t len, const char *name, long vocab_size,
                              const sq_vocab *vocab, sq_seqs *out) {
+  return sq_tokens_parse_flags(text, len, name, vocab_size, vocab, 0, out);
+}
+
+seqcl_status sq_tokens_parse_flags(const char *text, size_t len, const char *name, long vocab_size,
+                                   const sq_vocab *vocab, unsigned flags, sq_seqs *out) {
   if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_tokens_parse: out is NULL");
   memset(out, 0, sizeof *out);
   if (!name) name = "tokens";
@@ -163,7 +169,7 @@ seqcl_status sq_tokens_parse(const char *text, size_t len, const char *name, lon
   if (len == 0) return sq_fail(NULL, SEQCL_ERR_BAD_TOKENS, "%s: empty file (no lines)", name);
 
   builder b = {0};
-  line_ctx lc = {name, 0, vocab_size, vocab};
+  line_ctx lc = {name, 0, vocab_size, vocab, flags};
   seqcl_status st = SEQCL_OK;
   if (push_offset(&b, 0) != 0) st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
   size_t pos = 0;
@@ -191,6 +197,11 @@ seqcl_status sq_tokens_parse(const char *text, size_t len, const char *name, lon
 
 seqcl_status sq_tokens_read(const char *path, long vocab_size, const sq_vocab *vocab,
                             sq_seqs *out) {
+  return sq_tokens_read_flags(path, vocab_size, vocab, 0, out);
+}
+
+seqcl_status sq_tokens_read_flags(const char *path, long vocab_size, const sq_vocab *vocab,
+                                  unsigned flags, sq_seqs *out) {
   if (!out || !path)
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_tokens_read: path or out is NULL");
   memset(out, 0, sizeof *out);
@@ -198,7 +209,7 @@ seqcl_status sq_tokens_read(const char *path, long vocab_size, const sq_vocab *v
   size_t len = 0;
   SQ_TRY(sq_file_read_all(path, &buf, &len));
   const char *name = strcmp(path, "-") == 0 ? "standard input" : path;
-  seqcl_status st = sq_tokens_parse((const char *)buf, len, name, vocab_size, vocab, out);
+  seqcl_status st = sq_tokens_parse_flags((const char *)buf, len, name, vocab_size, vocab, flags, out);
   free(buf);
   return st;
 }

@@ -46,6 +46,13 @@ seqcl_status sq_tokens_read(const char *path, long vocab_size, const sq_vocab *v
                             sq_seqs *out);
 seqcl_status sq_tokens_parse(const char *text, size_t len, const char *name, long vocab_size,
                              const sq_vocab *vocab, sq_seqs *out);
+/* The same with flags: SQ_TOKENS_EMPTY_OK accepts empty and whitespace-only
+ * lines as sequences of length 0 (decode's output may hold them). */
+enum { SQ_TOKENS_EMPTY_OK = 1u };
+seqcl_status sq_tokens_read_flags(const char *path, long vocab_size, const sq_vocab *vocab,
+                                  unsigned flags, sq_seqs *out);
+seqcl_status sq_tokens_parse_flags(const char *text, size_t len, const char *name, long vocab_size,
+                                   const sq_vocab *vocab, unsigned flags, sq_seqs *out);
 void sq_seqs_free(sq_seqs *s); /* frees the arrays, zeroes *s */
 
 /* Writes one line: ids separated by single spaces (words with vocab), then '\n'.

@@ -1,0 +1,252 @@
+/* seqcl eval: exact match, token edit rate and corpus BLEU of a model's output
+ * (decoded here) or of an existing output file, against reference lines. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_model.h"
+#include "model/metrics.h"
+#include "model/wordtab.h"
+
+static void help(FILE *f) {
+  fprintf(f,
+          "usage: seqcl eval --model DIR --src FILE --ref FILE [--beam K] [--length-penalty A]\n"
+          "                  [--max-steps N] [--batch-size B] [--src-vocab F] [--tgt-vocab F]\n"
+          "                  [--metric exact,ter,bleu] [--device SEL]\n"
+          "       seqcl eval --hyp FILE --ref FILE [--metric exact,ter,bleu]\n\n"
+          "Scores produced lines against reference lines, line by line in order:\n"
+          "  exact  percent of lines equal to their reference (100 minus it is the\n"
+          "         word error rate of grapheme-to-phoneme work)\n"
+          "  ter    token edit rate: Levenshtein edits / reference tokens, in percent\n"
+          "         (the phoneme error rate of grapheme-to-phoneme work)\n"
+          "  bleu   corpus BLEU-4 over the tokens as given, 0-100, no smoothing (0 when\n"
+          "         any n-gram precision is 0); equals 100 x NLTK's corpus_bleu\n\n"
+          "  --model DIR        decode --src with this model (as seqcl decode does)\n"
+          "  --src FILE         source lines ('-' = standard input)\n"
+          "  --ref FILE         reference lines: ids (words with --tgt-vocab) as decode\n"
+          "                     writes them; with --model a leading BOS id and a trailing\n"
+          "                     EOS id are dropped, so training target files serve as is\n"
+          "  --hyp FILE         score this file instead of decoding: tokens of --hyp and\n"
+          "                     --ref are compared as strings (empty lines allowed)\n"
+          "  --beam K, --length-penalty A, --max-steps N, --batch-size B,\n"
+          "  --src-vocab F, --tgt-vocab F, --device SEL   as in seqcl decode\n"
+          "  --metric LIST      which metrics to print (default exact,ter,bleu)\n"
+          "  -h, --help         this text\n\n"
+          "Prints one line per metric to standard output. Exit status: 0 success,\n"
+          "1 device/runtime failure, 2 bad usage or input (a message names the file\n"
+          "and line).\n");
+}
+
+enum { M_EXACT = 1, M_TER = 2, M_BLEU = 4 };
+
+typedef struct eval_args {
+  const char *model, *src, *ref, *hyp, *device, *src_vocab, *tgt_vocab;
+  long beam, max_steps, batch;
+  double lp;
+  int lp_given;
+  unsigned metrics;
+} eval_args;
+
+static int parse_metrics(const char *cmd, const char *v, unsigned *out) {
+  *out = 0;
+  const char *p = v;
+  for (;;) {
+    size_t n = strcspn(p, ",");
+    unsigned m = n == 5 && !strncmp(p, "exact", 5) ? M_EXACT
+                 : n == 3 && !strncmp(p, "ter", 3) ? M_TER
+                 : n == 4 && !strncmp(p, "bleu", 4) ? M_BLEU
+                                                    : 0;
+    if (!m)
+      return cli_usage_error(cmd, "--metric: unknown metric '%.*s' in '%s' (known: exact, ter, bleu)",
+                             (int)n, p, v);
+    *out |= m;
+    if (!p[n]) return CLI_OK;
+    p += n + 1;
+  }
+}
+
+static int parse(int argc, char **argv, eval_args *a) {
+  static const char cmd[] = "eval";
+  memset(a, 0, sizeof *a);
+  a->beam = 1;
+  a->metrics = M_EXACT | M_TER | M_BLEU;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i], *v = NULL;
+    if (cli_is_help(o)) {
+      help(stdout);
+      return -1;
+    }
+    const char **slot = !strcmp(o, "--model")       ? &a->model
+                        : !strcmp(o, "--src")       ? &a->src
+                        : !strcmp(o, "--ref")       ? &a->ref
+                        : !strcmp(o, "--hyp")       ? &a->hyp
+                        : !strcmp(o, "--device")    ? &a->device
+                        : !strcmp(o, "--src-vocab") ? &a->src_vocab
+                        : !strcmp(o, "--tgt-vocab") ? &a->tgt_vocab
+                                                    : NULL;
+    long *num = !strcmp(o, "--beam")         ? &a->beam
+                : !strcmp(o, "--max-steps")  ? &a->max_steps
+                : !strcmp(o, "--batch-size") ? &a->batch
+                                             : NULL;
+    if (slot) {
+      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+      *slot = v;
+    } else if (num) {
+      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+      long max = num == &a->beam ? 16 : num == &a->max_steps ? 1000000 : 1L << 30;
+      if (cli_long(cmd, o, v, 1, max, num)) return CLI_USAGE;
+    } else if (!strcmp(o, "--length-penalty")) {
+      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+      if (cli_double(cmd, o, v, CLI_ANY_NUMBER, &a->lp)) return CLI_USAGE;
+      a->lp_given = 1;
+    } else if (!strcmp(o, "--metric")) {
+      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+      if (parse_metrics(cmd, v, &a->metrics)) return CLI_USAGE;
+    } else {
+      return cli_usage_error(cmd, "unknown option '%s' (see seqcl eval --help)", o);
+    }
+  }
+  if (!a->ref) return cli_usage_error(cmd, "--ref is required (see --help)");
+  if (a->hyp) {
+    if (a->model || a->src || a->src_vocab || a->tgt_vocab || a->beam != 1 || a->lp_given ||
+        a->max_steps || a->batch)
+      return cli_usage_error(cmd,
+                             "--hyp scores an existing file: --model, --src, the vocabularies and "
+                             "the decoding options would be ignored; give either --hyp or --model");
+  } else if (!a->model || !a->src) {
+    return cli_usage_error(cmd, "give --model DIR and --src FILE (or --hyp FILE) with --ref");
+  }
+  if (a->lp_given && a->beam == 1)
+    return cli_usage_error(cmd,
+                           "--length-penalty only ranks beam hypotheses; with --beam 1 (greedy) "
+                           "it would be ignored: give --beam K > 1");
+  return CLI_OK;
+}
+
+static void print_metrics(const eval_args *a, const sq_metrics *m) {
+  printf("lines: %zu\n", m->lines);
+  if (a->metrics & M_EXACT)
+    printf("exact: %.2f %% (%zu of %zu lines; word error rate %.2f %%)\n", sq_metrics_exact(m),
+           m->exact, m->lines, 100.0 - sq_metrics_exact(m));
+  if (a->metrics & M_TER) {
+    if (m->ref_tokens)
+      printf("ter: %.2f %% (%zu edits over %zu reference tokens)\n", sq_metrics_ter(m), m->edits,
+             m->ref_tokens);
+    else
+      printf("ter: n/a (the references hold no token)\n");
+  }
+  if (a->metrics & M_BLEU) {
+    printf("bleu: %.2f (precisions", sq_metrics_bleu(m));
+    for (int n = 0; n < SQ_BLEU_N; n++)
+      printf("%c%.2f", n ? '/' : ' ', 100.0 * (double)m->match[n] / (double)m->total[n]);
+    printf(", brevity penalty %.4f, hypothesis/reference tokens %zu/%zu)\n", sq_metrics_brevity(m),
+           m->hyp_tokens, m->ref_tokens);
+  }
+}
+
+/* A line of a training target file starts with BOS and ends with EOS; decode
+ * writes neither. */
+static void strip_bos_eos(sq_seqs *ref, int bos, int eos) {
+  size_t w = 0;
+  for (size_t i = 0; i < ref->count; i++) {
+    size_t b = ref->offsets[i], e = ref->offsets[i + 1];
+    if (e > b && ref->ids[b] == bos) b++;
+    if (e > b && ref->ids[e - 1] == eos) e--;
+    ref->offsets[i] = w;
+    memmove(ref->ids + w, ref->ids + b, (e - b) * sizeof *ref->ids);
+    w += e - b;
+  }
+  ref->offsets[ref->count] = w;
+}
+
+/* Fills hyp with the decoded lines of --src (an exit status). */
+static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, const sq_vocab *sv,
+                  seqcl_decode_result **res) {
+  sq_seqs src = {0};
+  seqcl_ctx *ctx = NULL;
+  seqcl_model *model = NULL;
+  seqcl_status st;
+  int rc = CLI_OK;
+  if ((st = sq_tokens_read(a->src, cfg->src_vocab, sv, &src)) != SEQCL_OK) {
+    rc = cli_fail(cmd, st);
+    goto done;
+  }
+  if ((rc = cli_open_model(cmd, a->device, a->model, &ctx, &model))) goto done;
+  seqcl_seqs s = cli_seqs(&src);
+  seqcl_decode_options o;
+  seqcl_decode_options_init(&o);
+  o.max_steps = (int)a->max_steps;
+  o.beam = (int)a->beam;
+  o.length_penalty = a->lp;
+  o.batch_size = (int)a->batch;
+  if ((st = seqcl_model_decode(model, &s, &o, res)) != SEQCL_OK) rc = cli_fail(cmd, st);
+done:
+  seqcl_model_free(model);
+  seqcl_ctx_close(ctx);
+  sq_seqs_free(&src);
+  return rc;
+}
+
+int cmd_eval(int argc, char **argv) {
+  static const char cmd[] = "eval";
+  eval_args a;
+  int rc = parse(argc, argv, &a);
+  if (rc) return rc < 0 ? CLI_OK : rc;
+  sq_vocab *sv = NULL, *tv = NULL;
+  sq_wordtab tab = {0};
+  sq_seqs hyp = {0}, ref = {0};
+  sq_metrics m;
+  sq_metrics_init(&m);
+  seqcl_decode_result *res = NULL;
+  seqcl_status st = SEQCL_OK;
+  const char *hyp_name = a.hyp ? a.hyp : "the decoded --src";
+  if (a.hyp) {
+    if ((st = sq_words_read(a.hyp, &tab, &hyp)) != SEQCL_OK ||
+        (st = sq_words_read(a.ref, &tab, &ref)) != SEQCL_OK) {
+      rc = cli_fail(cmd, st);
+      goto done;
+    }
+  } else {
+    sq_config cfg;
+    if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
+    if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
+    if ((rc = cli_read_vocab(cmd, a.tgt_vocab, &tv))) goto done;
+    /* the references before the decoding: a bad file fails at once */
+    if ((st = sq_tokens_read_flags(a.ref, cfg.tgt_vocab, tv, SQ_TOKENS_EMPTY_OK, &ref)) !=
+        SEQCL_OK) {
+      rc = cli_fail(cmd, st);
+      goto done;
+    }
+    strip_bos_eos(&ref, cfg.bos_id, cfg.eos_id);
+    if ((rc = decode(cmd, &a, &cfg, sv, &res))) goto done;
+  }
+  const size_t nh = res ? res->count : hyp.count;
+  if (nh != ref.count) {
+    rc = cli_usage_error(cmd, "%s has %zu lines but %s has %zu: lines are compared in order",
+                         a.hyp ? a.hyp : a.src, nh, a.ref, ref.count);
+    goto done;
+  }
+  for (size_t i = 0; i < nh && st == SEQCL_OK; i++) {
+    const int32_t *h = res ? res->ids + res->offsets[i] : hyp.ids + hyp.offsets[i];
+    size_t hn = res ? res->offsets[i + 1] - res->offsets[i] : sq_seq_len(&hyp, i);
+    st = sq_metrics_add(&m, h, hn, ref.ids + ref.offsets[i], sq_seq_len(&ref, i));
+  }
+  if (st != SEQCL_OK) {
+    rc = cli_fail(cmd, st);
+    goto done;
+  }
+  if (cli_verbose) fprintf(stderr, "seqcl eval: %s against %s\n", hyp_name, a.ref);
+  print_metrics(&a, &m);
+  if (fflush(stdout) || ferror(stdout)) rc = cli_usage_error(cmd, "writing to standard output failed");
+done:
+  sq_metrics_free(&m);
+  seqcl_decode_result_free(res);
+  sq_wordtab_free(&tab);
+  sq_seqs_free(&hyp);
+  sq_seqs_free(&ref);
+  sq_vocab_free(sv);
+  sq_vocab_free(tv);
+  return rc;
+}

@@ -1,0 +1,90 @@
+#!/bin/bash
+# seqcl eval through the binary: scores of a golden model's decoding and of
+# existing files, and bad inputs (exit status 2 and a message naming the file
+# and line or the option). Host path only.
+#
+#   test_eval.sh SEQCL_BINARY SOURCE_ROOT
+set -u
+seqcl=$1
+gold=$2/tests/golden/uni1_additive_zeros_state
+work=$(mktemp -d "${TMPDIR:-/tmp}/seqcl-eval-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+export SEQCL_DEVICE=cpu
+failures=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# expect NAME STATUS "WORD|WORD" ARGS...: exit status, every word in stderr
+expect() {
+  local name=$1 want=$2 words=$3
+  shift 3
+  "$seqcl" eval "$@" >out 2>err </dev/null
+  local got=$?
+  [ "$got" = "$want" ] || { fail "$name: exit $got, want $want: $(head -c 400 err)"; return; }
+  local IFS='|'
+  for w in $words; do
+    grep -qF -- "$w" err || fail "$name: stderr does not name '$w': $(head -c 400 err)"
+  done
+}
+
+# stdout must hold this line
+has() { grep -qxF -- "$2" out || fail "$1: no line '$2' in: $(cat out)"; }
+
+# The model's greedy output is PyTorch's (greedy.txt): everything matches. BLEU
+# is not 100 because lines shorter than 4 tokens count 1 in the 4-gram
+# denominator with no match (NLTK's rule).
+expect greedy_self 0 "" --model "$gold" --src "$gold/src.txt" --ref "$gold/greedy.txt"
+has greedy_self "exact: 100.00 % (5 of 5 lines; word error rate 0.00 %)"
+has greedy_self "ter: 0.00 % (0 edits over 37 reference tokens)"
+# beam 3 against PyTorch's beam-3 output
+expect beam3_self 0 "" --model "$gold" --src "$gold/src.txt" --ref "$gold/beam3.txt" --beam 3 --metric exact
+has beam3_self "exact: 100.00 % (5 of 5 lines; word error rate 0.00 %)"
+grep -q '^ter' out && fail "beam3_self: --metric exact printed ter"
+# training targets (BOS ... EOS) serve as references: BOS and EOS are dropped
+expect targets 0 "" --model "$gold" --src "$gold/src.txt" --ref "$gold/tgt.txt" --metric ter
+has targets "ter: 345.45 % (38 edits over 11 reference tokens)"
+
+# --hyp: strings compared as given, empty lines allowed; BLEU is NLTK's
+# (corpus_bleu([[r] for r in refs], hyps) * 100 = 61.4788...)
+printf 'the cat sat on the mat\n\nà b c d e\n' >hyp.txt
+printf 'the cat sat on a mat\nx y\nà b c d e f\n' >ref.txt
+expect hyp_files 0 "" --hyp hyp.txt --ref ref.txt
+has hyp_files "exact: 0.00 % (0 of 3 lines; word error rate 100.00 %)"
+has hyp_files "ter: 28.57 % (4 edits over 14 reference tokens)"
+/usr/bin/python3 - <<'PY' >want 2>/dev/null
+from nltk.translate.bleu_score import corpus_bleu
+h = [l.split() for l in open('hyp.txt', encoding='utf-8').read().splitlines()]
+r = [[l.split()] for l in open('ref.txt', encoding='utf-8').read().splitlines()]
+print('bleu: %.2f' % (100 * corpus_bleu(r, h)), end='')
+PY
+sed -i 's/ (precisions.*//' out
+if [ -s want ]; then has hyp_bleu "$(cat want)"; else fail "hyp_bleu: no value from NLTK (python3-nltk for /usr/bin/python3)"; fi
+
+# bad inputs
+expect lines_differ 2 "hyp.txt has 3 lines|$gold/greedy.txt has 5" --hyp hyp.txt --ref "$gold/greedy.txt"
+printf '1 2\n3 x 4\n' >bad_ref.txt
+expect bad_ref_token 2 "bad_ref.txt:2|'x'" --model "$gold" --src "$gold/src.txt" --ref bad_ref.txt
+printf '1 2\n3 99\n' >range_ref.txt
+expect ref_out_of_range 2 "range_ref.txt:2|99" --model "$gold" --src "$gold/src.txt" --ref range_ref.txt
+printf 'a\nb \xff c\n' >bad_utf8.txt
+expect bad_utf8 2 "bad_utf8.txt:2|UTF-8" --hyp bad_utf8.txt --ref ref.txt
+: >empty.txt
+expect empty_ref 2 "empty.txt|empty" --hyp hyp.txt --ref empty.txt
+expect missing_file 2 "nowhere.txt" --hyp nowhere.txt --ref ref.txt
+expect no_ref 2 "--ref" --hyp hyp.txt
+expect no_model 2 "--model" --src "$gold/src.txt" --ref ref.txt
+expect hyp_and_model 2 "--hyp" --hyp hyp.txt --ref ref.txt --model "$gold"
+expect bad_metric 2 "--metric|'wer'" --hyp hyp.txt --ref ref.txt --metric exact,wer
+expect lp_greedy 2 "--length-penalty" --model "$gold" --src "$gold/src.txt" --ref ref.txt --length-penalty 1
+expect bad_beam 2 "--beam" --model "$gold" --src "$gold/src.txt" --ref ref.txt --beam 0
+expect bad_model 2 "nomodel" --model nomodel --src "$gold/src.txt" --ref "$gold/greedy.txt"
+
+if [ "$failures" -gt 0 ]; then
+  echo "$failures failure(s)" >&2
+  exit 1
+fi
+echo "eval: all cases passed"
