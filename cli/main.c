@@ -15,6 +15,7 @@ static const struct {
     {"forward", cmd_forward, "teacher-forced forward: logits, alignments and loss"},
     {"decode", cmd_decode, "greedy or beam decoding of a token file"},
     {"eval", cmd_eval, "exact match, token edit rate and BLEU against references"},
+    {"vocab", cmd_vocab, "build a vocabulary file from text (vocab build)"},
     {"heatmap", cmd_heatmap, "draw one line's attention from an alignments file"},
     {"train", cmd_train, "train on the synthetic digit-reversal task"},
     {"demo", cmd_demo, "train the reversal model and show its attention"},

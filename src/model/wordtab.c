@@ -78,7 +78,7 @@ void sq_wordtab_free(sq_wordtab *t) {
 
 /* Length of the UTF-8 sequence at s (at most n bytes), or 0 when it is not a
  * well-formed one (overlong forms, surrogates and values past U+10FFFF too). */
-static size_t utf8_len(const unsigned char *s, size_t n) {
+size_t sq_utf8_len(const unsigned char *s, size_t n) {
   unsigned c = s[0];
   if (c < 0x80) return 1;
   size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
@@ -112,7 +112,7 @@ static seqcl_status read_text(const char *text, size_t len, const char *name, sq
     if (stop > pos && text[stop - 1] == '\r') stop--;
     lineno++;
     for (size_t i = pos; i < stop;) {
-      size_t u = utf8_len((const unsigned char *)text + i, stop - i);
+      size_t u = sq_utf8_len((const unsigned char *)text + i, stop - i);
       if (text[i] == '\0' || u == 0)
         return sq_fail(NULL, SEQCL_ERR_BAD_TOKENS, "%s:%zu: %s at byte %zu of the line", name,
                        lineno, text[i] ? "invalid UTF-8" : "a NUL byte", i - pos + 1);

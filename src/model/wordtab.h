@@ -23,6 +23,10 @@ typedef struct sq_wordtab {
 seqcl_status sq_wordtab_add(sq_wordtab *t, const char *word, size_t len, int32_t *id);
 void sq_wordtab_free(sq_wordtab *t); /* frees everything, zeroes *t */
 
+/* Length of the UTF-8 sequence at s (n >= 1 bytes available), or 0 when it is
+ * not well-formed (overlong forms, surrogates, values past U+10FFFF). */
+size_t sq_utf8_len(const unsigned char *s, size_t n);
+
 /* Reads a file ("-" = standard input) of whitespace-separated tokens, one
  * sequence per line, every token interned in t. Empty lines are sequences of
  * length 0; CRLF and a missing final newline are accepted; an empty file, a

@@ -1,0 +1,106 @@
+/* Vocabulary building (vocab_build.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/fileio.h"
+#include "model/vocab_build.h"
+
+static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
+
+static seqcl_status count_text(const char *text, size_t len, const char *name, sq_split split,
+                               sq_wordtab *t) {
+  size_t pos = 0, lineno = 0;
+  int32_t id;
+  while (pos < len) {
+    const char *nl = memchr(text + pos, '\n', len - pos);
+    size_t end = nl ? (size_t)(nl - text) : len, stop = end;
+    if (stop > pos && text[stop - 1] == '\r') stop--;
+    lineno++;
+    size_t word = SIZE_MAX; /* start of the word being read (words split) */
+    for (size_t i = pos; i <= stop;) {
+      if (i == stop || is_space((unsigned char)text[i])) {
+        if (split == SQ_SPLIT_WORDS && word != SIZE_MAX) SQ_TRY(sq_wordtab_add(t, text + word, i - word, &id));
+        word = SIZE_MAX;
+        if (i == stop) break;
+        if (split == SQ_SPLIT_CHARS) SQ_TRY(sq_wordtab_add(t, SQ_TOK_SPACE, strlen(SQ_TOK_SPACE), &id));
+        i++;
+        continue;
+      }
+      size_t u = sq_utf8_len((const unsigned char *)text + i, stop - i);
+      if (text[i] == '\0' || u == 0)
+        return sq_fail(NULL, SEQCL_ERR_BAD_TOKENS, "%s:%zu: %s at byte %zu of the line", name,
+                       lineno, text[i] ? "invalid UTF-8" : "a NUL byte", i - pos + 1);
+      if (split == SQ_SPLIT_CHARS)
+        SQ_TRY(sq_wordtab_add(t, text + i, u, &id));
+      else if (word == SIZE_MAX)
+        word = i;
+      i += u;
+    }
+    pos = end + 1;
+  }
+  return SEQCL_OK;
+}
+
+seqcl_status sq_vocab_count(const char *path, sq_split split, sq_wordtab *t) {
+  unsigned char *buf = NULL;
+  size_t len = 0;
+  SQ_TRY(sq_file_read_all(path, &buf, &len));
+  const char *name = strcmp(path, "-") == 0 ? "standard input" : path;
+  seqcl_status st = count_text((const char *)buf, len, name, split, t);
+  free(buf);
+  return st;
+}
+
+static int is_special(const char *w) {
+  return !strcmp(w, SQ_TOK_PAD) || !strcmp(w, SQ_TOK_UNK) || !strcmp(w, SQ_TOK_BOS) ||
+         !strcmp(w, SQ_TOK_EOS);
+}
+
+/* qsort over ids needs the table: sort (count, word) pairs instead. */
+typedef struct entry {
+  size_t count;
+  const char *word;
+} entry;
+
+static int by_count(const void *a, const void *b) {
+  const entry *x = a, *y = b;
+  if (x->count != y->count) return x->count > y->count ? -1 : 1;
+  return strcmp(x->word, y->word); /* ties in byte order: the file is reproducible */
+}
+
+seqcl_status sq_vocab_write(FILE *f, const sq_wordtab *t, const sq_vocab_spec *spec,
+                            sq_vocab_summary *sum) {
+  memset(sum, 0, sizeof *sum);
+  entry *e = malloc((t->count ? t->count : 1) * sizeof *e);
+  if (!e) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "vocabulary: out of host memory");
+  size_t n = 0;
+  for (size_t i = 0; i < t->count; i++) {
+    if (is_special(t->words[i])) continue;
+    sum->distinct++;
+    if (t->counts[i] < (size_t)spec->min_count) {
+      sum->below_min++;
+      continue;
+    }
+    e[n].count = t->counts[i];
+    e[n++].word = t->words[i];
+  }
+  qsort(e, n, sizeof *e, by_count);
+  static const char *const specials[] = {SQ_TOK_PAD, SQ_TOK_UNK, SQ_TOK_BOS, SQ_TOK_EOS};
+  for (size_t k = spec->pad ? 0 : 1; k < 4; k++) {
+    fprintf(f, "%s\n", specials[k]);
+    sum->specials++;
+  }
+  size_t room = n;
+  if (spec->max_size > 0) {
+    size_t max = (size_t)spec->max_size > sum->specials ? (size_t)spec->max_size - sum->specials : 0;
+    if (room > max) room = max;
+  }
+  for (size_t i = 0; i < room; i++) fprintf(f, "%s\n", e[i].word);
+  sum->over_max = n - room;
+  sum->size = sum->specials + room;
+  free(e);
+  if (ferror(f)) return sq_fail(NULL, SEQCL_ERR_IO, "writing the vocabulary failed: %s", strerror(errno));
+  return SEQCL_OK;
+}
