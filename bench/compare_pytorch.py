@@ -21,7 +21,10 @@ logits are within 1e-3). PyTorch keeps its default thread count.
 
 With --train it also times shared/seeds/ch08_seq2seq.py (trains Bahdanau and
 Luong-dot models, 1200 Adam steps each) against `seqcl train --task reverse`
-with --score additive and --score dot.
+with --score additive and --score dot, and a training step of two real-sized
+models against the same modules in PyTorch (bench/train_models.py:
+--train-steps steps each, the CMU-dictionary G2P model and a larger one with a
+2-layer encoder, [s; c] output and dropout 0.2).
 
     /usr/bin/python3 bench/compare_pytorch.py --seqcl build/cli/seqcl \
         [--device cpu] [--hidden 256] [--src-len 20] [--batch 1 64] [--train]
@@ -43,6 +46,8 @@ from torch import nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 import export_pytorch  # noqa: E402
+sys.path.insert(0, HERE)
+import train_models  # noqa: E402
 
 
 class AdditiveAttention(nn.Module):
@@ -231,6 +236,8 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train", action="store_true", help="also time the ch08 seed vs seqcl train")
+    p.add_argument("--train-steps", type=int, default=20,
+                   help="steps per side and model of the real-sized training comparison")
     p.add_argument("--json", help="write every result here")
     args = p.parse_args()
     results = {"decode": [], "torch_version": torch.__version__}
@@ -255,6 +262,15 @@ def main():
         print(f"train: seed script (Bahdanau + Luong-dot, 1200 steps each) {t['seed_script_s']:.1f} s; "
               f"seqcl additive {t['seqcl_train_additive_s']:.1f} s + dot {t['seqcl_train_dot_s']:.1f} s "
               f"= {t['seqcl_both_s']:.1f} s ({t['ratio_both_to_seed']:.2f}x the seed's time)")
+        sizes = train_models.run(args.seqcl, args.device, args.train_steps)
+        results["train_sizes"] = sizes
+        print(f"{'model':>6} {'seqcl ms/step':>14} {'torch ms/step':>14} {'ratio':>6} "
+              f"{'seqcl tok/s':>12} {'torch tok/s':>12} {'seqcl GF/s':>11} {'torch GF/s':>11}")
+        for name, r in sizes.items():
+            print(f"{name:>6} {r['seqcl_ms_per_step']:>14.1f} {r['torch_ms_per_step']:>11.1f} "
+                  f"({r['torch_threads']}t) {r['ratio']:>5.2f}x {r['seqcl_tokens_per_s']:>12.0f} "
+                  f"{r['torch_tokens_per_s']:>12.0f} {r['seqcl_gflops']:>11.1f} "
+                  f"{r['torch_gflops']:>11.1f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
