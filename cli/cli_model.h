@@ -15,6 +15,12 @@ const char *cli_value(const char *cmd, int argc, char **argv, int *i);
 int cli_read_config(const char *cmd, const char *dir, sq_config *cfg);
 /* Reads a vocabulary when path is not NULL (*out = NULL otherwise). */
 int cli_read_vocab(const char *cmd, const char *path, sq_vocab **out);
+/* Reads a token file of the model's source (target = 0) or target side: ids,
+ * or words through vocab when it is not NULL; there an unknown word maps to the
+ * config's src_unk_id / tgt_unk_id when it has one (how many did is printed
+ * to stderr) and is an error otherwise. flags: SQ_TOKENS_*. An exit status. */
+int cli_read_tokens(const char *cmd, const char *path, const sq_config *cfg, int target,
+                    const sq_vocab *vocab, unsigned flags, sq_seqs *out);
 /* Opens the device (printing it to stderr when verbose) and loads the model. */
 int cli_open_model(const char *cmd, const char *device, const char *dir, seqcl_ctx **ctx,
                    seqcl_model **model);

@@ -240,10 +240,7 @@ int cmd_decode(int argc, char **argv) {
   if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
   if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
   if ((rc = cli_read_vocab(cmd, a.tgt_vocab, &tv))) goto done;
-  if ((st = sq_tokens_read(a.src, cfg.src_vocab, sv, &src)) != SEQCL_OK) {
-    rc = cli_fail(cmd, st);
-    goto done;
-  }
+  if ((rc = cli_read_tokens(cmd, a.src, &cfg, 0, sv, 0, &src))) goto done;
   if (a.svg && (size_t)a.line > src.count) {
     rc = cli_usage_error(cmd, "%s %ld: %s has only %zu lines", a.line_name ? a.line_name : "--line",
                          a.line, a.src, src.count);

@@ -169,10 +169,7 @@ static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, con
   seqcl_model *model = NULL;
   seqcl_status st;
   int rc = CLI_OK;
-  if ((st = sq_tokens_read(a->src, cfg->src_vocab, sv, &src)) != SEQCL_OK) {
-    rc = cli_fail(cmd, st);
-    goto done;
-  }
+  if ((rc = cli_read_tokens(cmd, a->src, cfg, 0, sv, 0, &src))) goto done;
   if ((rc = cli_open_model(cmd, a->device, a->model, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src);
   seqcl_decode_options o;
@@ -214,11 +211,7 @@ int cmd_eval(int argc, char **argv) {
     if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
     if ((rc = cli_read_vocab(cmd, a.tgt_vocab, &tv))) goto done;
     /* the references before the decoding: a bad file fails at once */
-    if ((st = sq_tokens_read_flags(a.ref, cfg.tgt_vocab, tv, SQ_TOKENS_EMPTY_OK, &ref)) !=
-        SEQCL_OK) {
-      rc = cli_fail(cmd, st);
-      goto done;
-    }
+    if ((rc = cli_read_tokens(cmd, a.ref, &cfg, 1, tv, SQ_TOKENS_EMPTY_OK, &ref))) goto done;
     strip_bos_eos(&ref, cfg.bos_id, cfg.eos_id);
     if ((rc = decode(cmd, &a, &cfg, sv, &res))) goto done;
   }

@@ -131,14 +131,8 @@ int cmd_forward(int argc, char **argv) {
   if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
   if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
   if ((rc = cli_read_vocab(cmd, a.tgt_vocab, &tv))) goto done;
-  if ((st = sq_tokens_read(a.src, cfg.src_vocab, sv, &src)) != SEQCL_OK) {
-    rc = cli_fail(cmd, st);
-    goto done;
-  }
-  if ((st = sq_tokens_read(a.tgt, cfg.tgt_vocab, tv, &tgt)) != SEQCL_OK) {
-    rc = cli_fail(cmd, st);
-    goto done;
-  }
+  if ((rc = cli_read_tokens(cmd, a.src, &cfg, 0, sv, 0, &src))) goto done;
+  if ((rc = cli_read_tokens(cmd, a.tgt, &cfg, 1, tv, 0, &tgt))) goto done;
   if ((rc = check_pairs(&a, &src, &tgt, cfg.bos_id))) goto done;
   if ((rc = cli_open_model(cmd, a.device, a.model, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src), t = cli_seqs(&tgt);

@@ -112,7 +112,8 @@ static void warn_unknown(const cfg_reader *r, const json_t *obj, const char *pre
 
 static const char *const TOP_KEYS[] = {"format",   "version",  "src_vocab_size", "tgt_vocab_size",
                                        "embed_dim", "bos_id",  "eos_id",         "pad_id",
-                                       "encoder",   "decoder", "attention",      "output"};
+                                       "encoder",   "decoder", "attention",      "output",
+                                       "src_unk_id", "tgt_unk_id"};
 static const char *const ENCODER_KEYS[] = {"hidden_size", "num_layers", "bidirectional"};
 static const char *const DECODER_KEYS[] = {"hidden_size", "init"};
 static const char *const ATTENTION_KEYS[] = {"score", "dim"};
@@ -162,6 +163,24 @@ static seqcl_status parse_root(const cfg_reader *r, const json_t *root, sq_confi
     char pwant[112];
     snprintf(pwant, sizeof pwant, "null or an integer in [0, tgt_vocab_size = %d)", c->tgt_vocab);
     SQ_TRY(get_int(r, root, "pad_id", "pad_id", 0, c->tgt_vocab - 1, pwant, &c->pad_id));
+  }
+  /* src_unk_id / tgt_unk_id (SPEC §2): absent or null = unknown words are errors */
+  const struct {
+    const char *key;
+    int vocab, *id, *has;
+  } unks[] = {{"src_unk_id", c->src_vocab, &c->src_unk_id, &c->has_src_unk},
+              {"tgt_unk_id", c->tgt_vocab, &c->tgt_unk_id, &c->has_tgt_unk}};
+  for (int k = 0; k < 2; k++) {
+    const json_t *u = json_object_get(root, unks[k].key);
+    *unks[k].has = 0;
+    *unks[k].id = 0;
+    if (u && !json_is_null(u)) {
+      char uwant[112];
+      snprintf(uwant, sizeof uwant, "null or an integer in [0, %s_vocab_size = %d)",
+               k ? "tgt" : "src", unks[k].vocab);
+      SQ_TRY(get_int(r, root, unks[k].key, unks[k].key, 0, unks[k].vocab - 1, uwant, unks[k].id));
+      *unks[k].has = 1;
+    }
   }
 
   json_t *enc = NULL, *dec = NULL, *att = NULL;
@@ -260,6 +279,14 @@ seqcl_status sq_config_to_json(const sq_config *c, char **out) {
         c->enc_hidden, "num_layers", c->enc_layers, "bidirectional", c->bidirectional ? 1 : 0,
         "decoder", "hidden_size", c->dec_hidden, "init", INIT_NAMES[c->init], "attention",
         attention, "output", OUTPUT_NAMES[c->output]);
+  }
+  if (root && c->has_src_unk && json_object_set_new(root, "src_unk_id", json_integer(c->src_unk_id))) {
+    json_decref(root);
+    root = NULL;
+  }
+  if (root && c->has_tgt_unk && json_object_set_new(root, "tgt_unk_id", json_integer(c->tgt_unk_id))) {
+    json_decref(root);
+    root = NULL;
   }
   char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
   json_decref(root);

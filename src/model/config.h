@@ -26,6 +26,9 @@ typedef struct sq_config {
   sq_score score;
   int attn_dim;        /* additive only; 0 otherwise */
   sq_output output;
+  /* src_unk_id / tgt_unk_id: the id an unknown word maps to when has_* is set
+   * (a zeroed config has none, so unknown words stay errors) */
+  int src_unk_id, tgt_unk_id, has_src_unk, has_tgt_unk;
 } sq_config;
 
 static inline int sq_config_enc_width(const sq_config *c) {

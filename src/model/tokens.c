@@ -70,6 +70,8 @@ typedef struct line_ctx {
   long vocab_size;
   const sq_vocab *vocab;
   unsigned flags;
+  long unk_id;     /* -1: an unknown word is an error */
+  size_t *unknown; /* words mapped to unk_id */
 } line_ctx;
 
 /* Parses a decimal id: digits only, leading zeros allowed; values are clamped
@@ -112,6 +114,10 @@ static seqcl_status parse_id(const line_ctx *lc, const char *tok, size_t len, in
 static seqcl_status parse_word(const line_ctx *lc, const char *tok, size_t len, int32_t *out) {
   char q[200];
   long id = sq_vocab_lookup(lc->vocab, tok, len);
+  if (id < 0 && lc->unk_id >= 0) {
+    (*lc->unknown)++;
+    id = lc->unk_id;
+  }
   if (id < 0) {
     quote(tok, len, q, sizeof q);
     return sq_fail(NULL, SEQCL_ERR_BAD_TOKENS, "%s:%zu: unknown word '%s' (not in the vocabulary)",
@@ -157,11 +163,12 @@ void sq_seqs_free(sq_seqs *s) {
 
 seqcl_status sq_tokens_parse(const char *text, size_t len, const char *name, long vocab_size,
                              const sq_vocab *vocab, sq_seqs *out) {
-  return sq_tokens_parse_flags(text, len, name, vocab_size, vocab, 0, out);
+  return sq_tokens_parse_flags(text, len, name, vocab_size, vocab, 0, -1, NULL, out);
 }
 
 seqcl_status sq_tokens_parse_flags(const char *text, size_t len, const char *name, long vocab_size,
-                                   const sq_vocab *vocab, unsigned flags, sq_seqs *out) {
+                                   const sq_vocab *vocab, unsigned flags, long unk_id,
+                                   size_t *unknown, sq_seqs *out) {
   if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_tokens_parse: out is NULL");
   memset(out, 0, sizeof *out);
   if (!name) name = "tokens";
@@ -169,7 +176,8 @@ seqcl_status sq_tokens_parse_flags(const char *text, size_t len, const char *nam
   if (len == 0) return sq_fail(NULL, SEQCL_ERR_BAD_TOKENS, "%s: empty file (no lines)", name);
 
   builder b = {0};
-  line_ctx lc = {name, 0, vocab_size, vocab, flags};
+  size_t unknown_here = 0;
+  line_ctx lc = {name, 0, vocab_size, vocab, flags, unk_id, &unknown_here};
   seqcl_status st = SEQCL_OK;
   if (push_offset(&b, 0) != 0) st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
   size_t pos = 0;
@@ -189,6 +197,7 @@ seqcl_status sq_tokens_parse_flags(const char *text, size_t len, const char *nam
     free(b.offsets);
     return st;
   }
+  if (unknown) *unknown = unknown_here;
   out->count = b.noff - 1;
   out->ids = b.ids;
   out->offsets = b.offsets;
@@ -197,11 +206,11 @@ seqcl_status sq_tokens_parse_flags(const char *text, size_t len, const char *nam
 
 seqcl_status sq_tokens_read(const char *path, long vocab_size, const sq_vocab *vocab,
                             sq_seqs *out) {
-  return sq_tokens_read_flags(path, vocab_size, vocab, 0, out);
+  return sq_tokens_read_flags(path, vocab_size, vocab, 0, -1, NULL, out);
 }
 
 seqcl_status sq_tokens_read_flags(const char *path, long vocab_size, const sq_vocab *vocab,
-                                  unsigned flags, sq_seqs *out) {
+                                  unsigned flags, long unk_id, size_t *unknown, sq_seqs *out) {
   if (!out || !path)
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_tokens_read: path or out is NULL");
   memset(out, 0, sizeof *out);
@@ -209,7 +218,8 @@ seqcl_status sq_tokens_read_flags(const char *path, long vocab_size, const sq_vo
   size_t len = 0;
   SQ_TRY(sq_file_read_all(path, &buf, &len));
   const char *name = strcmp(path, "-") == 0 ? "standard input" : path;
-  seqcl_status st = sq_tokens_parse_flags((const char *)buf, len, name, vocab_size, vocab, flags, out);
+  seqcl_status st =
+      sq_tokens_parse_flags((const char *)buf, len, name, vocab_size, vocab, flags, unk_id, unknown, out);
   free(buf);
   return st;
 }

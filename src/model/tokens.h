@@ -47,12 +47,16 @@ seqcl_status sq_tokens_read(const char *path, long vocab_size, const sq_vocab *v
 seqcl_status sq_tokens_parse(const char *text, size_t len, const char *name, long vocab_size,
                              const sq_vocab *vocab, sq_seqs *out);
 /* The same with flags: SQ_TOKENS_EMPTY_OK accepts empty and whitespace-only
- * lines as sequences of length 0 (decode's output may hold them). */
+ * lines as sequences of length 0 (decode's output may hold them). With a
+ * vocabulary and unk_id >= 0 (the config's src_unk_id / tgt_unk_id), an
+ * unknown word maps to unk_id instead of failing; *unknown (may be NULL)
+ * receives how many did. */
 enum { SQ_TOKENS_EMPTY_OK = 1u };
 seqcl_status sq_tokens_read_flags(const char *path, long vocab_size, const sq_vocab *vocab,
-                                  unsigned flags, sq_seqs *out);
+                                  unsigned flags, long unk_id, size_t *unknown, sq_seqs *out);
 seqcl_status sq_tokens_parse_flags(const char *text, size_t len, const char *name, long vocab_size,
-                                   const sq_vocab *vocab, unsigned flags, sq_seqs *out);
+                                   const sq_vocab *vocab, unsigned flags, long unk_id,
+                                   size_t *unknown, sq_seqs *out);
 void sq_seqs_free(sq_seqs *s); /* frees the arrays, zeroes *s */
 
 /* Writes one line: ids separated by single spaces (words with vocab), then '\n'.

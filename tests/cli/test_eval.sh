@@ -83,6 +83,24 @@ expect lp_greedy 2 "--length-penalty" --model "$gold" --src "$gold/src.txt" --re
 expect bad_beam 2 "--beam" --model "$gold" --src "$gold/src.txt" --ref ref.txt --beam 0
 expect bad_model 2 "nomodel" --model nomodel --src "$gold/src.txt" --ref "$gold/greedy.txt"
 
+# unknown words: mapped to the config's src_unk_id / tgt_unk_id with a count
+# on stderr, an error naming the word where the config has none
+mkdir unk
+cp "$gold/model.safetensors" unk/
+sed 's/"bos_id"/"src_unk_id": 3, "tgt_unk_id": 4, "bos_id"/' "$gold/config.json" >unk/config.json
+for i in 0 1 2 3 4 5 6 7 8 9 10 11; do echo "w$i"; done >words.vocab
+printf 'w1 w2 zz w3\nw4 yy xx\n' >words.src
+printf 'w3 w2 w1\nqq w4\n' >words.ref
+expect unk_mapped 0 "words.src: 3 unknown words mapped to src_unk_id 3|words.ref: 1 unknown word mapped to tgt_unk_id 4" \
+  --model unk --src words.src --src-vocab words.vocab --tgt-vocab words.vocab --ref words.ref
+"$seqcl" decode --model unk --src words.src --src-vocab words.vocab >out 2>err ||
+  fail "decode with unknown words: $(cat err)"
+grep -qF "words.src: 3 unknown words mapped to src_unk_id 3" err || fail "decode: no unknown count: $(cat err)"
+expect unk_none 2 "words.ref:2|'qq'" --model "$gold" --src words.src --src-vocab words.vocab --tgt-vocab words.vocab --ref words.ref
+expect unk_none_src 2 "words.src:1|'zz'" --model "$gold" --src words.src --src-vocab words.vocab --ref "$gold/greedy.txt"
+sed 's/"bos_id"/"src_unk_id": 12, "bos_id"/' "$gold/config.json" >unk/config.json
+expect unk_out_of_range 2 "src_unk_id" --model unk --src words.src --src-vocab words.vocab --ref words.ref
+
 if [ "$failures" -gt 0 ]; then
   echo "$failures failure(s)" >&2
   exit 1

@@ -252,9 +252,13 @@ static void test_bad_catalogue(void **state) {
 static void test_round_trip(void **state) {
   (void)state;
   sq_config configs[3] = {
-      {12, 13, 32, 10, 11, -1, 64, 1, 0, 64, SQ_INIT_ZEROS, SQ_SCORE_ADDITIVE, 48, SQ_OUTPUT_STATE},
-      {7, 9, 5, 0, 8, 3, 16, 3, 1, 32, SQ_INIT_BRIDGE, SQ_SCORE_DOT, 0, SQ_OUTPUT_STATE_CONTEXT},
-      {100, 200, 8, 1, 2, 0, 4, 2, 0, 6, SQ_INIT_ZEROS, SQ_SCORE_GENERAL, 0, SQ_OUTPUT_STATE},
+      /* the last four: src_unk_id, tgt_unk_id and whether each is set */
+      {12, 13, 32, 10, 11, -1, 64, 1, 0, 64, SQ_INIT_ZEROS, SQ_SCORE_ADDITIVE, 48, SQ_OUTPUT_STATE,
+       0, 0, 0, 0},
+      {7, 9, 5, 0, 8, 3, 16, 3, 1, 32, SQ_INIT_BRIDGE, SQ_SCORE_DOT, 0, SQ_OUTPUT_STATE_CONTEXT,
+       6, 0, 1, 1},
+      {100, 200, 8, 1, 2, 0, 4, 2, 0, 6, SQ_INIT_ZEROS, SQ_SCORE_GENERAL, 0, SQ_OUTPUT_STATE,
+       0, 199, 0, 1},
   };
   for (int i = 0; i < 3; i++) {
     char *text = NULL;
