@@ -263,19 +263,22 @@ static void test_save_rules(void **state) {
   char m[400], mine[400];
   snprintf(m, sizeof m, "%s", at("m"));
   assert_int_equal(run(0, "train --task reverse --steps 2 --save %s", m), 0);
-  assert_int_equal(hu_count_entries(m), 2);
+  assert_int_equal(hu_count_entries(m), 3); /* config, weights, the checkpoint to resume */
   /* again without --overwrite: refused before training, the model untouched */
   const size_t before = file_size(hu_join(m, "model.safetensors"));
   expect_rc(run(0, "train --task reverse --steps 2 --seed 3 --save %s", m), 2, "--overwrite", m);
   assert_int_equal(file_size(hu_join(m, "model.safetensors")), before);
   /* --overwrite replaces the folder whole: an old checkpoint and vocabulary go */
-  assert_int_equal(mkdir(hu_join(m, "checkpoint"), 0755), 0);
+  /* (the reversal run made m/checkpoint: its training.json becomes a stale one) */
   hu_write_text(hu_join(m, "checkpoint"), "training.json", "{}\n");
   hu_write_text(m, "src.vocab", "a\n");
   assert_int_equal(run(0, "train --task reverse --steps 2 --seed 3 --save %s --overwrite", m), 0);
-  assert_int_equal(hu_count_entries(m), 2);
+  assert_int_equal(hu_count_entries(m), 3); /* the vocabulary went; the checkpoint is this run's */
   assert_int_equal(access(hu_join(m, "config.json"), R_OK), 0);
   assert_int_equal(access(hu_join(m, "model.safetensors"), R_OK), 0);
+  char *ck = slurp(hu_join(m, "checkpoint/training.json"));
+  assert_non_null(strstr(ck, "seqcl.checkpoint"));
+  free(ck);
   /* training on files with --overwrite: this run's checkpoint is kept */
   assert_int_equal(run(0, "train --src %s --tgt %s --config %s/config.json --steps 2 --save %s "
                           "--overwrite",
@@ -301,7 +304,7 @@ static void test_save_rules(void **state) {
   /* an empty folder is written into */
   assert_int_equal(mkdir(at("empty"), 0755), 0);
   assert_int_equal(run(0, "train --task reverse --steps 2 --save %s", at("empty")), 0);
-  assert_int_equal(hu_count_entries(at("empty")), 2);
+  assert_int_equal(hu_count_entries(at("empty")), 3); /* with the checkpoint */
   /* no temporary folder next to them */
   assert_int_equal(hu_count_entries(out), 4);
 }
