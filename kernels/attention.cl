@@ -17,6 +17,8 @@
  * fused tolerance rather than to the bit: their scores and sums run in other
  * orders. */
 
+#ifndef SQ_TRAIN
+
 #ifndef WG
 #define WG 64 /* work-group size of the row kernels; a power of two */
 #endif
@@ -565,3 +567,320 @@ __kernel void attn_fused_row(FUSED_ARGS) {
   }
 }
 #endif /* ATTN_ROW_FORM */
+
+#else /* SQ_TRAIN */
+
+/* ---- training (built with -DSQ_TRAIN: a program of its own, so that the
+ * forward program decoding builds never compiles these kernels) ----
+ * Determinism: no atomics; a value that sums over many rows is owned by one
+ * work-item that adds the terms in a fixed order, or is reduced by a fixed
+ * tree inside one work-group. Where the host adds terms straight into the
+ * output one after another, the kernels do the same, starting from the
+ * output's old value, so the rounding matches the host's step for step. */
+
+/* SQ_FP64 (set by the host when the device has cl_khr_fp64) makes the row
+ * sums of the backward accumulate in double, as the host does. */
+#ifdef SQ_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double acc_t;
+#else
+typedef float acc_t;
+#endif
+
+/* The host computes a * b + c with two roundings; so do the kernels. */
+#pragma OPENCL FP_CONTRACT OFF
+
+#define SCORE_ADDITIVE 0
+
+/* Position j of row n takes part in the attention iff j < min(lens[n], S)
+ * and the mask (when given) does not exclude it. */
+static int attn_valid(int n, int j, int S, __global const int *lens,
+                      __global const int *mask, int has_mask) {
+  const int len = lens[n] < S ? lens[n] : S;
+  if (j >= len) return 0;
+  return !has_mask || mask[(size_t)n * S + j] != 0;
+}
+
+/* u[n, j, k] = tanh(pkeys[n, j, k] + qp[n, k]) at valid positions (the
+ * expression attention.cl's score evaluates); others are left alone.
+ * global (>= A, S, N). */
+__kernel void attn_keep_u(int N, int S, int A,
+                          __global const float *qp, int qp_off, int ld_qp,
+                          __global const float *pkeys, int pk_off,
+                          __global const int *lens, int lens_off,
+                          __global const int *mask, int mask_off, int has_mask,
+                          __global float *u, int u_off) {
+  const int k = get_global_id(0);
+  const int j = get_global_id(1);
+  const int n = get_global_id(2);
+  if (k >= A || j >= S || n >= N) return;
+  if (!attn_valid(n, j, S, lens + lens_off, mask + mask_off, has_mask)) return;
+  const size_t at = ((size_t)n * S + j) * A + k;
+  u[u_off + at] = tanh(pkeys[pk_off + at] + qp[qp_off + (size_t)n * ld_qp + k]);
+}
+
+/* de[n, j] = scale * alpha_j (dalpha_j - sum_k alpha_k dalpha_k) with
+ * dalpha_j = dc . keys[n, j]; 0 at invalid positions. One work-item per row
+ * (global >= N): a row is S dot products of length He, small next to the
+ * other attention kernels, and the row sum then needs no barrier at all. */
+__kernel void attn_bwd_de(int N, int S, int He,
+                          __global const float *alpha, int alpha_off,
+                          __global const float *dc, int dc_off, int ld_dc,
+                          __global const float *keys, int keys_off,
+                          __global const int *lens, int lens_off,
+                          __global const int *mask, int mask_off, int has_mask,
+                          float scale, __global float *de, int de_off) {
+  const int n = get_global_id(0);
+  if (n >= N) return;
+  lens += lens_off;
+  mask += mask_off;
+  __global const float *al = alpha + alpha_off + (size_t)n * S;
+  __global const float *c = dc + dc_off + (size_t)n * ld_dc;
+  __global const float *kr = keys + keys_off + (size_t)n * S * He;
+  __global float *out = de + de_off + (size_t)n * S;
+  acc_t sdot = 0;
+  for (int j = 0; j < S; ++j) {
+    float s = 0.0f;
+    if (attn_valid(n, j, S, lens, mask, has_mask)) {
+      __global const float *h = kr + (size_t)j * He;
+      for (int k = 0; k < He; ++k) s += c[k] * h[k];
+      sdot += (acc_t)al[j] * s;
+    }
+    out[j] = s; /* dalpha for now */
+  }
+  const float sd = (float)sdot;
+  for (int j = 0; j < S; ++j) {
+    float e = 0.0f;
+    if (attn_valid(n, j, S, lens, mask, has_mask)) e = al[j] * (out[j] - sd) * scale;
+    out[j] = e;
+  }
+}
+
+/* dkeys[n, j, d] += alpha_j dc[d] (+ de_j qp[d] for dot-type scores) at valid
+ * positions. global (>= He, S, N); each work-item owns one element. */
+__kernel void attn_bwd_keys(int N, int S, int He,
+                            __global const float *alpha, int alpha_off,
+                            __global const float *dc, int dc_off, int ld_dc,
+                            __global const float *qp, int qp_off, int ld_qp, int dot_score,
+                            __global const float *de, int de_off,
+                            __global const int *lens, int lens_off,
+                            __global const int *mask, int mask_off, int has_mask,
+                            __global float *dkeys, int dk_off) {
+  const int d = get_global_id(0);
+  const int j = get_global_id(1);
+  const int n = get_global_id(2);
+  if (d >= He || j >= S || n >= N) return;
+  if (!attn_valid(n, j, S, lens + lens_off, mask + mask_off, has_mask)) return;
+  __global float *p = dkeys + dk_off + ((size_t)n * S + j) * He + d;
+  float acc = p[0];
+  acc += alpha[alpha_off + (size_t)n * S + j] * dc[dc_off + (size_t)n * ld_dc + d];
+  if (dot_score) acc += de[de_off + (size_t)n * S + j] * qp[qp_off + (size_t)n * ld_qp + d];
+  p[0] = acc;
+}
+
+/* Dot-type scores: dqp[n, d] += sum over valid j of de_j keys[n, j, d], in
+ * order of j. global (>= He, N). */
+__kernel void attn_bwd_dqp(int N, int S, int He,
+                           __global const float *de, int de_off,
+                           __global const float *keys, int keys_off,
+                           __global const int *lens, int lens_off,
+                           __global const int *mask, int mask_off, int has_mask,
+                           __global float *dqp, int dqp_off, int ld_dqp) {
+  const int d = get_global_id(0);
+  const int n = get_global_id(1);
+  if (d >= He || n >= N) return;
+  lens += lens_off;
+  mask += mask_off;
+  __global float *p = dqp + dqp_off + (size_t)n * ld_dqp + d;
+  __global const float *kr = keys + keys_off + (size_t)n * S * He + d;
+  float acc = p[0];
+  for (int j = 0; j < S; ++j)
+    if (attn_valid(n, j, S, lens, mask, has_mask))
+      acc += de[de_off + (size_t)n * S + j] * kr[(size_t)j * He];
+  p[0] = acc;
+}
+
+/* tanh activation of the additive score at (n, j, k): kept, or recomputed. */
+static float additive_u(int n, int j, int k, int S, int A, __global const float *u, int has_u,
+                        __global const float *pkeys, __global const float *qp, int ld_qp) {
+  const size_t at = ((size_t)n * S + j) * A + k;
+  if (has_u) return u[at];
+  return tanh(pkeys[at] + qp[(size_t)n * ld_qp + k]);
+}
+
+/* Additive scores: du = de_j v[k] (1 - u^2); dpkeys[n, j, k] += du and
+ * dqp[n, k] += sum over valid j of du, in order of j. global (>= A, N). */
+__kernel void attn_bwd_additive(int N, int S, int A,
+                                __global const float *qp, int qp_off, int ld_qp,
+                                __global const float *pkeys, int pk_off,
+                                __global const float *u, int u_off, int has_u,
+                                __global const float *v, int v_off,
+                                __global const float *de, int de_off,
+                                __global const int *lens, int lens_off,
+                                __global const int *mask, int mask_off, int has_mask,
+                                __global float *dpkeys, int dpk_off,
+                                __global float *dqp, int dqp_off, int ld_dqp) {
+  const int k = get_global_id(0);
+  const int n = get_global_id(1);
+  if (k >= A || n >= N) return;
+  lens += lens_off;
+  mask += mask_off;
+  const float vk = v[v_off + k];
+  __global float *p = dqp + dqp_off + (size_t)n * ld_dqp + k;
+  float acc = p[0];
+  for (int j = 0; j < S; ++j) {
+    if (!attn_valid(n, j, S, lens, mask, has_mask)) continue;
+    const float uu = additive_u(n, j, k, S, A, u + u_off, has_u, pkeys + pk_off, qp + qp_off, ld_qp);
+    const float du = de[de_off + (size_t)n * S + j] * vk * (1.0f - uu * uu);
+    dpkeys[dpk_off + ((size_t)n * S + j) * A + k] += du;
+    acc += du;
+  }
+  p[0] = acc;
+}
+
+/* Additive scores: dv[k] += sum over rows n and valid j of de u (k < A) and
+ * dbv[0] += sum of de (work-item A, when has_dbv), in the host's order (n,
+ * then j). global (>= A + 1). */
+__kernel void attn_bwd_energy(int N, int S, int A,
+                              __global const float *qp, int qp_off, int ld_qp,
+                              __global const float *pkeys, int pk_off,
+                              __global const float *u, int u_off, int has_u,
+                              __global const float *de, int de_off,
+                              __global const int *lens, int lens_off,
+                              __global const int *mask, int mask_off, int has_mask,
+                              __global float *dv, int dv_off,
+                              __global float *dbv, int dbv_off, int has_dbv) {
+  const int k = get_global_id(0);
+  if (k > A || (k == A && !has_dbv)) return;
+  lens += lens_off;
+  mask += mask_off;
+  __global float *p = k < A ? dv + dv_off + k : dbv + dbv_off;
+  float acc = p[0];
+  for (int n = 0; n < N; ++n)
+    for (int j = 0; j < S; ++j) {
+      if (!attn_valid(n, j, S, lens, mask, has_mask)) continue;
+      const float e = de[de_off + (size_t)n * S + j];
+      if (k < A)
+        acc += e * additive_u(n, j, k, S, A, u + u_off, has_u, pkeys + pk_off, qp + qp_off, ld_qp);
+      else
+        acc += e;
+    }
+  p[0] = acc;
+}
+
+/* ---- GPU forms of attn_bwd_de and attn_bwd_energy ----
+ * The two kernels above run a row (attn_bwd_de) or all N S positions
+ * (attn_bwd_energy) on one work-item each, which suits a CPU core; these
+ * spread the same sums over work-groups, in a fixed order, so that every run
+ * gives the same bits. */
+
+/* attn_bwd_de with a work-group per row: BWD_SL lanes along H_e per position
+ * (dalpha_j's key row read in coalesced runs), wg / BWD_SL positions at once.
+ * Work-item i < wg / BWD_SL adds the lane partial sums of positions
+ * j = i, i + wg / BWD_SL, ... in lane order, keeps dalpha_j in de and its own
+ * part of sum_j alpha_j dalpha_j in order of j; a tree adds the parts; the
+ * same work-item then turns its own positions into de_j. lane_sums holds wg
+ * floats, red wg acc_t. */
+#define BWD_SL 16
+__kernel void attn_bwd_de_wg(int N, int S, int He,
+                             __global const float *alpha, int alpha_off,
+                             __global const float *dc, int dc_off, int ld_dc,
+                             __global const float *keys, int keys_off,
+                             __global const int *lens, int lens_off,
+                             __global const int *mask, int mask_off, int has_mask,
+                             float scale, __global float *de, int de_off,
+                             __local float *lane_sums, __local acc_t *red) {
+  const int n = get_group_id(0); /* < N: the grid has exactly N groups */
+  const int lid = get_local_id(0), wg = get_local_size(0);
+  const int sl = wg < BWD_SL ? wg : BWD_SL, np = wg / sl;
+  /* a mask and a shift (sl is a power of two): the pair lid % sl, lid / sl
+   * compiles to an instruction (freeze) that Oclgrind 21.10 cannot simulate */
+  int shift = 0;
+  while ((1 << shift) < sl) ++shift;
+  const int lane = lid & (sl - 1), slot = lid >> shift;
+  (void)N;
+  lens += lens_off;
+  mask += mask_off;
+  __global const float *al = alpha + alpha_off + (size_t)n * S;
+  __global const float *c = dc + dc_off + (size_t)n * ld_dc;
+  __global const float *kr = keys + keys_off + (size_t)n * S * He;
+  __global float *out = de + de_off + (size_t)n * S;
+  acc_t sdot = 0;
+  for (int j0 = 0; j0 < S; j0 += np) {
+    const int j = j0 + slot;
+    float s = 0.0f;
+    if (j < S && attn_valid(n, j, S, lens, mask, has_mask)) {
+      __global const float *h = kr + (size_t)j * He;
+      for (int k = lane; k < He; k += sl) s += c[k] * h[k];
+    }
+    lane_sums[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int jj = j0 + lid;
+    if (lid < np && jj < S) {
+      float t = 0.0f;
+      for (int l = 0; l < sl; ++l) t += lane_sums[lid * sl + l];
+      if (attn_valid(n, jj, S, lens, mask, has_mask)) sdot += (acc_t)al[jj] * t;
+      out[jj] = t; /* dalpha for now (0 at invalid positions) */
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float sd = (float)wg_sum(red, sdot);
+  if (lid < np)
+    for (int j = lid; j < S; j += np) {
+      float e = 0.0f;
+      if (attn_valid(n, j, S, lens, mask, has_mask)) e = al[j] * (out[j] - sd) * scale;
+      out[j] = e;
+    }
+}
+
+/* attn_bwd_energy in two passes. Pass 1: work-item (k, ch) adds, in order,
+ * the terms of the BWD_ROWS positions r = n S + j of chunk ch (k < A: de u_k;
+ * k = A: de, when has_dbv) into part[ch (A + 1) + k]; global (>= A + 1,
+ * chunks). Pass 2 (attn_bwd_energy_sum): work-item k adds its chunks' sums
+ * in chunk order to dv[k] (dbv). Neighbouring work-items read neighbouring
+ * k of u. */
+#define BWD_ROWS 64
+__kernel void attn_bwd_energy_part(int N, int S, int A,
+                                   __global const float *qp, int qp_off, int ld_qp,
+                                   __global const float *pkeys, int pk_off,
+                                   __global const float *u, int u_off, int has_u,
+                                   __global const float *de, int de_off,
+                                   __global const int *lens, int lens_off,
+                                   __global const int *mask, int mask_off, int has_mask,
+                                   int has_dbv, __global float *part) {
+  const int k = get_global_id(0);
+  const int ch = get_global_id(1);
+  if (k > A || (k == A && !has_dbv)) return;
+  lens += lens_off;
+  mask += mask_off;
+  const int r0 = ch * BWD_ROWS, r1 = min(r0 + BWD_ROWS, N * S);
+  int n = r0 / S, j = r0 - n * S;
+  float acc = 0.0f;
+  for (int r = r0; r < r1; ++r) {
+    if (attn_valid(n, j, S, lens, mask, has_mask)) {
+      const float e = de[de_off + r];
+      if (k < A)
+        acc += e * additive_u(n, j, k, S, A, u + u_off, has_u, pkeys + pk_off, qp + qp_off, ld_qp);
+      else
+        acc += e;
+    }
+    if (++j == S) {
+      j = 0;
+      ++n;
+    }
+  }
+  part[(size_t)ch * (A + 1) + k] = acc;
+}
+
+__kernel void attn_bwd_energy_sum(int A, int chunks, __global const float *part,
+                                  __global float *dv, int dv_off,
+                                  __global float *dbv, int dbv_off, int has_dbv) {
+  const int k = get_global_id(0);
+  if (k > A || (k == A && !has_dbv)) return;
+  __global float *p = k < A ? dv + dv_off + k : dbv + dbv_off;
+  float acc = p[0];
+  for (int ch = 0; ch < chunks; ++ch) acc += part[(size_t)ch * (A + 1) + k];
+  p[0] = acc;
+}
+
+#endif /* SQ_TRAIN */

@@ -9,6 +9,8 @@
  * absent optional buffers arrive as a dummy buffer plus a has_* flag. The
  * host checks that every buffer's element count fits in an int. */
 
+#ifndef SQ_TRAIN
+
 static float sigmoid(float x) {
   /* exp(-x) may overflow to inf for x < -88; 1 / inf = 0 is the right limit. */
   return 1.0f / (1.0f + exp(-x));
@@ -126,7 +128,7 @@ static void gate_unit16(int i, int H, __global const float *x, __global const fl
  * writes it, and gh was computed from h beforehand, so no other work-item
  * depends on the old value. Training (has_sv) also keeps r, z, n and
  * W_hn h + b_hn of every active row in sv [4H] at sv + n*sv_sn + t*sv_st, for
- * the backward pass (grad.cl's gru_bwd). */
+ * the backward pass (gru_bwd, this file's training section). */
 __kernel void gru_gates(int N, int H,
                         __global const float *gi, int gi_off, int gi_sn, int gi_st,
                         __global const float *gh, int gh_off, int ld_gh,
@@ -165,3 +167,104 @@ __kernel void gru_gates(int N, int H,
   for (int i = i0; i < i1; ++i)
     gate_unit(i, H, x, g, b_ih, has_b_ih, b_hh, has_b_hh, hp, op, has_out, sp, has_sv);
 }
+
+#else /* SQ_TRAIN */
+
+/* ---- training (built with -DSQ_TRAIN: a program of its own, so that the
+ * forward program decoding builds never compiles these kernels) ----
+ * Determinism: no atomics; a value that sums over many rows is owned by one
+ * work-item that adds the terms in a fixed order, or is reduced by a fixed
+ * tree inside one work-group. Where the host adds terms straight into the
+ * output one after another, the kernels do the same, starting from the
+ * output's old value, so the rounding matches the host's step for step. */
+
+/* The host computes a * b + c with two roundings; so do the kernels. */
+#pragma OPENCL FP_CONTRACT OFF
+
+#define SCORE_ADDITIVE 0
+
+static float sigmoid_f(float x) { return 1.0f / (1.0f + exp(-x)); }
+
+/* Row n's time index and activity at `step`, as the host slots define them:
+ * len = lens[n] (or step + 1 without lens); active iff step < len; the time
+ * index is len - 1 - step for the reverse direction, else step. */
+static int gru_time(__global const int *lens, int has_lens, int n, int step, int reverse,
+                    int *t) {
+  const int len = has_lens ? lens[n] : step + 1;
+  if (step >= len) return 0;
+  *t = reverse ? len - 1 - step : step;
+  return 1;
+}
+
+/* Backward of one GRU step (sq_gru_bwd_args). global (>= H, N); work-item
+ * (i, n) owns column i of row n in dh, dgi and dgh, so nothing is shared.
+ * Inactive rows get dgh = 0 and keep dh; their dgi slot is left alone. */
+__kernel void gru_bwd(int N, int H,
+                      __global const float *gi, int gi_off, int gi_sn, int gi_st,
+                      __global const float *gh, int gh_off, int ld_gh,
+                      __global const float *b_ih, int b_ih_off, int has_b_ih,
+                      __global const float *b_hh, int b_hh_off, int has_b_hh,
+                      __global const float *h_prev, int hp_off,
+                      __global float *dh, int dh_off,
+                      __global const float *dout, int dout_off, int dout_sn, int dout_st,
+                      int has_dout,
+                      __global float *dgi, int dgi_off,
+                      __global float *dgh, int dgh_off, int ld_dgh,
+                      __global const int *lens, int lens_off, int has_lens,
+                      int step, int reverse,
+                      __global const float *sv, int sv_off, int sv_sn, int sv_st, int has_sv) {
+  const int i = get_global_id(0);
+  const int n = get_global_id(1);
+  if (i >= H || n >= N) return;
+  __global float *dgh_row = dgh + dgh_off + (size_t)n * ld_dgh;
+  int t = 0;
+  if (!gru_time(lens + lens_off, has_lens, n, step, reverse, &t)) {
+    dgh_row[i] = 0.0f;
+    dgh_row[H + i] = 0.0f;
+    dgh_row[2 * H + i] = 0.0f;
+    return;
+  }
+  float r, z, nn, hn;
+  if (has_sv) {
+    __global const float *s = sv + sv_off + (size_t)n * sv_sn + (size_t)t * sv_st;
+    r = s[i];
+    z = s[H + i];
+    nn = s[2 * H + i];
+    hn = s[3 * H + i];
+  } else {
+    __global const float *x = gi + gi_off + (size_t)n * gi_sn + (size_t)t * gi_st;
+    __global const float *g = gh + gh_off + (size_t)n * ld_gh;
+    float ar = x[i] + g[i], az = x[H + i] + g[H + i], xn = x[2 * H + i];
+    hn = g[2 * H + i];
+    if (has_b_ih) {
+      ar += b_ih[b_ih_off + i];
+      az += b_ih[b_ih_off + H + i];
+      xn += b_ih[b_ih_off + 2 * H + i];
+    }
+    if (has_b_hh) {
+      ar += b_hh[b_hh_off + i];
+      az += b_hh[b_hh_off + H + i];
+      hn += b_hh[b_hh_off + 2 * H + i];
+    }
+    r = sigmoid_f(ar);
+    z = sigmoid_f(az);
+    nn = tanh(xn + r * hn);
+  }
+  __global float *dhp = dh + dh_off + (size_t)n * H + i;
+  float d = dhp[0];
+  if (has_dout) d += dout[dout_off + (size_t)n * dout_sn + (size_t)t * dout_st + i];
+  const float hprev = h_prev[hp_off + (size_t)n * H + i];
+  const float dan = d * (1.0f - z) * (1.0f - nn * nn);
+  const float daz = d * (hprev - nn) * z * (1.0f - z);
+  const float dar = dan * hn * r * (1.0f - r);
+  __global float *dx = dgi + dgi_off + (size_t)n * gi_sn + (size_t)t * gi_st;
+  dx[i] = dar;
+  dx[H + i] = daz;
+  dx[2 * H + i] = dan;
+  dgh_row[i] = dar;
+  dgh_row[H + i] = daz;
+  dgh_row[2 * H + i] = dan * r;
+  dhp[0] = d * z;
+}
+
+#endif /* SQ_TRAIN */

@@ -1,35 +1,13 @@
-/* Small kernels of the OpenCL backend: fills, bias, embedding lookup, and the
- * row reductions over the vocabulary (argmax, log_softmax, cross-entropy).
- * Every buffer argument is followed by its offset in elements (OpenCL 1.2 has no
- * pointer offsets for cl_mem). Global sizes are rounded up to the work-group
- * size, so every kernel checks its bounds. Row reductions use one work-group per
- * row whose size is a power of two chosen by the host (any V works). */
+/* The loss family: log-softmax and the cross-entropy loss over the
+ * vocabulary, one work-group per row whose size is a power of two chosen by
+ * the host (any V works), and (training section) the loss's backward.
+ *
+ * OpenCL C 1.2. Every buffer argument is followed by an int offset counted in
+ * 4-byte elements; absent optional buffers arrive as a dummy buffer plus a
+ * has_* flag. Global sizes are rounded up to the work-group size, so every
+ * kernel checks its bounds. */
 
-/* x[off + i] = v for i < n; floats and int32 share this through their bits. */
-__kernel void fill_u32(__global uint *x, int off, int n, uint v) {
-  size_t i = get_global_id(0);
-  if (i < (size_t)n) x[off + i] = v;
-}
-
-/* y[r, c] += bias[c]; global (>= cols, rows). A 2-D range rather than a
- * flattened one with i / cols and i % cols: LLVM turns that division pair into
- * a `freeze` instruction, which Oclgrind's uninitialised-value checker cannot
- * simulate. */
-__kernel void add_bias(__global float *y, int y_off, int rows, int cols, int ld,
-                       __global const float *bias, int b_off) {
-  size_t c = get_global_id(0), r = get_global_id(1);
-  if (c >= (size_t)cols || r >= (size_t)rows) return;
-  y[y_off + r * (size_t)ld + c] += bias[b_off + c];
-}
-
-/* out[n, d] = table[ids[n], d]; global (>= D, N), 2-D for the reason above. */
-__kernel void embedding(__global const int *ids, int ids_off, __global const float *table,
-                        int t_off, __global float *out, int o_off, int N, int D, int ld_out) {
-  size_t d = get_global_id(0), n = get_global_id(1);
-  if (d >= (size_t)D || n >= (size_t)N) return;
-  size_t row = (size_t)ids[ids_off + n];
-  out[o_off + n * (size_t)ld_out + d] = table[t_off + row * (size_t)D + d];
-}
+#ifndef SQ_TRAIN
 
 /* ---- work-group reductions (local size a power of two) ---- */
 static float wg_max(__local float *s, float v) {
@@ -70,41 +48,6 @@ static void row_logsumexp(__global const float *x, int V, __local float *s, floa
   sum = wg_sum(s, sum);
   *m_out = m;
   *lse_out = log(sum);
-}
-
-/* NaN counts as the largest value (as torch.argmax); ties go to the lower index. */
-static int better(float v, int i, float best, int bi) {
-  if (isnan(v)) return !isnan(best) || i < bi;
-  if (isnan(best)) return 0;
-  return v > best || (v == best && i < bi);
-}
-
-/* ids[n] = argmax_v (x[n, v] + bias[v]); one group per row. */
-__kernel void argmax(__global const float *x, int x_off, int ld, int V, __global const float *bias,
-                     int b_off, int has_bias, __global int *ids, int ids_off,
-                     __local float *sv, __local int *si) {
-  int n = get_group_id(0), lid = get_local_id(0), wg = get_local_size(0);
-  __global const float *row = x + x_off + (size_t)n * (size_t)ld;
-  float best = -INFINITY;
-  int bi = 0x7fffffff;
-  for (int v = lid; v < V; v += wg) {
-    float val = row[v] + (has_bias ? bias[b_off + v] : 0.0f);
-    if (better(val, v, best, bi)) {
-      best = val;
-      bi = v;
-    }
-  }
-  sv[lid] = best;
-  si[lid] = bi;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int h = wg / 2; h > 0; h >>= 1) {
-    if (lid < h && better(sv[lid + h], si[lid + h], sv[lid], si[lid])) {
-      sv[lid] = sv[lid + h];
-      si[lid] = si[lid + h];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  if (lid == 0) ids[ids_off + n] = si[0] < V ? si[0] : 0;
 }
 
 /* y[n, :] = x[n, :] - max - log(sum exp(x[n, :] - max)); one group per row. */
@@ -180,3 +123,91 @@ __kernel void ce_mean(__global const float *part, int p_off, int N, __global flo
   count = wg_sum(s, count); /* exact: whole numbers below 2^24 */
   if (lid == 0) loss[loss_off] = count > 0.0f ? total / count : 0.0f;
 }
+
+#else /* SQ_TRAIN */
+
+/* ---- training (built with -DSQ_TRAIN: a program of its own, so that the
+ * forward program decoding builds never compiles these kernels) ----
+ * Determinism: no atomics; a value that sums over many rows is owned by one
+ * work-item that adds the terms in a fixed order, or is reduced by a fixed
+ * tree inside one work-group. Where the host adds terms straight into the
+ * output one after another, the kernels do the same, starting from the
+ * output's old value, so the rounding matches the host's step for step. */
+
+/* SQ_FP64 (set by the host when the device has cl_khr_fp64) makes the row
+ * reductions accumulate in double, as the host does. */
+#ifdef SQ_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double acc_t;
+#else
+typedef float acc_t;
+#endif
+
+/* The host computes a * b + c with two roundings; so do the kernels. */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* Tree reductions over the work-group (its size a power of two, as the host
+ * launches them). red holds get_local_size(0) values; the trailing barrier
+ * lets the caller reuse it right away. */
+static acc_t wg_sum(__local acc_t *red, acc_t x) {
+  const int lid = get_local_id(0);
+  red[lid] = x;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
+    if (lid < s) red[lid] += red[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const acc_t r = red[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+static float wg_max(__local acc_t *red, float x) {
+  const int lid = get_local_id(0);
+  red[lid] = x;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
+    if (lid < s) red[lid] = fmax(red[lid], red[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float r = (float)red[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+/* dx[n, :] = scale * (softmax(x[n, :]) - onehot(labels[n])), 0 for ignored
+ * rows. One work-group per row; work-item lid owns v = lid + k * wg, and
+ * writes, rescales and corrects only its own positions. */
+__kernel void ce_bwd(int N, int V, __global const float *x, int x_off,
+                     __global const int *labels, int labels_off, float scale,
+                     __global float *dx, int dx_off, __local acc_t *red) {
+  const int n = get_group_id(0);
+  const int lid = get_local_id(0);
+  const int wg = get_local_size(0);
+  if (n >= N) return; /* uniform over the work-group */
+  __global const float *row = x + x_off + (size_t)n * V;
+  __global float *d = dx + dx_off + (size_t)n * V;
+  const int label = labels[labels_off + n];
+  if (label < 0) { /* uniform too: the whole group returns */
+    for (int v = lid; v < V; v += wg) d[v] = 0.0f;
+    return;
+  }
+  float m = -INFINITY;
+  for (int v = lid; v < V; v += wg) m = fmax(m, row[v]);
+  m = wg_max(red, m);
+  acc_t sum = 0;
+  for (int v = lid; v < V; v += wg) {
+    const float e = exp(row[v] - m);
+    d[v] = e;
+    sum += e;
+  }
+  sum = wg_sum(red, sum);
+  const float inv = (float)((acc_t)scale / sum);
+  for (int v = lid; v < V; v += wg) {
+    float y = d[v] * inv;
+    if (v == label) y -= scale;
+    d[v] = y;
+  }
+}
+
+#endif /* SQ_TRAIN */

@@ -96,6 +96,41 @@ typedef struct sq_gru_args {
   int reverse;
 } sq_gru_args;
 
+/* Backward of one GRU time step (the step sq_gru_args describes), PyTorch's
+ * reset-after form. The gates are recomputed from gi, gh, the biases and h_prev,
+ * so the forward pass only keeps gi, gh and the states.
+ *
+ * Row n is active iff lens is absent or step < lens[n]; its time index is t =
+ * step, or lens[n] - 1 - step when reverse. For an active row:
+ *   dh[n] += dout[n*dout_sn + t*dout_st]        (when dout is present)
+ *   dgi[n*gi_sn + t*gi_st] = d(pre-activations, input side)   [3H]
+ *   dgh[n*ld_dgh]          = d(pre-activations, hidden side)  [3H]
+ *   dh[n] = dh[n] * z       (the direct path; the caller adds dgh W_hh)
+ * For an inactive row dgi and dgh are written as 0 and dh is unchanged (its
+ * state passed through). The bias gradients are the column sums of dgi and dgh. */
+typedef struct sq_gru_bwd_args {
+  int N, H;
+  sq_ref gi;
+  size_t gi_sn, gi_st;
+  sq_ref gh;
+  int ld_gh;
+  sq_ref b_ih, b_hh; /* optional */
+  sq_ref h_prev;     /* [N, H] the state before this step */
+  sq_ref dh;         /* [N, H] in: dL/dh', out: direct part of dL/dh_prev */
+  sq_ref dout;       /* optional: dL/d(layer output) */
+  size_t dout_sn, dout_st;
+  sq_ref dgi;        /* laid out like gi (same strides) */
+  sq_ref dgh;
+  int ld_dgh;
+  sq_ref lens; /* optional int32 [N] */
+  int step;
+  int reverse;
+  /* optional: the gates gru_fwd kept (r, z, n, W_hn h + b_hn per row, 4H),
+   * at saved + n*sv_sn + t*sv_st; when absent they are recomputed */
+  sq_ref saved;
+  size_t sv_sn, sv_st;
+} sq_gru_bwd_args;
+
 /* Beam search slots. K hypotheses per sentence, R = n K rows, row s K + i is
  * hypothesis i of sentence s. K is at most SQ_BEAM_MAX_K (private arrays).
  *
@@ -171,6 +206,12 @@ typedef struct sq_dropout_args {
   float scale;
 } sq_dropout_args;
 
+/* The table. Slots are grouped by op family; each family lives in
+ * src/ops/<family>.c (the front), backend/host/host_<family>.c,
+ * backend/opencl/ops_<family>.c, kernels/<family>.cl and
+ * check/ops_<family>.c. A slot marked "optional" may be NULL: its front
+ * then falls back to other slots or fails with SEQCL_ERR_UNSUPPORTED naming
+ * the backend; every other slot is filled by every backend. */
 typedef struct sq_backend_ops {
   sq_backend_kind kind;
   const char *name; /* "host", "opencl": for messages only */
@@ -183,7 +224,7 @@ typedef struct sq_backend_ops {
    * benchmark's bandwidth figure (NULL: the copy slot is that already). */
   seqcl_status (*stream_copy)(sq_backend *be, sq_ref dst, sq_ref src, size_t count);
 
-  /* memory */
+  /* ---- memory (the backend's own file) ---- */
   seqcl_status (*buf_alloc)(sq_backend *be, size_t bytes, sq_buf **out);
   void (*buf_free)(sq_backend *be, sq_buf *buf); /* accepts NULL */
   seqcl_status (*write)(sq_backend *be, sq_ref dst, const void *src, size_t bytes);
@@ -193,15 +234,22 @@ typedef struct sq_backend_ops {
   seqcl_status (*fill_i32)(sq_backend *be, sq_ref dst, size_t count, int32_t value);
   seqcl_status (*finish)(sq_backend *be); /* waits for all enqueued work */
 
+  /* ---- linear ---- */
   /* C = alpha * op(A) op(B) + beta * C, row-major, op = transpose when ta/tb;
    * op(A) is [M,K], op(B) is [K,N]; batch >= 1 GEMMs with element strides sa,sb,sc. */
   seqcl_status (*gemm)(sq_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                        sq_ref A, int lda, size_t sa, sq_ref B, int ldb, size_t sb, float beta,
                        sq_ref C, int ldc, size_t sc, int batch);
-
   /* y[r, c] += bias[c] for r < rows, c < cols; row stride ld. */
   seqcl_status (*add_bias)(sq_backend *be, int rows, int cols, sq_ref y, int ld, sq_ref bias);
+  /* Optional (training). db[c] += sum over r < rows of dy[r * ld + c]. */
+  seqcl_status (*bias_grad)(sq_backend *be, int rows, int cols, sq_ref dy, int ld, sq_ref db);
+  /* x[i] = tanh(x[i]) for i < count (the decoder's combining layer). */
+  seqcl_status (*tanh_inplace)(sq_backend *be, size_t count, sq_ref x);
+  /* Optional (training). dx[i] = dy[i] * (1 - y[i]^2) where y = tanh(.) of the forward pass. */
+  seqcl_status (*tanh_bwd)(sq_backend *be, size_t count, sq_ref y, sq_ref dy, sq_ref dx);
 
+  /* ---- attention ---- */
   /* Raw energies e[N, S] (no mask; positions j >= len may hold anything finite). */
   seqcl_status (*attn_scores)(sq_backend *be, const sq_attn_args *a, sq_ref scores);
   /* y = softmax over j of x[n, j] with invalid positions at -inf; y = 0 exactly at
@@ -214,47 +262,91 @@ typedef struct sq_backend_ops {
   /* scores + mask + softmax + context in one pass; alpha [N, S] optional. */
   seqcl_status (*attn_fused)(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
                              sq_ref alpha);
+  /* Optional (training). The attention forward of training: scores + masked
+   * softmax + context like attn_fused (c row stride ld_c, alpha [N, S]
+   * written, 0 at invalid positions), and for additive scores it also keeps
+   * u = tanh(pkeys + qp) [N, S, A] (rows j >= len untouched) so that attn_bwd
+   * need not recompute it. */
+  seqcl_status (*attn_fwd)(sq_backend *be, const sq_attn_args *a, sq_ref u, sq_ref c, int ld_c,
+                           sq_ref alpha);
+  /* Optional (training). Backward of scores + masked softmax + context for the
+   * step a describes, given alpha [N, S] of the forward pass and dc [N, He]
+   * (row stride ld_dc):
+   *   u: the additive activations attn_fwd kept (optional: recomputed when absent);
+   *   dqp [N, *] (row stride ld_dqp) is accumulated (+=), so that for dot scores
+   *   it can be the gradient of the decoder state itself;
+   *   dkeys [N, S, He] is accumulated (+=) with both the context and score paths;
+   *   additive: dpkeys [N, S, A] is accumulated, dv [A] and dbv [1] (optional)
+   *   are accumulated. Invalid positions contribute nothing. */
+  seqcl_status (*attn_bwd)(sq_backend *be, const sq_attn_args *a, sq_ref alpha, sq_ref u,
+                           sq_ref dc, int ld_dc, sq_ref dqp, int ld_dqp, sq_ref dkeys,
+                           sq_ref dpkeys, sq_ref dv, sq_ref dbv);
 
+  /* ---- gru ---- */
   seqcl_status (*gru_gates)(sq_backend *be, const sq_gru_args *g);
+  /* Optional (training). gru_gates, which also keeps r, z, n and W_hn h + b_hn
+   * of each active row at saved + n*sv_sn + t*sv_st. */
+  seqcl_status (*gru_fwd)(sq_backend *be, const sq_gru_args *g, sq_ref saved, size_t sv_sn,
+                          size_t sv_st);
+  /* Optional (training). See sq_gru_bwd_args. */
+  seqcl_status (*gru_gates_bwd)(sq_backend *be, const sq_gru_bwd_args *g);
 
+  /* ---- embedding ---- */
   /* out[n, :D] = table[ids[n], :]; out row stride ld_out; ids int32 [N] in [0, V). */
   seqcl_status (*embedding)(sq_backend *be, int N, int D, sq_ref ids, sq_ref table, sq_ref out,
                             int ld_out);
-  /* ids[n] = argmax_v (x[n, v] + bias[v]) (bias optional), lowest index on ties. */
-  seqcl_status (*argmax)(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias, sq_ref ids);
+  /* Optional (training). dtable[ids[n], :] += dy[n * ld_dy, :D] for every n
+   * with ids[n] != pad_id (pad_id < 0: none); rows are added in order n = 0, 1, ... */
+  seqcl_status (*embedding_bwd)(sq_backend *be, int N, int D, sq_ref ids, sq_ref dy, int ld_dy,
+                                int pad_id, sq_ref dtable);
+
+  /* ---- loss ---- */
   /* y[n, :] = log_softmax(x[n, :]) */
   seqcl_status (*log_softmax)(sq_backend *be, int N, int V, sq_ref x, sq_ref y);
   /* loss[0] = mean over rows with labels[n] >= 0 of -log_softmax(x[n])[labels[n]];
    * 0 when no row is valid. labels int32 [N], each < V or negative (ignored). */
   seqcl_status (*cross_entropy)(sq_backend *be, int N, int V, sq_ref x, sq_ref labels,
                                 sq_ref loss);
+  /* Optional (training). dx[n, :] = scale * (softmax(x[n, :]) - onehot(labels[n]))
+   * for labels[n] >= 0, 0 for ignored rows (labels[n] < 0). scale is 1 / (number
+   * of valid rows). */
+  seqcl_status (*cross_entropy_bwd)(sq_backend *be, int N, int V, sq_ref x, sq_ref labels,
+                                    float scale, sq_ref dx);
 
-  /* Decoding bookkeeping (host_decode.c, opencl/ops_decode.c); model code falls
-   * back to the backend's own implementation when a table leaves these NULL.
-   * Greedy step over N rows: id = finished[n] ? eos : ids[n]; ids[n] = id;
+  /* ---- decode (greedy) ---- */
+  /* ids[n] = argmax_v (x[n, v] + bias[v]) (bias optional), lowest index on ties. */
+  seqcl_status (*argmax)(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias, sq_ref ids);
+  /* Greedy step over N rows: id = finished[n] ? eos : ids[n]; ids[n] = id;
    * hist[n] = id when hist is present; finished[n] = (id == eos). All int32. */
   seqcl_status (*greedy_update)(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
                                 sq_ref hist);
-  /* x[i] = tanh(x[i]) for i < count. */
-  seqcl_status (*tanh_inplace)(sq_backend *be, size_t count, sq_ref x);
   /* Optional: argmax (with bias) then greedy_update in one pass, the same
-   * results as the two slots in sequence (a launch fewer per greedy step). */
+   * results as the two slots in sequence (a launch fewer per greedy step);
+   * the front falls back to the two slots when NULL. */
   seqcl_status (*argmax_greedy)(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
                                 sq_ref ids, sq_ref finished, int eos, sq_ref hist);
 
-  /* Beam search on the device (host_beam.c, opencl/ops_beam.c); NULL where a
-   * backend has none. K <= SQ_BEAM_MAX_K. */
+  /* ---- beam (optional, all three: see "Beam search slots") ---- */
   seqcl_status (*beam_topk)(sq_backend *be, int N, int V, sq_ref x, int ld, int K, sq_ref vals,
                             sq_ref ids);
   seqcl_status (*beam_select)(sq_backend *be, const struct sq_beam_args *a);
   seqcl_status (*gather_rows)(sq_backend *be, int N, int D, sq_ref src, sq_ref idx, sq_ref dst);
 
+  /* ---- optim (optional, training) ---- */
+  /* out[0] = sum of x[i]^2, accumulated in double. */
+  seqcl_status (*sum_squares)(sq_backend *be, size_t count, sq_ref x, sq_ref out);
+  /* x[i] *= s */
+  seqcl_status (*scale)(sq_backend *be, size_t count, sq_ref x, float s);
+  /* torch.optim.Adam without weight decay, step already bias-corrected by the
+   * caller: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+   * p -= step_size * m / (sqrt(v) / bc2_sqrt + eps). */
+  seqcl_status (*adam)(sq_backend *be, size_t count, sq_ref p, sq_ref g, sq_ref m, sq_ref v,
+                       float b1, float b2, float eps, float step_size, float bc2_sqrt);
+
+  /* ---- dropout (optional, training) ---- */
   seqcl_status (*dropout)(sq_backend *be, const sq_dropout_args *a);
 
   void (*destroy)(sq_backend *be);
-
-  /* Backward slots for training (src/train/grad.h); NULL where a backend has none. */
-  const struct sq_grad_ops *grad;
 } sq_backend_ops;
 
 struct sq_backend {
@@ -266,36 +358,10 @@ struct sq_backend {
 /* Constructors (ctx->info says which device); the library calls them only
  * through the registry (sq_backend_create, registry.h). */
 seqcl_status sq_host_backend_create(seqcl_ctx *ctx, sq_backend **out);
+/* The host table itself, for tests that call its slots on a bare sq_backend. */
+const sq_backend_ops *sq_host_backend_ops(void);
 #ifdef SEQCL_HAVE_OPENCL
 seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out);
-#endif
-
-/* Implementations of the decoding slots, for the backends' tables. */
-seqcl_status sq_host_greedy_update(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
-                                   sq_ref hist);
-seqcl_status sq_host_tanh_inplace(sq_backend *be, size_t count, sq_ref x);
-seqcl_status sq_host_dropout(sq_backend *be, const sq_dropout_args *a);
-/* The generator behind it (exposed for the known-answer test). */
-void sq_host_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
-seqcl_status sq_host_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, int K,
-                               sq_ref vals, sq_ref ids);
-seqcl_status sq_host_beam_select(sq_backend *be, const sq_beam_args *a);
-seqcl_status sq_host_gather_rows(sq_backend *be, int N, int D, sq_ref src, sq_ref idx,
-                                 sq_ref dst);
-#ifdef SEQCL_HAVE_OPENCL
-seqcl_status sq_ocl_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, int K, sq_ref vals,
-                              sq_ref ids);
-seqcl_status sq_ocl_beam_select(sq_backend *be, const sq_beam_args *a);
-seqcl_status sq_ocl_gather_rows(sq_backend *be, int N, int D, sq_ref src, sq_ref idx,
-                                sq_ref dst);
-#endif
-#ifdef SEQCL_HAVE_OPENCL
-seqcl_status sq_ocl_greedy_update(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
-                                  sq_ref hist);
-seqcl_status sq_ocl_tanh_inplace(sq_backend *be, size_t count, sq_ref x);
-seqcl_status sq_ocl_dropout(sq_backend *be, const sq_dropout_args *a);
-seqcl_status sq_ocl_argmax_greedy(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
-                                  sq_ref ids, sq_ref finished, int eos, sq_ref hist);
 #endif
 
 #endif

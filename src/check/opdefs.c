@@ -1,4 +1,6 @@
+/* Shared pieces of the op list entries (opdefs.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check/opdefs.h"
 
@@ -40,4 +42,9 @@ seqcl_status sq_finish_run(sq_arena *a, char *fault, size_t cap) {
   SQ_TRY(a->st);
   SQ_TRY(sq_finish(a->ctx));
   return sq_arena_verify(a, fault, cap);
+}
+
+void sq_tol_exact(const sq_case *c, int k, double *const *ref, double *tol) {
+  (void)ref;
+  memset(tol, 0, c->out[k].n * sizeof *tol);
 }

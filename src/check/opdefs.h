@@ -45,6 +45,9 @@ static inline double sq_dot_factor(long K) { return 2.0 * (double)(K + 2) * SQ_U
 void sq_abs_linear(int rows, int in, int out, const float *x, int ldx, const float *W,
                    const float *b, double *m);
 
+/* The tolerance of an output that must match exactly (0 everywhere). */
+void sq_tol_exact(const sq_case *c, int k, double *const *ref, double *tol);
+
 /* Runs the arena's verification and fetches: used by every run function. */
 seqcl_status sq_finish_run(sq_arena *a, char *fault, size_t cap);
 

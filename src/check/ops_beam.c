@@ -5,7 +5,7 @@
 
 #include "check/opdefs.h"
 #include "check/ops_all.h"
-#include "model/beam_ops.h"
+#include "ops/ops.h"
 
 /* Shape keys: N V K, pad (extra row stride). Inputs in [-4, 4]; in every row
  * positions 0 and V - 1 share the value 6 (the two best, a tie the lower id

@@ -1,11 +1,77 @@
-/* Op list entry: argmax_greedy, the fused tail of a greedy decoder step
- * (argmax with the output bias, then the EOS bookkeeping of greedy_update). */
+/* Op list entries of the greedy decode family: argmax, and argmax_greedy, the
+ * fused tail of a greedy decoder step (argmax with the output bias, then the
+ * EOS bookkeeping of greedy_update). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "check/opdefs.h"
 #include "check/ops_all.h"
-#include "model/greedy_tail.h"
+#include "ops/ops.h"
+
+/* ------------------------------------------------------------- argmax ---- */
+/* Shape keys: N V, pad (extra row stride), bias (default 0), ties (1: force
+ * ties of the row maximum, which must resolve to the lowest index). */
+static seqcl_status argmax_gen(sq_case *c, sq_rng *r) {
+  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, V, "V", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, pad, "pad", 0, 0, 4096);
+  int ld = V + pad, ties = sq_shape_int(&c->shape, "ties", 0) && V > 1;
+  float *x = sq_gen_f(c, r, "x", (size_t)N * ld, 1.0f);
+  float *b = sq_shape_int(&c->shape, "bias", 0) ? sq_gen_f(c, r, "bias", (size_t)V, 1.0f) : NULL;
+  SQ_NEED(x && (b || !sq_shape_int(&c->shape, "bias", 0)));
+  /* Tie columns: with a bias they are shared by every row and get equal bias
+   * values, so that x + bias ties exactly in float32. */
+  int tie[3] = {0, 0, 0};
+  for (int k = 0; k < 3; k++) tie[k] = sq_rng_int(r, 0, V - 1);
+  if (b && ties)
+    for (int k = 1; k < 3; k++) b[tie[k]] = b[tie[0]];
+  for (int n = 0; n < N; n++) {
+    float *row = x + (size_t)n * ld;
+    if (ties && n % 3 != 2) {
+      if (!b)
+        for (int k = 0; k < 3; k++) tie[k] = sq_rng_int(r, 0, V - 1);
+      for (int k = 0; k < 3; k++) row[tie[k]] = 4.0f; /* above every other x + bias */
+    } else if (n % 3 == 2) {
+      row[V - 1] = 4.0f; /* the maximum in the last column */
+    }
+    if (ties && !b && n == 0)
+      for (int v = 0; v < V; v++) row[v] = 0.5f; /* a constant row: index 0 */
+  }
+  SQ_NEED(sq_case_out(c, "ids", (size_t)N, 1) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status argmax_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                  size_t cap) {
+  int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
+  int pad = sq_shape_int(&c->shape, "pad", 0);
+  sq_ref x = sq_arena_in_named(a, c, "x"), b = sq_arena_in_named(a, c, "bias");
+  sq_ref ids = sq_arena_out(a, "ids", (size_t)N, NULL);
+  SQ_TRY(a->st);
+  SQ_TRY(sq_argmax(a->ctx, N, V, x, V + pad, b, ids));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  return sq_arena_fetch(a, ids, c->out[0].n, 1, got[0]);
+}
+
+static seqcl_status argmax_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+                               size_t cap) {
+  sq_arena a;
+  sq_arena_init(&a, ctx);
+  seqcl_status st = argmax_run_in(&a, c, got, fault, cap);
+  sq_arena_release(&a);
+  return st;
+}
+
+static const char *const argmax_shapes[] = {"N=1,V=1",          "N=3,V=7,ties=1",
+                                            "N=5,V=37,bias=1,ties=1", "N=4,V=61,pad=3",
+                                            "N=7,V=1000,ties=1", "N=2,V=4099,bias=1",
+                                            "N=64,V=33,ties=1,bias=1", NULL};
+static const char *const argmax_quick[] = {"N=5,V=37,bias=1,ties=1", NULL};
+
+const sq_op sq_op_argmax = {
+    "argmax",
+    "exact: the index of the largest float32 x + bias, the lowest one on a tie (SPEC §1)",
+    argmax_shapes, argmax_quick, 0, argmax_gen, argmax_run, sq_tol_exact, NULL};
 
 /* Shape keys: N V, pad (extra row stride), bias (default 1), hist (default 1).
  * Every third row has finished already (it must stay at EOS whatever its

@@ -1,5 +1,8 @@
-/* Op list entries: the GRU gate kernel, one GRU cell, and a GRU layer over time
- * (forward, reverse, bidirectional into one buffer, stacked layers). */
+/* Op list entries of the gru family: the GRU gate kernel, one GRU cell, a GRU
+ * layer over time (forward, reverse, bidirectional into one buffer, stacked
+ * layers), and the training step that keeps its gates (grad.gru_fwd) with
+ * its backward (grad.gru_gates). The training entries' accumulated outputs
+ * start from random values, so a kernel that overwrites instead fails. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,18 @@
  * pointwise update adds a few roundings on values of order 1. */
 #define GATE_ABS 1e-6
 #define GATE_REL 4e-5
+
+#define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
+
+#define RUN_WRAPPER(name)                                                                      \
+  static seqcl_status name(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,  \
+                           size_t cap) {                                                       \
+    sq_arena a;                                                                                \
+    sq_arena_init(&a, ctx);                                                                    \
+    seqcl_status st = name##_in(&a, c, got, fault, cap);                                       \
+    sq_arena_release(&a);                                                                      \
+    return st;                                                                                 \
+  }
 
 /* ---------------------------------------------------------- gru_gates ---- */
 /* Shape keys: N T H, step, rev, lens (1 = lengths given, the default), bias
@@ -318,3 +333,211 @@ const sq_op sq_op_gru_layer = {
     "(errors of T recurrent steps, each a gate tolerance plus GEMM rounding, through a "
     "contracting recurrence); outputs past a row's length exactly 0",
     layer_shapes, layer_quick, 0, layer_gen, layer_run, layer_tol, layer_l2};
+
+/* ------------------------------------------------ grad.gru_fwd, gru_gates ---- */
+/* Shape keys as gru_gates: N T H, step, rev, lens (default 1), bias (default 1),
+ * pad (extra row stride of gh and dgh); the backward adds dout (default 1: the
+ * layer output's gradient is given) and saved (1: the gates gru_fwd kept are
+ * given, random values in their ranges; 0: recomputed). */
+static seqcl_status gru_common_gen(sq_case *c, sq_rng *r, int *N, int *T, int *H) {
+  SQ_DIM(c, n, "N", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, t, "T", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, h, "H", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, step, "step", 0, 0, t - 1);
+  SQ_DIM(c, pad, "pad", 0, 0, 4096);
+  (void)step;
+  if (SH("rev", 0) && !SH("lens", 1))
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "%s: rev=1 needs lens=1", c->op->name);
+  SQ_NEED(sq_gen_f(c, r, "gi", (size_t)n * t * 3 * h, 1.5f));
+  SQ_NEED(sq_gen_f(c, r, "gh", (size_t)n * (3 * h + pad), 1.5f));
+  if (SH("bias", 1)) {
+    SQ_NEED(sq_gen_f(c, r, "b_ih", (size_t)3 * h, 0.5f));
+    SQ_NEED(sq_gen_f(c, r, "b_hh", (size_t)3 * h, 0.5f));
+  }
+  SQ_NEED(sq_gen_f(c, r, "h", (size_t)n * h, 1.0f));
+  if (SH("lens", 1)) SQ_NEED(sq_gen_lens(c, r, "lens", n, t, 1));
+  *N = n, *T = t, *H = h;
+  return SEQCL_OK;
+}
+
+/* Row n's activity and time index at the case's step (as grad.h defines them). */
+static int gru_row_time(const sq_case *c, int n, int *t) {
+  const int32_t *lens = sq_case_ini(c, "lens");
+  int step = SH("step", 0), len = lens ? lens[n] : step + 1;
+  if (step >= len) return 0;
+  *t = SH("rev", 0) ? len - 1 - step : step;
+  return 1;
+}
+
+static seqcl_status gfwd_gen(sq_case *c, sq_rng *r) {
+  int N, T, H;
+  SQ_TRY(gru_common_gen(c, r, &N, &T, &H));
+  SQ_NEED(sq_case_out(c, "h", (size_t)N * H, 0) >= 0);
+  SQ_NEED(sq_case_out(c, "out", (size_t)N * T * H, 0) >= 0);
+  SQ_NEED(sq_case_out(c, "saved", (size_t)N * T * 4 * H, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status gfwd_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                size_t cap) {
+  int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1);
+  sq_gru_args g;
+  memset(&g, 0, sizeof g);
+  g.N = N, g.H = H;
+  g.gi = sq_arena_in_named(a, c, "gi");
+  g.gi_sn = (size_t)T * 3 * H, g.gi_st = (size_t)3 * H;
+  g.gh = sq_arena_in_named(a, c, "gh");
+  g.ld_gh = 3 * H + SH("pad", 0);
+  g.b_ih = sq_arena_in_named(a, c, "b_ih");
+  g.b_hh = sq_arena_in_named(a, c, "b_hh");
+  g.h = sq_arena_out(a, "h", (size_t)N * H, sq_case_inf(c, "h"));
+  /* untouched slots must stay as they were: start them at 0, as the reference does */
+  float *zeros = calloc((size_t)N * T * 4 * H, sizeof(float));
+  if (!zeros) return sq_fail(a->ctx, SEQCL_ERR_OUT_OF_MEMORY, "check: out of host memory");
+  g.out = sq_arena_out(a, "out", (size_t)N * T * H, zeros);
+  sq_ref saved = sq_arena_out(a, "saved", (size_t)N * T * 4 * H, zeros);
+  free(zeros);
+  g.out_sn = (size_t)T * H, g.out_st = (size_t)H;
+  g.lens = sq_arena_in_named(a, c, "lens");
+  g.step = SH("step", 0);
+  g.reverse = SH("rev", 0) != 0;
+  SQ_TRY(a->st);
+  SQ_TRY(sq_gru_fwd(a->ctx, &g, saved, (size_t)T * 4 * H, (size_t)4 * H));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  SQ_TRY(sq_arena_fetch(a, g.h, c->out[0].n, 0, got[0]));
+  SQ_TRY(sq_arena_fetch(a, g.out, c->out[1].n, 0, got[1]));
+  return sq_arena_fetch(a, saved, c->out[2].n, 0, got[2]);
+}
+RUN_WRAPPER(gfwd_run)
+
+static void gfwd_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1);
+  int w = k == 2 ? 4 * H : H;
+  for (int n = 0; n < N; n++) {
+    int t = -1, active = gru_row_time(c, n, &t);
+    for (int tt = 0; tt < (k == 0 ? 1 : T); tt++)
+      for (int i = 0; i < w; i++) {
+        size_t e = ((size_t)n * (k == 0 ? 1 : T) + tt) * w + i;
+        int live = active && (k == 0 || tt == t);
+        tol[e] = live ? GATE_ABS + GATE_REL * fabs(ref[k][e]) : 0;
+      }
+  }
+}
+
+static const char *const gru_shapes[] = {
+    "N=1,T=1,H=1",         "N=3,T=7,H=13",             "N=5,T=13,H=37,rev=1,step=2",
+    "N=4,T=5,H=61,step=4", "N=7,T=3,H=64,lens=0,pad=5", "N=6,T=7,H=33,bias=0,rev=1,step=6",
+    "N=9,T=2,H=512,step=1", NULL};
+static const char *const gru_quick[] = {"N=3,T=7,H=13", NULL};
+
+const sq_op sq_op_grad_gru_fwd = {
+    "grad.gru_fwd",
+    "as gru_gates: absolute 1e-6 + relative 4e-5 for h, out and the kept gates (r, z, n, "
+    "W_hn h + b_hn); inactive rows and other time steps exactly unchanged",
+    gru_shapes, gru_quick, 0, gfwd_gen, gfwd_run, gfwd_tol, NULL};
+
+static seqcl_status gbwd_gen(sq_case *c, sq_rng *r) {
+  int N, T, H;
+  SQ_TRY(gru_common_gen(c, r, &N, &T, &H));
+  int ld = 3 * H + SH("pad", 0);
+  SQ_NEED(sq_gen_f(c, r, "dh0", (size_t)N * H, 1.0f));
+  if (SH("dout", 1)) SQ_NEED(sq_gen_f(c, r, "dout", (size_t)N * T * H, 1.0f));
+  if (SH("saved", 0)) {
+    float *sv = sq_gen_f(c, r, "saved", (size_t)N * T * 4 * H, 1.0f);
+    SQ_NEED(sv);
+    for (size_t e = 0; e < (size_t)N * T; e++)
+      for (int i = 0; i < 2 * H; i++) sv[e * 4 * H + i] = fabsf(sv[e * 4 * H + i]); /* r, z */
+  }
+  SQ_NEED(sq_gen_f(c, r, "dgi0", (size_t)N * T * 3 * H, 1.0f));
+  SQ_NEED(sq_gen_f(c, r, "dgh0", (size_t)N * ld, 1.0f));
+  SQ_NEED(sq_case_out(c, "dh", (size_t)N * H, 0) >= 0);
+  SQ_NEED(sq_case_out(c, "dgi", (size_t)N * T * 3 * H, 0) >= 0);
+  SQ_NEED(sq_case_out(c, "dgh", (size_t)N * 3 * H, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status gbwd_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                size_t cap) {
+  int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1), ld = 3 * H + SH("pad", 0);
+  sq_gru_bwd_args g;
+  memset(&g, 0, sizeof g);
+  g.N = N, g.H = H;
+  g.gi = sq_arena_in_named(a, c, "gi");
+  g.gi_sn = (size_t)T * 3 * H, g.gi_st = (size_t)3 * H;
+  g.gh = sq_arena_in_named(a, c, "gh");
+  g.ld_gh = ld;
+  g.b_ih = sq_arena_in_named(a, c, "b_ih");
+  g.b_hh = sq_arena_in_named(a, c, "b_hh");
+  g.h_prev = sq_arena_in_named(a, c, "h");
+  g.dh = sq_arena_out(a, "dh", (size_t)N * H, sq_case_inf(c, "dh0"));
+  g.dout = sq_arena_in_named(a, c, "dout");
+  g.dout_sn = (size_t)T * H, g.dout_st = (size_t)H;
+  g.dgi = sq_arena_out(a, "dgi", (size_t)N * T * 3 * H, sq_case_inf(c, "dgi0"));
+  g.dgh = sq_arena_out2d(a, "dgh", (size_t)N, (size_t)3 * H, (size_t)ld, sq_case_inf(c, "dgh0"));
+  g.ld_dgh = ld;
+  g.lens = sq_arena_in_named(a, c, "lens");
+  g.step = SH("step", 0);
+  g.reverse = SH("rev", 0) != 0;
+  g.saved = sq_arena_in_named(a, c, "saved");
+  g.sv_sn = (size_t)T * 4 * H, g.sv_st = (size_t)4 * H;
+  SQ_TRY(a->st);
+  SQ_TRY(sq_gru_gates_bwd(a->ctx, &g));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  SQ_TRY(sq_arena_fetch(a, g.dh, c->out[0].n, 0, got[0]));
+  SQ_TRY(sq_arena_fetch(a, g.dgi, c->out[1].n, 0, got[1]));
+  return sq_arena_fetch(a, g.dgh, c->out[2].n, 0, got[2]);
+}
+RUN_WRAPPER(gbwd_run)
+
+/* Each gate value may be off by d = 1e-6 + 4e-5 (as gru_gates); the gradients'
+ * derivatives with respect to r, z, n are bounded by |g| (4 + |h_prev| + |hn|)
+ * where g = dh + dout (sigma' <= 1/4, |1 - n^2| <= 1, |n| < 1), so the bound is
+ * d |g| (4 + |h_prev| + |hn|) + 4 eps |ref|; dh = g z: d |g| + 2 eps |ref|.
+ * Inactive rows: dh and dgi exactly unchanged, dgh exactly 0; other time steps
+ * of dgi exactly unchanged. */
+static void gbwd_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1), ld = 3 * H + SH("pad", 0);
+  const double dg = GATE_ABS + GATE_REL;
+  const float *dh0 = sq_case_inf(c, "dh0"), *dout = sq_case_inf(c, "dout");
+  const float *hp = sq_case_inf(c, "h"), *gh = sq_case_inf(c, "gh"), *bhh = sq_case_inf(c, "b_hh");
+  const float *sv = sq_case_inf(c, "saved");
+  size_t w = k == 0 ? (size_t)H : (size_t)3 * H, steps = k == 1 ? (size_t)T : 1;
+  for (int n = 0; n < N; n++) {
+    int t = -1, active = gru_row_time(c, n, &t);
+    for (size_t tt = 0; tt < steps; tt++)
+      for (size_t j = 0; j < w; j++) {
+        size_t e = ((size_t)n * steps + tt) * w + j;
+        int live = active && (k != 1 || (int)tt == t);
+        if (!live) {
+          tol[e] = 0;
+          continue;
+        }
+        int i = (int)(j % H);
+        double g = fabs(dh0[(size_t)n * H + i]) +
+                   (dout ? fabs(dout[((size_t)n * T + t) * H + i]) : 0);
+        double hn = sv ? fabs(sv[((size_t)n * T + t) * 4 * H + 3 * H + i])
+                       : fabs(gh[(size_t)n * ld + 2 * H + i]) + (bhh ? fabs(bhh[2 * H + i]) : 0);
+        tol[e] = k == 0 ? dg * g + 2 * SQ_EPS * fabs(ref[k][e])
+                        : dg * g * (4 + fabs(hp[(size_t)n * H + i]) + hn) +
+                              4 * SQ_EPS * fabs(ref[k][e]);
+      }
+  }
+}
+
+static const char *const gbwd_shapes[] = {
+    "N=1,T=1,H=1",
+    "N=3,T=7,H=13",
+    "N=5,T=13,H=37,rev=1,step=2,saved=1",
+    "N=4,T=5,H=61,step=4,dout=0",
+    "N=7,T=3,H=64,lens=0,pad=5,saved=1",
+    "N=6,T=7,H=33,bias=0,rev=1,step=6",
+    "N=9,T=2,H=512,step=1",
+    NULL};
+static const char *const gbwd_quick[] = {"N=3,T=7,H=13", NULL};
+
+const sq_op sq_op_grad_gru_gates = {
+    "grad.gru_gates",
+    "each gate off by d = 1e-6 + 4e-5 (as gru_gates) carried through the backward: "
+    "d |dh + dout| (4 + |h_prev| + |hn|) + 4 eps |ref| for dgi, dgh; d |dh + dout| + 2 eps |ref| "
+    "for dh; inactive rows keep dh, dgi and get dgh = 0 exactly; dh, dgi, dgh start random",
+    gbwd_shapes, gbwd_quick, 0, gbwd_gen, gbwd_run, gbwd_tol, NULL};

@@ -1,8 +1,26 @@
-/* Op list entries: gemm and linear. */
+/* Op list entries of the linear family: gemm, linear, and the training
+ * slots bias_grad (grad.bias), tanh_bwd (grad.tanh) and the linear layer's
+ * backward (grad.linear: three GEMMs and a bias sum).
+ *
+ * Every output that a training slot accumulates into (+=) or updates in
+ * place starts from random values (inputs named *0), so a kernel that
+ * overwrites instead of accumulating fails. */
 #include <stdlib.h>
 
 #include "check/opdefs.h"
 #include "check/ops_all.h"
+
+#define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
+
+#define RUN_WRAPPER(name)                                                                      \
+  static seqcl_status name(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,  \
+                           size_t cap) {                                                       \
+    sq_arena a;                                                                                \
+    sq_arena_init(&a, ctx);                                                                    \
+    seqcl_status st = name##_in(&a, c, got, fault, cap);                                       \
+    sq_arena_release(&a);                                                                      \
+    return st;                                                                                 \
+  }
 
 /* ---------------------------------------------------------------- gemm ---- */
 /* Shape keys: M N K, ta tb (transposes), batch, alpha beta, pad (extra leading
@@ -197,3 +215,167 @@ const sq_op sq_op_linear = {
     "linear",
     "|diff| <= 2(I+2)u (sum_i |x_i||W_oi| + |b_o|): the GEMM bound with the bias as one more term",
     linear_shapes, linear_quick, 0, linear_gen, linear_run, linear_tol, NULL};
+
+/* --------------------------------------------------------- grad.bias ---- */
+/* Shape keys: R C (rows, columns), pad (extra row stride of dy). db += column sums. */
+static seqcl_status bias_gen(sq_case *c, sq_rng *r) {
+  SQ_DIM(c, R, "R", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, C, "C", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, pad, "pad", 0, 0, 4096);
+  SQ_NEED(sq_gen_f(c, r, "dy", (size_t)R * (C + pad), 1.0f));
+  SQ_NEED(sq_gen_f(c, r, "db0", (size_t)C, 1.0f));
+  SQ_NEED(sq_case_out(c, "db", (size_t)C, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status bias_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                size_t cap) {
+  int R = SH("R", 1), C = SH("C", 1), pad = SH("pad", 0);
+  sq_ref dy = sq_arena_in_named(a, c, "dy");
+  sq_ref db = sq_arena_out(a, "db", (size_t)C, sq_case_inf(c, "db0"));
+  SQ_TRY(a->st);
+  SQ_TRY(sq_bias_grad(a->ctx, R, C, dy, C + pad, db));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  return sq_arena_fetch(a, db, c->out[0].n, 0, got[0]);
+}
+RUN_WRAPPER(bias_run)
+
+static void bias_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  (void)k, (void)ref;
+  int R = SH("R", 1), C = SH("C", 1), ld = C + SH("pad", 0);
+  const float *dy = sq_case_inf(c, "dy"), *db0 = sq_case_inf(c, "db0");
+  for (int j = 0; j < C; j++) {
+    double m = fabs(db0[j]);
+    for (int r = 0; r < R; r++) m += fabs(dy[(size_t)r * ld + j]);
+    tol[j] = sq_dot_factor(R) * m;
+  }
+}
+
+static const char *const bias_shapes[] = {"R=1,C=1", "R=7,C=13", "R=37,C=61,pad=3",
+                                          "R=13,C=1000", "R=517,C=96,pad=1", NULL};
+static const char *const bias_quick[] = {"R=7,C=13", NULL};
+
+const sq_op sq_op_grad_bias = {
+    "grad.bias",
+    "2(R+2)u (|db0_c| + sum_r |dy_rc|): an (R+1)-term float sum in any order; db starts from "
+    "random values (accumulated)",
+    bias_shapes, bias_quick, 0, bias_gen, bias_run, bias_tol, NULL};
+
+/* --------------------------------------------------------- grad.tanh ---- */
+/* Shape key: n. dx = dy (1 - y^2), y in (-1, 1). */
+static seqcl_status tanh_gen(sq_case *c, sq_rng *r) {
+  SQ_DIM(c, n, "n", 1, 1, 1 << 26);
+  SQ_NEED(sq_gen_f(c, r, "y", (size_t)n, 0.999f));
+  SQ_NEED(sq_gen_f(c, r, "dy", (size_t)n, 1.0f));
+  SQ_NEED(sq_case_out(c, "dx", (size_t)n, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status tanh_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                size_t cap) {
+  size_t n = (size_t)SH("n", 1);
+  sq_ref y = sq_arena_in_named(a, c, "y"), dy = sq_arena_in_named(a, c, "dy");
+  sq_ref dx = sq_arena_out(a, "dx", n, NULL);
+  SQ_TRY(a->st);
+  SQ_TRY(sq_tanh_bwd(a->ctx, n, y, dy, dx));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  return sq_arena_fetch(a, dx, n, 0, got[0]);
+}
+RUN_WRAPPER(tanh_run)
+
+static void tanh_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  (void)k, (void)ref;
+  const float *dy = sq_case_inf(c, "dy");
+  for (size_t i = 0; i < c->out[0].n; i++) tol[i] = 4 * SQ_U * fabs(dy[i]);
+}
+
+static const char *const tanh_shapes[] = {"n=1", "n=7", "n=37", "n=1000", "n=65537", NULL};
+static const char *const tanh_quick[] = {"n=37", NULL};
+
+const sq_op sq_op_grad_tanh = {
+    "grad.tanh",
+    "4u |dy|: three roundings (y^2, 1 - y^2, the product), each at most u |dy| since "
+    "|1 - y^2| <= 1",
+    tanh_shapes, tanh_quick, 0, tanh_gen, tanh_run, tanh_tol, NULL};
+
+/* ------------------------------------------------------- grad.linear ---- */
+/* Shape keys: R I O, pad (extra row stride of x, dy and dx), bias (default 1),
+ * beta (of dx, default 1; 0 overwrites dx). dx = beta dx0 + dy W,
+ * dW = dW0 + dy^T x, db = db0 + column sums of dy. */
+static seqcl_status lin_gen(sq_case *c, sq_rng *r) {
+  SQ_DIM(c, R, "R", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, I, "I", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, O, "O", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, pad, "pad", 0, 0, 4096);
+  SQ_NEED(sq_gen_f(c, r, "x", (size_t)R * (I + pad), 1.0f));
+  SQ_NEED(sq_gen_f(c, r, "W", (size_t)O * I, 1.0f));
+  SQ_NEED(sq_gen_f(c, r, "dy", (size_t)R * (O + pad), 1.0f));
+  SQ_NEED(sq_gen_f(c, r, "dx0", (size_t)R * (I + pad), 1.0f));
+  SQ_NEED(sq_gen_f(c, r, "dW0", (size_t)O * I, 1.0f));
+  if (SH("bias", 1)) SQ_NEED(sq_gen_f(c, r, "db0", (size_t)O, 1.0f));
+  SQ_NEED(sq_case_out(c, "dx", (size_t)R * I, 0) >= 0);
+  SQ_NEED(sq_case_out(c, "dW", (size_t)O * I, 0) >= 0);
+  if (SH("bias", 1)) SQ_NEED(sq_case_out(c, "db", (size_t)O, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status lin_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                               size_t cap) {
+  int R = SH("R", 1), I = SH("I", 1), O = SH("O", 1), pad = SH("pad", 0), bias = SH("bias", 1);
+  sq_ref x = sq_arena_in_named(a, c, "x"), W = sq_arena_in_named(a, c, "W");
+  sq_ref dy = sq_arena_in_named(a, c, "dy");
+  sq_ref dx = sq_arena_out2d(a, "dx", (size_t)R, (size_t)I, (size_t)I + pad, sq_case_inf(c, "dx0"));
+  sq_ref dW = sq_arena_out(a, "dW", (size_t)O * I, sq_case_inf(c, "dW0"));
+  sq_ref db = bias ? sq_arena_out(a, "db", (size_t)O, sq_case_inf(c, "db0")) : sq_none();
+  SQ_TRY(a->st);
+  SQ_TRY(sq_linear_bwd(a->ctx, R, I, O, x, I + pad, W, dy, O + pad, dx, I + pad,
+                       (float)sq_shape_get(&c->shape, "beta", 1), dW, db));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  SQ_TRY(sq_arena_fetch(a, dx, c->out[0].n, 0, got[0]));
+  SQ_TRY(sq_arena_fetch(a, dW, c->out[1].n, 0, got[1]));
+  return bias ? sq_arena_fetch(a, db, c->out[2].n, 0, got[2]) : SEQCL_OK;
+}
+RUN_WRAPPER(lin_run)
+
+static void lin_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  (void)ref;
+  int R = SH("R", 1), I = SH("I", 1), O = SH("O", 1), pad = SH("pad", 0);
+  int lx = I + pad, ly = O + pad;
+  double beta = fabs((float)sq_shape_get(&c->shape, "beta", 1));
+  const float *x = sq_case_inf(c, "x"), *W = sq_case_inf(c, "W"), *dy = sq_case_inf(c, "dy");
+  const float *dx0 = sq_case_inf(c, "dx0"), *dW0 = sq_case_inf(c, "dW0");
+  const float *db0 = sq_case_inf(c, "db0");
+  if (k == 0) {
+    for (int r = 0; r < R; r++)
+      for (int i = 0; i < I; i++) {
+        double m = beta * fabs(dx0[(size_t)r * lx + i]);
+        for (int o = 0; o < O; o++) m += fabs(dy[(size_t)r * ly + o] * W[(size_t)o * I + i]);
+        tol[(size_t)r * I + i] = sq_dot_factor(O) * m;
+      }
+  } else if (k == 1) {
+    for (int o = 0; o < O; o++)
+      for (int i = 0; i < I; i++) {
+        double m = fabs(dW0[(size_t)o * I + i]);
+        for (int r = 0; r < R; r++) m += fabs(dy[(size_t)r * ly + o] * x[(size_t)r * lx + i]);
+        tol[(size_t)o * I + i] = sq_dot_factor(R) * m;
+      }
+  } else {
+    for (int o = 0; o < O; o++) {
+      double m = fabs(db0[o]);
+      for (int r = 0; r < R; r++) m += fabs(dy[(size_t)r * ly + o]);
+      tol[o] = sq_dot_factor(R) * m;
+    }
+  }
+}
+
+static const char *const lin_shapes[] = {
+    "R=1,I=1,O=1",          "R=7,I=13,O=37",         "R=37,I=61,O=13,bias=0",
+    "R=13,I=7,O=61,pad=3,beta=0", "R=5,I=33,O=17,pad=1", "R=256,I=300,O=96", NULL};
+static const char *const lin_quick[] = {"R=7,I=13,O=37", NULL};
+
+const sq_op sq_op_grad_linear = {
+    "grad.linear",
+    "the GEMM bound of each sum: dx 2(O+2)u (sum_o |dy W| + |beta dx0|), dW 2(R+2)u "
+    "(sum_r |dy x| + |dW0|), db 2(R+2)u (sum_r |dy| + |db0|); dx, dW, db start random "
+    "(accumulated; beta=0 overwrites dx)",
+    lin_shapes, lin_quick, 0, lin_gen, lin_run, lin_tol, NULL};

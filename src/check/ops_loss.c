@@ -1,125 +1,26 @@
-/* Op list entries: embedding, argmax, log_softmax, cross_entropy. */
+/* Op list entries of the loss family: log_softmax, cross_entropy and the
+ * loss's backward (grad.cross_entropy).
+ *
+ * Every output that a training slot accumulates into (+=) or updates in
+ * place starts from random values (inputs named *0), so a kernel that
+ * overwrites instead of accumulating fails. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check/opdefs.h"
 #include "check/ops_all.h"
 
-/* ---------------------------------------------------------- embedding ---- */
-/* Shape keys: N D V, pad (extra row stride of the output). A copy: exact. */
-static seqcl_status embed_gen(sq_case *c, sq_rng *r) {
-  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, D, "D", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, V, "V", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, pad, "pad", 0, 0, 4096);
-  (void)pad;
-  SQ_NEED(sq_gen_f(c, r, "table", (size_t)V * D, 1.0f));
-  int32_t *ids = sq_case_i(c, "ids", (size_t)N);
-  SQ_NEED(ids);
-  for (int n = 0; n < N; n++) ids[n] = sq_rng_int(r, 0, V - 1);
-  ids[0] = V - 1; /* the last row of the table */
-  if (N > 1) ids[N - 1] = 0;
-  SQ_NEED(sq_case_out(c, "out", (size_t)N * D, 0) >= 0);
-  return SEQCL_OK;
-}
+#define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
 
-static seqcl_status embed_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                 size_t cap) {
-  int N = sq_shape_int(&c->shape, "N", 1), D = sq_shape_int(&c->shape, "D", 1);
-  int V = sq_shape_int(&c->shape, "V", 1), pad = sq_shape_int(&c->shape, "pad", 0);
-  sq_ref ids = sq_arena_in_named(a, c, "ids"), table = sq_arena_in_named(a, c, "table");
-  sq_ref out = sq_arena_out2d(a, "out", (size_t)N, (size_t)D, (size_t)D + pad, NULL);
-  SQ_TRY(a->st);
-  SQ_TRY(sq_embedding(a->ctx, N, D, V, ids, sq_case_ini(c, "ids"), table, out, D + pad));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, out, c->out[0].n, 0, got[0]);
-}
-
-static seqcl_status embed_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = embed_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
-}
-
-static void exact_tol(const sq_case *c, int k, double *const *ref, double *tol) {
-  (void)ref;
-  memset(tol, 0, c->out[k].n * sizeof *tol);
-}
-
-static const char *const embed_shapes[] = {"N=1,D=1,V=1", "N=7,D=13,V=37", "N=61,D=32,V=5,pad=3",
-                                           "N=256,D=512,V=1000", NULL};
-static const char *const embed_quick[] = {"N=7,D=13,V=37", NULL};
-
-const sq_op sq_op_embedding = {"embedding", "exact: a copy of table rows", embed_shapes,
-                               embed_quick, 0, embed_gen, embed_run, exact_tol, NULL};
-
-/* ------------------------------------------------------------- argmax ---- */
-/* Shape keys: N V, pad (extra row stride), bias (default 0), ties (1: force
- * ties of the row maximum, which must resolve to the lowest index). */
-static seqcl_status argmax_gen(sq_case *c, sq_rng *r) {
-  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, V, "V", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, pad, "pad", 0, 0, 4096);
-  int ld = V + pad, ties = sq_shape_int(&c->shape, "ties", 0) && V > 1;
-  float *x = sq_gen_f(c, r, "x", (size_t)N * ld, 1.0f);
-  float *b = sq_shape_int(&c->shape, "bias", 0) ? sq_gen_f(c, r, "bias", (size_t)V, 1.0f) : NULL;
-  SQ_NEED(x && (b || !sq_shape_int(&c->shape, "bias", 0)));
-  /* Tie columns: with a bias they are shared by every row and get equal bias
-   * values, so that x + bias ties exactly in float32. */
-  int tie[3] = {0, 0, 0};
-  for (int k = 0; k < 3; k++) tie[k] = sq_rng_int(r, 0, V - 1);
-  if (b && ties)
-    for (int k = 1; k < 3; k++) b[tie[k]] = b[tie[0]];
-  for (int n = 0; n < N; n++) {
-    float *row = x + (size_t)n * ld;
-    if (ties && n % 3 != 2) {
-      if (!b)
-        for (int k = 0; k < 3; k++) tie[k] = sq_rng_int(r, 0, V - 1);
-      for (int k = 0; k < 3; k++) row[tie[k]] = 4.0f; /* above every other x + bias */
-    } else if (n % 3 == 2) {
-      row[V - 1] = 4.0f; /* the maximum in the last column */
-    }
-    if (ties && !b && n == 0)
-      for (int v = 0; v < V; v++) row[v] = 0.5f; /* a constant row: index 0 */
+#define RUN_WRAPPER(name)                                                                      \
+  static seqcl_status name(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,  \
+                           size_t cap) {                                                       \
+    sq_arena a;                                                                                \
+    sq_arena_init(&a, ctx);                                                                    \
+    seqcl_status st = name##_in(&a, c, got, fault, cap);                                       \
+    sq_arena_release(&a);                                                                      \
+    return st;                                                                                 \
   }
-  SQ_NEED(sq_case_out(c, "ids", (size_t)N, 1) >= 0);
-  return SEQCL_OK;
-}
-
-static seqcl_status argmax_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                  size_t cap) {
-  int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
-  int pad = sq_shape_int(&c->shape, "pad", 0);
-  sq_ref x = sq_arena_in_named(a, c, "x"), b = sq_arena_in_named(a, c, "bias");
-  sq_ref ids = sq_arena_out(a, "ids", (size_t)N, NULL);
-  SQ_TRY(a->st);
-  SQ_TRY(sq_argmax(a->ctx, N, V, x, V + pad, b, ids));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, ids, c->out[0].n, 1, got[0]);
-}
-
-static seqcl_status argmax_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = argmax_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
-}
-
-static const char *const argmax_shapes[] = {"N=1,V=1",          "N=3,V=7,ties=1",
-                                            "N=5,V=37,bias=1,ties=1", "N=4,V=61,pad=3",
-                                            "N=7,V=1000,ties=1", "N=2,V=4099,bias=1",
-                                            "N=64,V=33,ties=1,bias=1", NULL};
-static const char *const argmax_quick[] = {"N=5,V=37,bias=1,ties=1", NULL};
-
-const sq_op sq_op_argmax = {
-    "argmax",
-    "exact: the index of the largest float32 x + bias, the lowest one on a tie (SPEC §1)",
-    argmax_shapes, argmax_quick, 0, argmax_gen, argmax_run, exact_tol, NULL};
 
 /* ------------------------------------------------ log_softmax, cross_entropy ---- */
 /* Shape keys: N V, scale (input range, default 4), big (row 0 near +1e4, row 1
@@ -268,3 +169,86 @@ const sq_op sq_op_cross_entropy = {
     "the mean of the rows' log_softmax bounds + 2(n+2)u |loss| for the mean over n valid rows; "
     "rows labelled -1 or -100 ignored; no valid row gives exactly 0",
     ce_shapes, ce_quick, 0, ce_gen, ce_run, ce_tol, NULL};
+
+/* ------------------------------------------------- grad.cross_entropy ---- */
+/* Shape keys: N V, big (row 0 near +1e4, row 1 a mix of +-1e4), noval (every
+ * row ignored). The scale is 1 / (number of valid rows), as training passes it. */
+float sq_grad_ce_scale(const sq_case *c);
+float sq_grad_ce_scale(const sq_case *c) {
+  const int32_t *labels = sq_case_ini(c, "labels");
+  int valid = 0;
+  for (int n = 0; n < SH("N", 1); n++) valid += labels[n] >= 0;
+  return valid ? 1.0f / (float)valid : 1.0f;
+}
+
+static seqcl_status gce_gen(sq_case *c, sq_rng *r) {
+  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, V, "V", 1, 1, SQ_MAXDIM);
+  float *x = sq_gen_f(c, r, "x", (size_t)N * V, 4.0f);
+  int32_t *labels = sq_case_i(c, "labels", (size_t)N);
+  SQ_NEED(x && labels);
+  if (SH("big", 0)) {
+    for (int v = 0; v < V; v++) x[v] += 1e4f;
+    if (N > 1)
+      for (int v = 0; v < V; v++) x[V + v] += sq_rng_int(r, 0, 1) ? 1e4f : -1e4f;
+  }
+  int none = SH("noval", 0);
+  for (int n = 0; n < N; n++) {
+    labels[n] = sq_rng_int(r, 0, V - 1);
+    if (none || n % 3 == 1) labels[n] = n % 2 ? -100 : -1;
+  }
+  if (!none) labels[0] = V - 1;
+  SQ_NEED(sq_case_out(c, "dx", (size_t)N * V, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status gce_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                              size_t cap) {
+  int N = SH("N", 1), V = SH("V", 1);
+  sq_ref x = sq_arena_in_named(a, c, "x"), labels = sq_arena_in_named(a, c, "labels");
+  sq_ref dx = sq_arena_out(a, "dx", (size_t)N * V, NULL);
+  SQ_TRY(a->st);
+  SQ_TRY(sq_cross_entropy_bwd(a->ctx, N, V, x, labels, sq_grad_ce_scale(c), dx));
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  return sq_arena_fetch(a, dx, c->out[0].n, 0, got[0]);
+}
+RUN_WRAPPER(gce_run)
+
+/* softmax_j's relative error: the rounding of x_j - max carried through exp
+ * (u |x_j - max|), the sum's terms likewise (u max|x_k - max|), exp's 3 ulp, a
+ * tree sum and the scaling; ignored rows must be exactly 0. */
+static void gce_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  int N = SH("N", 1), V = SH("V", 1);
+  const float *x = sq_case_inf(c, "x");
+  const int32_t *labels = sq_case_ini(c, "labels");
+  double scale = sq_grad_ce_scale(c);
+  for (int n = 0; n < N; n++) {
+    const float *row = x + (size_t)n * V;
+    double mx = -INFINITY, dmax = 0;
+    for (int v = 0; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+    for (int v = 0; v < V; v++)
+      if (mx - row[v] < 104 && mx - row[v] > dmax) dmax = mx - row[v];
+    for (int v = 0; v < V; v++) {
+      size_t e = (size_t)n * V + v;
+      if (labels[n] < 0) {
+        tol[e] = 0;
+        continue;
+      }
+      double p = fabs(ref[k][e] / scale + (v == labels[n]));
+      tol[e] = scale * p * ((10 + 2 * sq_ceil_log2(V)) * SQ_EPS + SQ_U * (mx - row[v] + dmax)) +
+               2 * SQ_EPS * fabs(ref[k][e]);
+    }
+  }
+}
+
+static const char *const gce_shapes[] = {"N=1,V=1",         "N=1,V=7",    "N=7,V=13",
+                                        "N=37,V=61,big=1", "N=5,V=1000", "N=13,V=33,noval=1",
+                                        "N=200,V=517",     NULL};
+static const char *const gce_quick[] = {"N=7,V=13", NULL};
+
+const sq_op sq_op_grad_cross_entropy = {
+    "grad.cross_entropy",
+    "scale p_j ((10 + 2 ceil(log2 V)) eps + u (|x_j - max| + max_k |x_k - max|)) + 2 eps |dx_j|: "
+    "the softmax's relative error (rounded differences through exp, a tree sum, the scaling) "
+    "and the one-hot subtraction; ignored rows (-1, -100) exactly 0",
+    gce_shapes, gce_quick, 0, gce_gen, gce_run, gce_tol, NULL};

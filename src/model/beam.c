@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/beam_ops.h"
+#include "ops/ops.h"
 #include "model/seq2seq.h"
 
 /* Steps between two reads of the done flags (as greedy.c): a read drains the

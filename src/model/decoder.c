@@ -12,36 +12,6 @@
 #include "core/error.h"
 #include "model/seq2seq.h"
 
-seqcl_status sq_greedy_update(seqcl_ctx *ctx, int N, sq_ref ids, sq_ref finished, int eos,
-                              sq_ref hist) {
-  sq_backend *be = sq_be(ctx);
-  if (!be->ops->greedy_update)
-    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "greedy_update: not available on backend %s",
-                   be->ops->name);
-  return be->ops->greedy_update(be, N, ids, finished, eos, hist);
-}
-
-seqcl_status sq_tanh_inplace(seqcl_ctx *ctx, size_t count, sq_ref x) {
-  sq_backend *be = sq_be(ctx);
-  if (!be->ops->tanh_inplace)
-    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "tanh_inplace: not available on backend %s",
-                   be->ops->name);
-  return be->ops->tanh_inplace(be, count, x);
-}
-
-seqcl_status sq_argmax_greedy(seqcl_ctx *ctx, int N, int V, sq_ref x, int ld, sq_ref bias,
-                              sq_ref ids, sq_ref finished, int eos, sq_ref hist) {
-  sq_backend *be = sq_be(ctx);
-  if (be->ops->argmax_greedy && !(sq_ablated(ctx) & SQ_ABL_FUSED_GREEDY)) {
-    /* the argmax front's checks, once: the fused slot skips the front */
-    if (N < 1 || V < 1 || ld < V)
-      return sq_fail(ctx, SEQCL_ERR_SHAPE, "argmax_greedy: N = %d, V = %d, ld = %d", N, V, ld);
-    return be->ops->argmax_greedy(be, N, V, x, ld, bias, ids, finished, eos, hist);
-  }
-  SQ_TRY(sq_argmax(ctx, N, V, x, ld, bias, ids));
-  return sq_greedy_update(ctx, N, ids, finished, eos, hist);
-}
-
 static int query_width(const seqcl_model *m) {
   switch (m->cfg.score) {
   case SQ_SCORE_ADDITIVE: return m->cfg.attn_dim;

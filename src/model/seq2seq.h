@@ -6,7 +6,6 @@
 #include <seqcl/seqcl.h>
 
 #include "model/config.h"
-#include "model/greedy_tail.h"
 #include "ops/ops.h"
 
 static inline size_t sq_seq_len_of(const seqcl_seqs *s, size_t i) {
@@ -83,11 +82,6 @@ seqcl_status sq_dec_start(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws);
  * GRU's input GEMM and gates 2, output 1-3 (decoder.c). */
 seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ids,
                          const int32_t *ids_host, sq_ref alpha, sq_ref logits, int with_bias);
-
-/* Decoding slots with a fallback to the backend's own implementation. */
-seqcl_status sq_greedy_update(seqcl_ctx *ctx, int N, sq_ref ids, sq_ref finished, int eos,
-                              sq_ref hist);
-seqcl_status sq_tanh_inplace(seqcl_ctx *ctx, size_t count, sq_ref x);
 
 
 /* Checks every sequence has >= min_len tokens and ids < vocab ("what" names

@@ -1,7 +1,8 @@
-/* Fronts of the beam search slots: the shape checks every backend relies on. */
-#include "model/beam_ops.h"
-
+/* Fronts of the beam family (backend.h, "Beam search slots"): the shape
+ * checks every backend relies on, then the backend's implementation;
+ * SEQCL_ERR_UNSUPPORTED where a backend has none. */
 #include "core/error.h"
+#include "ops/ops.h"
 
 static seqcl_status check_k(seqcl_ctx *ctx, const char *what, int K) {
   if (K < 1 || K > SQ_BEAM_MAX_K)

@@ -1,4 +1,6 @@
-/* GRU fronts built from the backend table only (gemm + gru_gates), so they run
+/* Fronts of the gru family: one gate step, the training step that keeps its
+ * gates and its backward, and the cell and layer built from the backend
+ * table only (gemm + gru_gates), so they run
  * unchanged on every backend. The layer follows cuDNN and Marian: the
  * input-side product of all time steps is one GEMM, and each step costs one
  * recurrent GEMM plus one fused gate launch. */
@@ -9,6 +11,52 @@
 #include "ops/ops_check.h"
 
 static size_t sz(long long v) { return (size_t)v; }
+
+#define BE(ctx) ((ctx)->be)
+#define OPS(ctx) ((ctx)->be->ops)
+
+seqcl_status sq_gru_gates(seqcl_ctx *ctx, const sq_gru_args *g, const int32_t *lens_host) {
+  static const char op[] = "sq_gru_gates";
+  SQ_CHK(sq_chk_ctx(ctx, op));
+  if (!g) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: args is NULL", op);
+  SQ_CHK(sq_chk_dim(ctx, op, "N", g->N));
+  SQ_CHK(sq_chk_dim(ctx, op, "H", g->H));
+  if (g->step < 0)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: step = %d is negative", op, g->step);
+  if (!g->lens.buf != !lens_host)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "%s: lens and lens_host must be given together (lens %s, lens_host %s)", op,
+                   g->lens.buf ? "given" : "absent", lens_host ? "given" : "absent");
+  if (g->reverse && !lens_host)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "%s: the reverse direction needs lens (its time index is lens[n] - 1 - step)",
+                   op);
+  const size_t N = sz(g->N), H = sz(g->H), H3 = 3 * H;
+  SQ_CHK(sq_chk_ld(ctx, op, "ld_gh", g->ld_gh, (long long)H3));
+  if (lens_host) {
+    SQ_CHK(sq_chk_ref(ctx, op, "lens", g->lens, N, 1));
+    SQ_CHK(sq_chk_lens(ctx, op, lens_host, g->N, 0));
+  }
+  /* The furthest element of gi and out any active row touches at this step. */
+  size_t gi_end = 0, out_end = 0;
+  for (size_t n = 0; n < N; n++) {
+    if (lens_host && g->step >= lens_host[n]) continue;
+    size_t t = sz(g->step);
+    if (lens_host && g->reverse) t = sz(lens_host[n] - 1 - g->step);
+    size_t gi_at = sq_add_sat(sq_mul_sat(n, g->gi_sn), sq_mul_sat(t, g->gi_st));
+    size_t out_at = sq_add_sat(sq_mul_sat(n, g->out_sn), sq_mul_sat(t, g->out_st));
+    if (sq_add_sat(gi_at, H3) > gi_end) gi_end = sq_add_sat(gi_at, H3);
+    if (sq_add_sat(out_at, H) > out_end) out_end = sq_add_sat(out_at, H);
+  }
+  SQ_CHK(sq_chk_ref(ctx, op, "gi", g->gi, gi_end, 1));
+  SQ_CHK(sq_chk_ref(ctx, op, "gh", g->gh, sq_span2(N, sz(g->ld_gh), H3), 1));
+  SQ_CHK(sq_chk_ref(ctx, op, "b_ih", g->b_ih, H3, 0));
+  SQ_CHK(sq_chk_ref(ctx, op, "b_hh", g->b_hh, H3, 0));
+  SQ_CHK(sq_chk_ref(ctx, op, "h", g->h, sq_mul_sat(N, H), 1));
+  SQ_CHK(sq_chk_ref(ctx, op, "out", g->out, out_end, 0));
+  if (!gi_end) return SEQCL_OK; /* every row has finished: nothing to do */
+  return OPS(ctx)->gru_gates(BE(ctx), g);
+}
 
 /* Two element ranges [a, a+na) and [b, b+nb) in one buffer share an element. */
 static int overlap(sq_ref a, size_t na, sq_ref b, size_t nb) {
@@ -136,4 +184,15 @@ seqcl_status sq_gru_layer(seqcl_ctx *ctx, int N, int T, int In, int H, sq_ref x,
     SQ_TRY(be->ops->gru_gates(be, &g));
   }
   return SEQCL_OK;
+}
+
+seqcl_status sq_gru_fwd(seqcl_ctx *ctx, const sq_gru_args *g, sq_ref saved, size_t sv_sn,
+                        size_t sv_st) {
+  SQ_TRAIN_SLOT(ctx, gru_fwd);
+  return OPS(ctx)->gru_fwd(ctx->be, g, saved, sv_sn, sv_st);
+}
+
+seqcl_status sq_gru_gates_bwd(seqcl_ctx *ctx, const sq_gru_bwd_args *g) {
+  SQ_TRAIN_SLOT(ctx, gru_gates_bwd);
+  return OPS(ctx)->gru_gates_bwd(ctx->be, g);
 }

@@ -109,3 +109,9 @@ seqcl_status sq_chk_mask(seqcl_ctx *ctx, const char *op, sq_ref mask, const int3
   }
   return SEQCL_OK;
 }
+
+seqcl_status sq_chk_train_slot(seqcl_ctx *ctx, const void *slot, const char *name) {
+  if (slot) return SEQCL_OK;
+  return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "training: the %s backend has no %s backward slot",
+                 ctx->be->ops->name, name);
+}

@@ -44,4 +44,10 @@ seqcl_status sq_chk_mask(seqcl_ctx *ctx, const char *op, sq_ref mask, const int3
 
 #define SQ_CHK(expr) SQ_TRY(expr)
 
+/* The training slots are optional (backend.h): SEQCL_ERR_UNSUPPORTED naming
+ * the backend and the slot when the context's backend has none. */
+seqcl_status sq_chk_train_slot(seqcl_ctx *ctx, const void *slot, const char *name);
+#define SQ_TRAIN_SLOT(ctx, slot) \
+  SQ_TRY(sq_chk_train_slot((ctx), (const void *)(ctx)->be->ops->slot, #slot))
+
 #endif

@@ -4,7 +4,6 @@
 #include <math.h>
 
 #include "ops/ops.h"
-#include "train/grad.h"
 #include "train/optim.h"
 
 seqcl_status sq_adam_create(seqcl_ctx *ctx, size_t count, float lr, sq_adam *a) {
@@ -31,6 +30,6 @@ seqcl_status sq_adam_step(seqcl_ctx *ctx, sq_adam *a, sq_ref params, sq_ref grad
   double bc2 = 1.0 - pow((double)a->beta2, (double)a->step);
   float step_size = (float)(a->lr / bc1);
   float bc2_sqrt = (float)sqrt(bc2);
-  return sq_grad_adam(ctx, a->count, params, grads, sq_at(a->state, 0), sq_at(a->state, a->count),
+  return sq_adam_update(ctx, a->count, params, grads, sq_at(a->state, 0), sq_at(a->state, a->count),
                       a->beta1, a->beta2, a->eps, step_size, bc2_sqrt);
 }

@@ -32,7 +32,6 @@
 
 #include "model/seq2seq.h"
 #include "ops/ops.h"
-#include "train/grad.h"
 #include "train/tmodel.h"
 
 struct sq_graph {
@@ -257,7 +256,7 @@ static seqcl_status layer_forward(sq_graph *g, int l) {
                        .b_hh = P(g, L->enc_bhh[l][d]), .h = hnext,
                        .out = F(g, g->lout[l] + (size_t)d * H), .out_sn = (size_t)S * He,
                        .out_st = (size_t)He, .lens = I(g, g->lens), .step = s, .reverse = d};
-      SQ_TRY(sq_grad_gru_fwd(ctx, &a, F(g, g->enc_sv[l][d]), (size_t)S * 4 * H, (size_t)4 * H));
+      SQ_TRY(sq_gru_fwd(ctx, &a, F(g, g->enc_sv[l][d]), (size_t)S * 4 * H, (size_t)4 * H));
     }
   }
   return SEQCL_OK;
@@ -342,7 +341,7 @@ static seqcl_status decoder_step(sq_graph *g, int t, int hoisted) {
     SQ_TRY(sq_linear(ctx, N, Hd, g->qw, sprev, Hd, P(g, L->query_w), Popt(g, L->query_b),
                      F(g, g->qp + k * N * g->qw), g->qw));
   sq_attn_args a = attn_args(g, t);
-  SQ_TRY(sq_grad_attn_fwd(ctx, &a, saved_u(g, t), sq_ref_add(X, (size_t)D), Xw,
+  SQ_TRY(sq_attn_fwd(ctx, &a, saved_u(g, t), sq_ref_add(X, (size_t)D), Xw,
                           F(g, g->alpha + k * N * g->S)));
   /* gi += c W_ih[:, D:]^T */
   SQ_TRY(sq_gemm(ctx, 0, 1, N, Gd, He, 1.0f, sq_ref_add(X, (size_t)D), Xw, 0,
@@ -353,7 +352,7 @@ static seqcl_status decoder_step(sq_graph *g, int t, int hoisted) {
   sq_gru_args ga = {.N = N, .H = Hd, .gi = gi, .gi_sn = (size_t)Gd, .gi_st = 0, .gh = gh,
                     .ld_gh = Gd, .b_ih = P(g, L->dec_bih), .b_hh = P(g, L->dec_bhh), .h = snext,
                     .out = sq_none(), .lens = sq_none(), .step = 0, .reverse = 0};
-  return sq_grad_gru_fwd(ctx, &ga, F(g, g->sv + k * N * 4 * Hd), (size_t)4 * Hd, 0);
+  return sq_gru_fwd(ctx, &ga, F(g, g->sv + k * N * 4 * Hd), (size_t)4 * Hd, 0);
 }
 
 /* logits [rows, V] of the output layer from states s (ld Hd) and, for
@@ -429,7 +428,7 @@ static seqcl_status layer_backward(sq_graph *g, int l) {
                            .ld_dgh = G, .lens = I(g, g->lens), .step = s, .reverse = d,
                            .saved = F(g, g->enc_sv[l][d]), .sv_sn = (size_t)S * 4 * H,
                            .sv_st = (size_t)4 * H};
-      SQ_TRY(sq_grad_gru_gates(ctx, &b));
+      SQ_TRY(sq_gru_gates_bwd(ctx, &b));
       if (s > 0) /* every row starts at step 0 from the constant zero state */
         SQ_TRY(sq_gemm(ctx, 0, 0, N, H, G, 1.0f, dgh, G, 0, P(g, L->enc_whh[l][d]), H, 0, 1.0f,
                        dh, H, 0, 1));
@@ -439,8 +438,8 @@ static seqcl_status layer_backward(sq_graph *g, int l) {
                    Gr(g, L->enc_wih[l][d]), In, 0, 1));
     SQ_TRY(sq_gemm(ctx, 1, 0, G, H, S * N, 1.0f, F(g, g->enc_dgh[d]), G, 0,
                    F(g, g->enc_hist[l][d]), H, 0, 1.0f, Gr(g, L->enc_whh[l][d]), H, 0, 1));
-    SQ_TRY(sq_grad_bias(ctx, N * S, G, F(g, g->enc_dgi[d]), G, Gr(g, L->enc_bih[l][d])));
-    SQ_TRY(sq_grad_bias(ctx, S * N, G, F(g, g->enc_dgh[d]), G, Gr(g, L->enc_bhh[l][d])));
+    SQ_TRY(sq_bias_grad(ctx, N * S, G, F(g, g->enc_dgi[d]), G, Gr(g, L->enc_bih[l][d])));
+    SQ_TRY(sq_bias_grad(ctx, S * N, G, F(g, g->enc_dgh[d]), G, Gr(g, L->enc_bhh[l][d])));
     SQ_TRY(sq_gemm(ctx, 0, 0, N * S, In, G, 1.0f, F(g, g->enc_dgi[d]), G, 0,
                    P(g, L->enc_wih[l][d]), In, 0, d ? 1.0f : 0.0f, din, In, 0, 1));
   }
@@ -454,7 +453,7 @@ static seqcl_status encoder_backward(sq_graph *g) {
   if (dropping(g))
     SQ_TRY(drop(g, DROP_ENC_EMB, g->N * g->S, g->D, F(g, g->denc_x), g->D, F(g, g->denc_x),
                 g->D));
-  return sq_grad_embedding(g->ctx, g->N * g->S, g->D, I(g, g->src), F(g, g->denc_x), g->D,
+  return sq_embedding_bwd(g->ctx, g->N * g->S, g->D, I(g, g->src), F(g, g->denc_x), g->D,
                            g->L.cfg.pad_id, Gr(g, g->L.enc_emb));
 }
 
@@ -482,7 +481,7 @@ static seqcl_status output_backward(sq_graph *g) {
                    0, 1));
     SQ_TRY(sq_gemm(ctx, 1, 0, V, He, TN, 1.0f, dl, V, 0, C, ldc, 0, 1.0f,
                    Gr(g, L->out_w + (size_t)Hd), Ow, 0, 1));
-    SQ_TRY(sq_grad_bias(ctx, TN, V, dl, V, Gr(g, L->out_b)));
+    SQ_TRY(sq_bias_grad(ctx, TN, V, dl, V, Gr(g, L->out_b)));
   }
   if (on) {
     SQ_TRY(drop(g, DROP_OUT_STATE, TN, Hd, F(g, g->dS), Hd, F(g, g->dS), Hd));
@@ -500,7 +499,7 @@ seqcl_status sq_graph_backward(sq_graph *g) {
   const int projected = kind == SQ_SCORE_ADDITIVE || kind == SQ_SCORE_GENERAL;
   const size_t TN = (size_t)T * N;
   /* output layer: dlogits, then dS (all steps) and the output weights */
-  SQ_TRY(sq_grad_cross_entropy(ctx, T * N, V, F(g, g->logits), I(g, g->labels),
+  SQ_TRY(sq_cross_entropy_bwd(ctx, T * N, V, F(g, g->logits), I(g, g->labels),
                                g->valid ? 1.0f / (float)g->valid : 0.0f, F(g, g->dlogits)));
   SQ_TRY(output_backward(g));
   SQ_TRY(sq_fill(ctx, F(g, g->ds), (size_t)N * Hd, 0.0f));
@@ -521,7 +520,7 @@ seqcl_status sq_graph_backward(sq_graph *g) {
                          .dgi = dgi, .dgh = dgh, .ld_dgh = Gd, .lens = sq_none(), .step = 0,
                          .reverse = 0, .saved = F(g, g->sv + k * N * 4 * Hd),
                          .sv_sn = (size_t)4 * Hd, .sv_st = 0};
-    SQ_TRY(sq_grad_gru_gates(ctx, &b));
+    SQ_TRY(sq_gru_gates_bwd(ctx, &b));
     SQ_TRY(sq_gemm(ctx, 0, 0, N, Hd, Gd, 1.0f, dgh, Gd, 0, P(g, L->dec_whh), Hd, 0, 1.0f, ds, Hd,
                    0, 1));
     /* dc (+)= dgi W_ih[:, D:]; "state_context" already put the output layer's part there */
@@ -529,7 +528,7 @@ seqcl_status sq_graph_backward(sq_graph *g) {
                    g->ctxout ? 1.0f : 0.0f, dc, Xw, 0, 1));
     sq_attn_args a = attn_args(g, t);
     sq_ref dqp = projected ? F(g, g->dqp + k * N * qw) : ds;
-    SQ_TRY(sq_grad_attn(ctx, &a, F(g, g->alpha + k * N * S), saved_u(g, t), dc, Xw, dqp, projected ? qw : Hd,
+    SQ_TRY(sq_attn_bwd(ctx, &a, F(g, g->alpha + k * N * S), saved_u(g, t), dc, Xw, dqp, projected ? qw : Hd,
                         F(g, g->denc_out), kind == SQ_SCORE_ADDITIVE ? F(g, g->dpkeys) : sq_none(),
                         kind == SQ_SCORE_ADDITIVE ? Gr(g, L->energy_w) : sq_none(),
                         kind == SQ_SCORE_ADDITIVE && L->energy_b != (size_t)-1
@@ -544,19 +543,19 @@ seqcl_status sq_graph_backward(sq_graph *g) {
                  Gr(g, L->dec_wih), Xw, 0, 1));
   SQ_TRY(sq_gemm(ctx, 1, 0, Gd, Hd, T * N, 1.0f, F(g, g->dgh), Gd, 0, F(g, g->st), Hd, 0, 1.0f,
                  Gr(g, L->dec_whh), Hd, 0, 1));
-  SQ_TRY(sq_grad_bias(ctx, T * N, Gd, F(g, g->dgi), Gd, Gr(g, L->dec_bih)));
-  SQ_TRY(sq_grad_bias(ctx, T * N, Gd, F(g, g->dgh), Gd, Gr(g, L->dec_bhh)));
+  SQ_TRY(sq_bias_grad(ctx, T * N, Gd, F(g, g->dgi), Gd, Gr(g, L->dec_bih)));
+  SQ_TRY(sq_bias_grad(ctx, T * N, Gd, F(g, g->dgh), Gd, Gr(g, L->dec_bhh)));
   /* embedding half of dX, then the decoder embedding */
   SQ_TRY(sq_gemm(ctx, 0, 0, T * N, D, Gd, 1.0f, F(g, g->dgi), Gd, 0, P(g, L->dec_wih), Xw, 0, 0.0f,
                  F(g, g->dX), Xw, 0, 1));
   if (dropping(g)) SQ_TRY(drop(g, DROP_DEC_EMB, T * N, D, F(g, g->dX), Xw, F(g, g->dX), Xw));
-  SQ_TRY(sq_grad_embedding(ctx, T * N, D, I(g, g->dec_in), F(g, g->dX), Xw, L->cfg.pad_id,
+  SQ_TRY(sq_embedding_bwd(ctx, T * N, D, I(g, g->dec_in), F(g, g->dX), Xw, L->cfg.pad_id,
                            Gr(g, L->dec_emb)));
   if (projected) {
     SQ_TRY(sq_gemm(ctx, 1, 0, qw, Hd, T * N, 1.0f, F(g, g->dqp), qw, 0, F(g, g->st), Hd, 0, 1.0f,
                    Gr(g, L->query_w), Hd, 0, 1));
     if (L->query_b != (size_t)-1)
-      SQ_TRY(sq_grad_bias(ctx, T * N, qw, F(g, g->dqp), qw, Gr(g, L->query_b)));
+      SQ_TRY(sq_bias_grad(ctx, T * N, qw, F(g, g->dqp), qw, Gr(g, L->query_b)));
   }
   if (kind == SQ_SCORE_ADDITIVE)
     SQ_TRY(sq_linear_bwd(ctx, N * S, He, g->A, F(g, g->enc_out), He, P(g, L->key_w),
@@ -566,8 +565,8 @@ seqcl_status sq_graph_backward(sq_graph *g) {
   for (int d = 0; d < g->ndir; d++) SQ_TRY(sq_fill(ctx, F(g, g->enc_dh[d]), (size_t)N * H, 0.0f));
   if (L->cfg.init == SQ_INIT_BRIDGE) {
     sq_ref dpre = F(g, g->dpre);
-    SQ_TRY(sq_grad_tanh(ctx, (size_t)N * Hd, F(g, g->st), ds, dpre));
-    SQ_TRY(sq_grad_bias(ctx, N, Hd, dpre, Hd, Gr(g, L->bridge_b)));
+    SQ_TRY(sq_tanh_bwd(ctx, (size_t)N * Hd, F(g, g->st), ds, dpre));
+    SQ_TRY(sq_bias_grad(ctx, N, Hd, dpre, Hd, Gr(g, L->bridge_b)));
     for (int d = 0; d < g->ndir; d++) {
       sq_ref hfin = F(g, g->enc_hist[g->layers - 1][d] + (size_t)S * N * H);
       /* dW_b[:, dH:(d+1)H] += dpre^T h_final_d; dh_final_d = dpre W_b[:, dH:(d+1)H] */

@@ -12,7 +12,6 @@
 #include "model/config.h"
 #include "ops/ops.h"
 #include "train/checkpoint.h"
-#include "train/grad.h"
 #include "train/optim.h"
 #include "train/save_dir.h"
 #include "train/task.h"

@@ -16,7 +16,6 @@
 #include "model/tokens.h"
 #include "ops/ops.h"
 #include "train/checkpoint.h"
-#include "train/grad.h"
 #include "train/optim.h"
 #include "train/save_dir.h"
 #include "train/tmodel.h"

@@ -1,4 +1,5 @@
-/* The small ops of the OpenCL backend (kernels/misc.cl) on every OpenCL device,
+/* The small ops of the OpenCL backend (kernels/memory.cl, linear.cl,
+ * embedding.cl, loss.cl, decode.cl) on every OpenCL device,
  * against double-precision references: fill/fill_i32/copy, add_bias, embedding,
  * argmax (ties, bias), log_softmax (logits far beyond ±88) and cross_entropy
  * (ignored rows, no valid row). Sizes are odd and larger than any work-group so

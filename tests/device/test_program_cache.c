@@ -85,7 +85,7 @@ static int setup(void **state) {
   snprintf(cdir, sizeof cdir, "%s/cache", base);
   if (mkdir(kdir, 0755) != 0) return -1;
   write_text(kdir, "probe.cl", probe_src);
-  /* the fault test's fills come from misc.cl, which must be in the folder too */
+  /* the fault test's fills come from memory.cl, which must be in the folder too */
   for (size_t i = 0; i < sq_embedded_kernel_count; i++)
     write_text(kdir, sq_embedded_kernels[i].name, sq_embedded_kernels[i].source);
   setenv("SEQCL_KERNEL_DIR", kdir, 1);
@@ -240,18 +240,18 @@ static void test_build_failure_has_log(void **state) {
 static void test_embedded_sources(void **state) {
   (void)state;
   assert_true(sq_embedded_kernel_count >= 3);
-  int misc = 0;
+  int memory = 0;
   for (size_t i = 0; i < sq_embedded_kernel_count; i++) {
     assert_int_equal(strlen(sq_embedded_kernels[i].source), sq_embedded_kernels[i].length);
-    misc += !strcmp(sq_embedded_kernels[i].name, "misc.cl");
+    memory += !strcmp(sq_embedded_kernels[i].name, "memory.cl");
   }
-  assert_int_equal(misc, 1);
-  /* without SEQCL_KERNEL_DIR the embedded misc.cl is used */
+  assert_int_equal(memory, 1);
+  /* without SEQCL_KERNEL_DIR the embedded memory.cl is used */
   unsetenv("SEQCL_KERNEL_DIR");
   seqcl_ctx *ctx = NULL;
   assert_int_equal(test_open(&device, &ctx), SEQCL_OK);
   cl_kernel k = NULL;
-  assert_int_equal(sq_ocl_kernel(sq_ocl_of(ctx->be), "misc.cl", "", "fill_u32", &k), SEQCL_OK);
+  assert_int_equal(sq_ocl_kernel(sq_ocl_of(ctx->be), "memory.cl", "", "fill_u32", &k), SEQCL_OK);
   assert_int_equal(sq_ocl_kernel(sq_ocl_of(ctx->be), "probe.cl", "", "probe", &k),
                    SEQCL_ERR_INTERNAL);
   test_close(ctx);

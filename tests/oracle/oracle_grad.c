@@ -1,5 +1,5 @@
 /* The oracle of the backward entries (grad.*): the same definitions as
- * train/grad.h in double precision, from the entries' named inputs. */
+ * backend.h (the training slots) in double precision, from the entries' named inputs. */
 #include <math.h>
 #include <string.h>
 
@@ -111,7 +111,7 @@ static void ref_adam(const sq_case *c, double *const *ref) {
   }
 }
 
-/* Row n's time index at the case's step (as train/grad.h defines it), or -1 when
+/* Row n's time index at the case's step (as backend.h defines it), or -1 when
  * the row has already ended (step >= its length). */
 static int gru_row_time(const sq_case *c, int n) {
   const int32_t *lens = sq_case_ini(c, "lens");

@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
+#include "backend/host/host.h"
 #include "ops/ops.h"
 #include "oracle.h"
-#include "train/grad.h"
 
 #define FD_H 1e-5
 #define REL_TOL 1e-4
@@ -108,7 +108,7 @@ static void test_cross_entropy_bwd(void **state) {
   fill(x, N * V);
   for (int i = 0; i < N * V; i++) x[i] *= 4.0f; /* peaked rows, not just near-uniform */
   memset(dx, 0x7f, sizeof dx);
-  assert_int_equal(sq_host_grad_ops()->cross_entropy_bwd(&fake_be, N, V, R(x), R(labels),
+  assert_int_equal(sq_host_backend_ops()->cross_entropy_bwd(&fake_be, N, V, R(x), R(labels),
                                                          1.0f / 4.0f, R(dx)),
                    SEQCL_OK);
   ce_case c = {N, V, to_d(x, N * V), labels};
@@ -163,7 +163,7 @@ static void run_gru_case(int reverse, int step) {
                        .dh = R(dh), .dout = R(wout), .dout_sn = GT * GH, .dout_st = GH,
                        .dgi = R(dgi), .dgh = R(dgh), .ld_dgh = 3 * GH, .lens = R(lens),
                        .step = step, .reverse = reverse};
-  assert_int_equal(sq_host_grad_ops()->gru_gates_bwd(&fake_be, &a), SEQCL_OK);
+  assert_int_equal(sq_host_backend_ops()->gru_gates_bwd(&fake_be, &a), SEQCL_OK);
   double *dw = to_d(w, GN * GH), *dwo = to_d(wout, GN * GT * GH);
   gru_case c = {to_d(gi, sizeof gi / 4), to_d(gh, sizeof gh / 4), to_d(bih, 3 * GH),
                 to_d(bhh, 3 * GH), to_d(hp, GN * GH), dw, dwo, lens, step, reverse};
@@ -182,12 +182,12 @@ static void run_gru_case(int reverse, int step) {
     sq_gru_args f = {.N = GN, .H = GH, .gi = R(gi), .gi_sn = GT * 3 * GH, .gi_st = 3 * GH,
                      .gh = R(gh), .ld_gh = 3 * GH, .b_ih = R(bih), .b_hh = R(bhh), .h = R(h),
                      .out = sq_none(), .lens = R(lens), .step = step, .reverse = reverse};
-    assert_int_equal(sq_host_grad_ops()->gru_fwd(&fake_be, &f, R(sv), GT * 4 * GH, 4 * GH),
+    assert_int_equal(sq_host_backend_ops()->gru_fwd(&fake_be, &f, R(sv), GT * 4 * GH, 4 * GH),
                      SEQCL_OK);
     sq_gru_bwd_args b2 = a;
     b2.dh = R(dh2), b2.dgi = R(dgi2), b2.dgh = R(dgh2);
     b2.saved = R(sv), b2.sv_sn = GT * 4 * GH, b2.sv_st = 4 * GH;
-    assert_int_equal(sq_host_grad_ops()->gru_gates_bwd(&fake_be, &b2), SEQCL_OK);
+    assert_int_equal(sq_host_backend_ops()->gru_gates_bwd(&fake_be, &b2), SEQCL_OK);
     compare("dgi (saved gates)", dgi2, rgi, sizeof gi / 4);
     compare("dgh (saved gates)", dgh2, rgh, sizeof gh / 4);
     compare("dh_prev (saved gates)", dh2, rhp, GN * GH);
@@ -197,9 +197,9 @@ static void run_gru_case(int reverse, int step) {
   compare("dh_prev", dh, rhp, GN * GH);
   /* bias gradients are the column sums of dgi / dgh (bias_grad slot) */
   float gb_ih[3 * GH] = {0}, gb_hh[3 * GH] = {0};
-  assert_int_equal(sq_host_grad_ops()->bias_grad(&fake_be, GN * GT, 3 * GH, R(dgi), 3 * GH, R(gb_ih)),
+  assert_int_equal(sq_host_backend_ops()->bias_grad(&fake_be, GN * GT, 3 * GH, R(dgi), 3 * GH, R(gb_ih)),
                    SEQCL_OK);
-  assert_int_equal(sq_host_grad_ops()->bias_grad(&fake_be, GN, 3 * GH, R(dgh), 3 * GH, R(gb_hh)),
+  assert_int_equal(sq_host_backend_ops()->bias_grad(&fake_be, GN, 3 * GH, R(dgh), 3 * GH, R(gb_hh)),
                    SEQCL_OK);
   compare("db_ih", gb_ih, rbih, 3 * GH);
   compare("db_hh", gb_hh, rbhh, 3 * GH);
@@ -281,7 +281,7 @@ static void run_attn_case(sq_score kind) {
                     .scale = (float)c.scale, .lens = R(lens), .mask = sq_none()};
   /* the training forward must give the oracle's weights and context */
   float alpha_f[AN * AS], cf[AN * AHE], u[AN * AS * AA];
-  assert_int_equal(sq_host_grad_ops()->attn_fwd(&fake_be, &a, R(u), R(cf), AHE, R(alpha_f)),
+  assert_int_equal(sq_host_backend_ops()->attn_fwd(&fake_be, &a, R(u), R(cf), AHE, R(alpha_f)),
                    SEQCL_OK);
   for (int i = 0; i < AN * AS; i++) assert_true(fabs(alpha_f[i] - al[i]) <= 1e-6);
   for (int n = 0; n < AN; n++)
@@ -291,7 +291,7 @@ static void run_attn_case(sq_score kind) {
       assert_true(fabs(cf[n * AHE + k] - ref) <= 1e-6);
     }
   for (int i = 0; i < AN * AS; i++) alpha[i] = alpha_f[i];
-  assert_int_equal(sq_host_grad_ops()->attn_bwd(&fake_be, &a, R(alpha),
+  assert_int_equal(sq_host_backend_ops()->attn_bwd(&fake_be, &a, R(alpha),
                                                 kind == SQ_SCORE_ADDITIVE ? R(u) : sq_none(), R(wc), AHE, R(dqp), qw,
                                                 R(dkeys), R(dpkeys), R(dv), R(dbv)),
                    SEQCL_OK);
@@ -332,7 +332,7 @@ static void test_embedding_bwd(void **state) {
   fill(dt, V * D);
   float before[V * D];
   memcpy(before, dt, sizeof dt);
-  assert_int_equal(sq_host_grad_ops()->embedding_bwd(&fake_be, N, D, R(ids), R(dy), LD, 2, R(dt)),
+  assert_int_equal(sq_host_backend_ops()->embedding_bwd(&fake_be, N, D, R(ids), R(dy), LD, 2, R(dt)),
                    SEQCL_OK);
   for (int v = 0; v < V; v++)
     for (int k = 0; k < D; k++) {
@@ -361,7 +361,7 @@ static void test_tanh_bwd(void **state) {
   float x[N], y[N], w[N], dx[N];
   fill(x, N), fill(w, N);
   for (int i = 0; i < N; i++) y[i] = tanhf(x[i] * 2), x[i] *= 2;
-  assert_int_equal(sq_host_grad_ops()->tanh_bwd(&fake_be, N, R(y), R(w), R(dx)), SEQCL_OK);
+  assert_int_equal(sq_host_backend_ops()->tanh_bwd(&fake_be, N, R(y), R(w), R(dx)), SEQCL_OK);
   double *wd = to_d(w, N), *xd = to_d(x, N), g[N];
   tanh_case c = {xd, wd, N};
   fd_grad(tanh_loss, &c, xd, N, g);
@@ -380,7 +380,7 @@ static void test_adam_matches_torch_formula(void **state) {
   for (int t = 1; t <= STEPS; t++) {
     fill(g, N);
     double bc1 = 1 - pow(b1, t), bc2 = 1 - pow(b2, t);
-    assert_int_equal(sq_host_grad_ops()->adam(&fake_be, N, R(p), R(g), R(m), R(v), (float)b1,
+    assert_int_equal(sq_host_backend_ops()->adam(&fake_be, N, R(p), R(g), R(m), R(v), (float)b1,
                                               (float)b2, (float)eps, (float)(lr / bc1),
                                               (float)sqrt(bc2)),
                      SEQCL_OK);
@@ -401,10 +401,10 @@ static void test_sum_squares_and_scale(void **state) {
   fill(x, N);
   double ref = 0;
   for (int i = 0; i < N; i++) ref += (double)x[i] * x[i];
-  assert_int_equal(sq_host_grad_ops()->sum_squares(&fake_be, N, R(x), R(out)), SEQCL_OK);
+  assert_int_equal(sq_host_backend_ops()->sum_squares(&fake_be, N, R(x), R(out)), SEQCL_OK);
   assert_true(fabs(out[0] - ref) <= 1e-6 * ref);
   float keep = x[17];
-  assert_int_equal(sq_host_grad_ops()->scale(&fake_be, N, R(x), 0.25f), SEQCL_OK);
+  assert_int_equal(sq_host_backend_ops()->scale(&fake_be, N, R(x), 0.25f), SEQCL_OK);
   assert_true(x[17] == keep * 0.25f);
 }
 

@@ -1,4 +1,4 @@
-/* Every backward slot (train/grad.h) on every OpenCL device against the host
+/* Every backward slot (backend.h, the training slots) on every OpenCL device against the host
  * table, on the same seeded inputs (uniform in [-1, 1], never all zero), at
  * shapes that include 1, primes and sizes that are no multiple of 16.
  *
@@ -33,7 +33,6 @@
 
 #include "core/ctx.h"
 #include "ops/ops.h"
-#include "train/grad.h"
 
 #define GUARD 16
 #define SENTINEL_BITS 0x7eadbeefu
@@ -134,7 +133,7 @@ static double max_abs(const float *x, size_t n) {
     if (st_ != SEQCL_OK) fail_msg("%s: %s", #expr, seqcl_ctx_message(cur));              \
   } while (0)
 
-static const struct sq_grad_ops *hg(void) { return sq_host_grad_ops(); }
+static const sq_backend_ops *hg(void) { return sq_host_backend_ops(); }
 
 /* ---------- cross-entropy ---------- */
 static void t_cross_entropy(void) {
@@ -153,7 +152,7 @@ static void t_cross_entropy(void) {
     float *dxh = rnd((size_t)N * V);
     dev xd = up(x, (size_t)N * V), ld = up(lab, N), dxd = up(dxh, (size_t)N * V);
     hg()->cross_entropy_bwd(&host_be, N, V, H(x), H(lab), scale, H(dxh));
-    CALL(sq_grad_cross_entropy(cur, N, V, D(xd), D(ld), scale, D(dxd)));
+    CALL(sq_cross_entropy_bwd(cur, N, V, D(xd), D(ld), scale, D(dxd)));
     check("cross_entropy_bwd dx", dxd, dxh, NULL, 0);
     guards_only("cross_entropy_bwd x", xd);
     down(xd), down(ld), down(dxd);
@@ -175,7 +174,7 @@ static void t_bias(void) {
     }
     dev dyd = up(dy, ndy), dbd = up(db, cols);
     hg()->bias_grad(&host_be, rows, cols, H(dy), ld, H(db));
-    CALL(sq_grad_bias(cur, rows, cols, D(dyd), ld, D(dbd)));
+    CALL(sq_bias_grad(cur, rows, cols, D(dyd), ld, D(dbd)));
     check("bias_grad db", dbd, db, mag, 0);
     down(dyd), down(dbd);
     free(dy), free(db), free(mag);
@@ -190,7 +189,7 @@ static void t_tanh(void) {
     float *y = rnd(n), *dy = rnd(n), *dx = rnd(n);
     dev yd = up(y, n), dyd = up(dy, n), dxd = up(dx, n);
     hg()->tanh_bwd(&host_be, n, H(y), H(dy), H(dx));
-    CALL(sq_grad_tanh(cur, n, D(yd), D(dyd), D(dxd)));
+    CALL(sq_tanh_bwd(cur, n, D(yd), D(dyd), D(dxd)));
     check("tanh_bwd dx", dxd, dx, NULL, 0);
     down(yd), down(dyd), down(dxd);
     free(y), free(dy), free(dx);
@@ -204,7 +203,7 @@ static void t_scale(void) {
     float *x = rnd(n);
     dev xd = up(x, n);
     hg()->scale(&host_be, n, H(x), 0.37f);
-    CALL(sq_grad_scale(cur, n, D(xd), 0.37f));
+    CALL(sq_scale(cur, n, D(xd), 0.37f));
     check("scale x", xd, x, NULL, 0);
     down(xd);
     free(x);
@@ -220,7 +219,7 @@ static void t_adam(void) {
     dev pd = up(p, n), gd = up(g, n), md = up(m, n), vd = up(v, n);
     hg()->adam(&host_be, n, H(p), H(g), H(m), H(v), 0.9f, 0.999f, 1e-8f, 1e-3f / 0.1f,
                sqrtf(0.001f));
-    CALL(sq_grad_adam(cur, n, D(pd), D(gd), D(md), D(vd), 0.9f, 0.999f, 1e-8f, 1e-3f / 0.1f,
+    CALL(sq_adam_update(cur, n, D(pd), D(gd), D(md), D(vd), 0.9f, 0.999f, 1e-8f, 1e-3f / 0.1f,
                       sqrtf(0.001f)));
     check("adam p", pd, p, NULL, 0);
     check("adam m", md, m, NULL, 0);
@@ -238,7 +237,7 @@ static void t_sum_squares(void) {
     float *x = rnd(n), out = 0.5f;
     dev xd = up(x, n), od = up(&out, 1);
     hg()->sum_squares(&host_be, n, H(x), H(&out));
-    CALL(sq_grad_sum_squares(cur, n, D(xd), D(od)));
+    CALL(sq_sum_squares(cur, n, D(xd), D(od)));
     check("sum_squares out", od, &out, NULL, out); /* terms are >= 0: their sum is out */
     down(xd), down(od);
     free(x);
@@ -258,7 +257,7 @@ static void t_embedding(void) {
     float *dy = rnd(ndy), *dt = rnd((size_t)V * Dm);
     dev idd = up(ids, N), dyd = up(dy, ndy), dtd = up(dt, (size_t)V * Dm);
     hg()->embedding_bwd(&host_be, N, Dm, H(ids), H(dy), ld, pad, H(dt));
-    CALL(sq_grad_embedding(cur, N, Dm, D(idd), D(dyd), ld, pad, D(dtd)));
+    CALL(sq_embedding_bwd(cur, N, Dm, D(idd), D(dyd), ld, pad, D(dtd)));
     /* same terms in the same order as the host: element-wise tolerance */
     check("embedding_bwd dtable", dtd, dt, NULL, 0);
     down(idd), down(dyd), down(dtd);
@@ -300,7 +299,7 @@ static void t_gru_fwd(void) {
     ad.lens = k->use_lens ? D(lensd) : sq_none();
     hg()->gru_fwd(&host_be, &ah, k->use_sv ? H(sv) : sq_none(), (size_t)Tm * 4 * Hh,
                   (size_t)4 * Hh);
-    CALL(sq_grad_gru_fwd(cur, &ad, k->use_sv ? D(svd) : sq_none(), (size_t)Tm * 4 * Hh,
+    CALL(sq_gru_fwd(cur, &ad, k->use_sv ? D(svd) : sq_none(), (size_t)Tm * 4 * Hh,
                          (size_t)4 * Hh));
     check("gru_fwd h", hd, h, NULL, 0);
     check("gru_fwd out", outd, out, NULL, 0);
@@ -347,7 +346,7 @@ static void t_gru_bwd(void) {
     ad.dout = k->use_dout ? D(doutd) : sq_none();
     ad.saved = k->use_sv ? D(svd) : sq_none();
     hg()->gru_gates_bwd(&host_be, &ah);
-    CALL(sq_grad_gru_gates(cur, &ad));
+    CALL(sq_gru_gates_bwd(cur, &ad));
     check("gru_gates_bwd dh", dhd, dh, NULL, 0);
     check("gru_gates_bwd dgi", dgid, dgi, NULL, 0);
     check("gru_gates_bwd dgh", dghd, dgh, NULL, 0);
@@ -447,7 +446,7 @@ static void t_attn_fwd(void) {
     dev cd = up(cc, nc), ald = up(alpha, (size_t)N * S), ud = up(u, nu);
     sq_ref uh = k->use_u ? H(u) : sq_none(), udr = k->use_u ? D(ud) : sq_none();
     hg()->attn_fwd(&host_be, &ah, uh, H(cc), ld_c, H(alpha));
-    CALL(sq_grad_attn_fwd(cur, &ad, udr, D(cd), ld_c, D(ald)));
+    CALL(sq_attn_fwd(cur, &ad, udr, D(cd), ld_c, D(ald)));
     /* softmax and context sum over S terms of magnitude <= 1 * |key| <= 1 */
     check("attn_fwd alpha", ald, alpha, NULL, 0);
     check("attn_fwd c", cd, cc, NULL, 1.0);
@@ -484,7 +483,7 @@ static void t_attn_bwd(void) {
     hg()->attn_bwd(&host_be, &ah, H(alpha), uh, H(dc), ld_dc, H(dqp), ld_dqp, H(dkeys),
                    add ? H(dpk) : sq_none(), add ? H(dv) : sq_none(),
                    add && k->use_bv ? H(dbv) : sq_none());
-    CALL(sq_grad_attn(cur, &ad, D(ald), udr, D(dcd), ld_dc, D(dqpd), ld_dqp, D(dkd),
+    CALL(sq_attn_bwd(cur, &ad, D(ald), udr, D(dcd), ld_dc, D(dqpd), ld_dqp, D(dkd),
                       add ? D(dpkd) : sq_none(), add ? D(dvd) : sq_none(),
                       add && k->use_bv ? D(dbvd) : sq_none()));
     /* sums over j (S terms) per row; dv, dbv over N * S terms */

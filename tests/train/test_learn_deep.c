@@ -28,7 +28,7 @@
 #include "test_devices.h"
 
 #include "core/ctx.h"
-#include "train/grad.h"
+#include "backend/backend.h"
 
 static char dir[256];
 
@@ -60,7 +60,7 @@ static seqcl_ctx *open_trainable(const seqcl_device_info *dev) {
   seqcl_ctx *ctx = NULL;
   if (seqcl_ctx_open_info(dev, &ctx) != SEQCL_OK)
     fail_msg("%s: %s", dev->selector, seqcl_last_message());
-  if (!sq_grad_table(ctx->be)) {
+  if (!ctx->be->ops->attn_bwd) {
     printf("  %-10s skipped: the backend has no backward table\n", dev->selector);
     seqcl_ctx_close(ctx);
     return NULL;

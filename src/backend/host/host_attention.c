@@ -307,3 +307,145 @@ seqcl_status sq_host_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c,
   sq_pool_run(j.parts, fused_part, &j);
   return SEQCL_OK;
 }
+
+/* ---- training: the forward pass that keeps its activations, and the backward ---- */
+
+typedef struct attn_fwd_job {
+  const sq_attn_args *a;
+  sq_ref u, c, alpha;
+  int ld_c;
+} attn_fwd_job;
+
+static void attn_fwd_rows(void *arg, int lo, int hi) {
+  const attn_fwd_job *job = arg;
+  const sq_attn_args *a = job->a;
+  const sq_ref ur = job->u, cr = job->c, alphar = job->alpha;
+  const int ld_c = job->ld_c;
+  const int S = a->S, He = a->He, A = a->A;
+  const int additive = a->kind == SQ_SCORE_ADDITIVE;
+  const int32_t *lens = sq_host_i32(a->lens);
+  const int32_t *mask = a->mask.buf ? sq_host_i32(a->mask) : NULL;
+  const float *v = additive ? sq_host_f32(a->v) : NULL;
+  const float bv = additive && a->bv.buf ? sq_host_f32(a->bv)[0] : 0.0f;
+  for (int n = lo; n < hi; n++) {
+    const float *qp = sq_host_f32(a->qp) + (size_t)n * a->ld_qp;
+    const float *keys = sq_host_f32(a->keys) + (size_t)n * S * He;
+    float *al = sq_host_f32(alphar) + (size_t)n * S;
+    float *c = sq_host_f32(cr) + (size_t)n * ld_c;
+    int len = lens[n] < S ? lens[n] : S;
+    float mx = -INFINITY;
+    for (int j = 0; j < S; j++) {
+      if (j >= len || (mask && !mask[(size_t)n * S + j])) {
+        al[j] = -INFINITY;
+        continue;
+      }
+      float e = 0.0f;
+      if (additive) {
+        const float *pk = sq_host_f32(a->pkeys) + ((size_t)n * S + j) * A;
+        float *u = ur.buf ? sq_host_f32(ur) + ((size_t)n * S + j) * A : NULL;
+        for (int k = 0; k < A; k++) {
+          float t = sq_host_fast_tanhf(pk[k] + qp[k]);
+          if (u) u[k] = t;
+          e += v[k] * t;
+        }
+        e += bv;
+      } else {
+        const float *h = keys + (size_t)j * He;
+        for (int k = 0; k < He; k++) e += h[k] * qp[k];
+      }
+      al[j] = e * a->scale;
+      mx = al[j] > mx ? al[j] : mx;
+    }
+    double sum = 0.0;
+    for (int j = 0; j < S; j++) {
+      al[j] = al[j] == -INFINITY ? 0.0f : expf(al[j] - mx);
+      sum += al[j];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int k = 0; k < He; k++) c[k] = 0.0f;
+    for (int j = 0; j < S; j++) {
+      al[j] *= inv;
+      if (al[j] == 0.0f) continue;
+      const float *h = keys + (size_t)j * He;
+      for (int k = 0; k < He; k++) c[k] += al[j] * h[k];
+    }
+  }
+}
+
+seqcl_status sq_host_attn_fwd(sq_backend *be, const sq_attn_args *a, sq_ref ur, sq_ref cr,
+                               int ld_c, sq_ref alphar) {
+  (void)be;
+  attn_fwd_job job = {a, ur, cr, alphar, ld_c};
+  const double per_pos = a->kind == SQ_SCORE_ADDITIVE ? 20.0 * a->A + a->He : 2.0 * a->He;
+  sq_pool_for(be, a->N, (double)a->N * a->S * per_pos, attn_fwd_rows, &job);
+  return SEQCL_OK;
+}
+
+seqcl_status sq_host_attn_bwd(sq_backend *be, const sq_attn_args *a, sq_ref alphar, sq_ref ur,
+                               sq_ref dcr, int ld_dc, sq_ref dqpr, int ld_dqp, sq_ref dkeysr, sq_ref dpkeysr,
+                               sq_ref dvr, sq_ref dbvr) {
+  (void)be;
+  const int S = a->S, He = a->He, A = a->A;
+  const int additive = a->kind == SQ_SCORE_ADDITIVE;
+  const int32_t *lens = sq_host_i32(a->lens);
+  const int32_t *mask = a->mask.buf ? sq_host_i32(a->mask) : NULL;
+  /* dalpha for the first 4096 positions is kept; longer rows recompute the rest. */
+  float dalpha[4096];
+  float *dv = additive ? sq_host_f32(dvr) : NULL;
+  float *dbv = additive && dbvr.buf ? sq_host_f32(dbvr) : NULL;
+  const float *v = additive ? sq_host_f32(a->v) : NULL;
+  for (int n = 0; n < a->N; n++) {
+    const float *al = sq_host_f32(alphar) + (size_t)n * S;
+    const float *dc = sq_host_f32(dcr) + (size_t)n * ld_dc;
+    const float *qp = sq_host_f32(a->qp) + (size_t)n * a->ld_qp;
+    float *dqp = sq_host_f32(dqpr) + (size_t)n * ld_dqp;
+    const float *keys = sq_host_f32(a->keys) + (size_t)n * S * He;
+    float *dkeys = sq_host_f32(dkeysr) + (size_t)n * S * He;
+    int len = lens[n] < S ? lens[n] : S;
+    /* dalpha_j = dc . h_j; de_j = alpha_j (dalpha_j - sum_k alpha_k dalpha_k) */
+    double sdot = 0.0;
+    for (int j = 0; j < len; j++) {
+      if (mask && !mask[(size_t)n * S + j]) continue;
+      const float *h = keys + (size_t)j * He;
+      float s = 0.f;
+      for (int k = 0; k < He; k++) s += dc[k] * h[k];
+      if (j < 4096) dalpha[j] = s;
+      sdot += (double)al[j] * s;
+    }
+    for (int j = 0; j < len; j++) {
+      if (mask && !mask[(size_t)n * S + j]) continue;
+      const float *h = keys + (size_t)j * He;
+      float *dh = dkeys + (size_t)j * He;
+      float daj;
+      if (j < 4096) {
+        daj = dalpha[j];
+      } else {
+        daj = 0.f;
+        for (int k = 0; k < He; k++) daj += dc[k] * h[k];
+      }
+      float aj = al[j];
+      float de = aj * (daj - (float)sdot) * a->scale;
+      for (int k = 0; k < He; k++) dh[k] += aj * dc[k];
+      if (!additive) {
+        for (int k = 0; k < He; k++) {
+          dqp[k] += de * h[k];
+          dh[k] += de * qp[k];
+        }
+      } else {
+        const float *pk = sq_host_f32(a->pkeys) + ((size_t)n * S + j) * A;
+        float *dpk = sq_host_f32(dpkeysr) + ((size_t)n * S + j) * A;
+        const float *us = ur.buf ? sq_host_f32(ur) + ((size_t)n * S + j) * A : NULL;
+        for (int k = 0; k < A; k++) {
+          float u = us ? us[k] : sq_host_fast_tanhf(pk[k] + qp[k]);
+          float du = de * v[k] * (1.f - u * u);
+          dpk[k] += du;
+          dqp[k] += du;
+          dv[k] += de * u;
+        }
+        if (dbv) dbv[0] += de;
+      }
+    }
+  }
+  return SEQCL_OK;
+}
+

@@ -1,11 +1,11 @@
-/* The host backend's table, memory and GEMM. Buffers are plain aligned host
+/* The host backend's table and memory; the ops live one family per file
+ * (host_<family>.c). Buffers are plain aligned host
  * memory; every slot runs to completion before it returns, so finish() has
  * nothing to wait for.
  *
  * Threads: the products and the row loops of the heavier slots split across
  * seqcl's own pool (pool.c, SEQCL_THREADS); OpenBLAS runs single-threaded
  * inside each part (threads.c). */
-#include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,92 +107,6 @@ static seqcl_status host_finish(sq_backend *be) {
   return SEQCL_OK;
 }
 
-/* One product (or strided batch of products) and how it is split across the
- * pool: by batch when there are enough batches, else along the longer side of
- * C. Every part packs its own share of the operand along the split side and
- * all of the other, so splitting the shorter side would pack the larger
- * operand once per part: at decode shapes (C = [N, 3H] = [batch, 3H] x W^T)
- * packing W was 15% of a step when the rows were split. Rows are split only
- * while each part keeps GEMM_MIN_ROWS of them. Every element of C is computed
- * by exactly one part. */
-enum { SPLIT_BATCH, SPLIT_ROWS, SPLIT_COLS, GEMM_MIN_ROWS = 8, GEMM_OWN_MAX_ROWS = 256 };
-
-typedef struct gemm_job {
-  int ta, tb, M, N, K, lda, ldb, ldc, batch, parts, how;
-  int own; /* sq_gemm_nt instead of OpenBLAS */
-  float alpha, beta;
-  const float *a, *b;
-  float *c;
-  size_t sa, sb, sc;
-} gemm_job;
-
-/* With beta = 0 OpenBLAS overwrites C without reading it, so C may be
- * uninitialised. One row (decoding at batch 1) runs as a GEMV, which OpenBLAS
- * runs at several times sgemm's speed for this shape. */
-static void gemm_one(const gemm_job *g, int M, int N, const float *a, const float *b, float *c) {
-  if (g->own)
-    sq_gemm_nt(M, N, g->K, g->alpha, a, g->lda, b, g->ldb, g->beta, c, g->ldc);
-  else if (M == 1 && g->tb && !g->ta)
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, N, g->K, g->alpha, b, g->ldb, a, 1, g->beta, c, 1);
-  else
-    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
-                M, N, g->K, g->alpha, a, g->lda, b, g->ldb, g->beta, c, g->ldc);
-}
-
-static void gemm_part(void *arg, int p) {
-  const gemm_job *g = arg;
-  int lo, hi;
-  if (g->how == SPLIT_BATCH) {
-    sq_pool_range(g->batch, g->parts, p, &lo, &hi);
-    for (int i = lo; i < hi; i++)
-      gemm_one(g, g->M, g->N, g->a + (size_t)i * g->sa, g->b + (size_t)i * g->sb,
-               g->c + (size_t)i * g->sc);
-    return;
-  }
-  const int rows = g->how == SPLIT_ROWS;
-  sq_pool_range(rows ? g->M : g->N, g->parts, p, &lo, &hi);
-  if (hi == lo) return;
-  for (int i = 0; i < g->batch; i++) {
-    const float *a = g->a + (size_t)i * g->sa, *b = g->b + (size_t)i * g->sb;
-    float *c = g->c + (size_t)i * g->sc;
-    if (rows) /* rows lo..hi of op(A) and C */
-      gemm_one(g, hi - lo, g->N, a + (g->ta ? (size_t)lo : (size_t)lo * g->lda), b,
-               c + (size_t)lo * g->ldc);
-    else /* columns lo..hi of op(B) and C */
-      gemm_one(g, g->M, hi - lo, a, b + (g->tb ? (size_t)lo * g->ldb : (size_t)lo), c + lo);
-  }
-}
-
-static seqcl_status host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, float alpha,
-                              sq_ref A, int lda, size_t sa, sq_ref B, int ldb, size_t sb,
-                              float beta, sq_ref C, int ldc, size_t sc, int batch) {
-  (void)be;
-  gemm_job g = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc,
-                .batch = batch, .parts = 1, .how = SPLIT_BATCH, .alpha = alpha, .beta = beta,
-                .a = sq_host_f32(A), .b = sq_host_f32(B), .c = sq_host_f32(C),
-                .sa = sa, .sb = sb, .sc = sc};
-  /* The own kernel for the nn.Linear layout where the CPU runs it, up to
-   * GEMM_OWN_MAX_ROWS rows: it streams A past each block of four rows of B, so
-   * it wins while A stays in cache (the decode steps: 1.5x OpenBLAS at batch
-   * 64, H 256), and OpenBLAS's packed blocking wins beyond (the encoder's
-   * hoisted input product, 1280 x 768 x 128: 0.85x). `seqcl bench` shows both. */
-  g.own = !ta && tb && M <= GEMM_OWN_MAX_ROWS && sq_gemm_nt_available() &&
-          !(sq_ablated(be->ctx) & SQ_ABL_SMALL_GEMM);
-  const double work = (double)M * N * K * batch;
-  const int most = sq_pool_parts(be, batch > M ? (batch > N ? batch : N) : (M > N ? M : N), work);
-  if (most > 1 && batch >= most) {
-    g.parts = most;
-  } else if (most > 1 && M >= N && M / most >= GEMM_MIN_ROWS) {
-    g.how = SPLIT_ROWS;
-    g.parts = most;
-  } else if (most > 1) {
-    g.how = SPLIT_COLS;
-    g.parts = most < N ? most : N;
-  }
-  sq_pool_run(g.parts, gemm_part, &g);
-  return SEQCL_OK;
-}
-
 seqcl_status sq_host_scratch(sq_backend *be, size_t n, float **out) {
   sq_host *h = be->impl;
   if (n > h->scratch_floats) {
@@ -237,23 +151,48 @@ static const sq_backend_ops host_ops = {
     .fill = host_fill,
     .fill_i32 = host_fill_i32,
     .finish = host_finish,
-    .gemm = host_gemm,
+    /* linear */
+    .gemm = sq_host_gemm,
     .add_bias = sq_host_add_bias,
+    .bias_grad = sq_host_bias_grad,
+    .tanh_inplace = sq_host_tanh_inplace,
+    .tanh_bwd = sq_host_tanh_bwd,
+    /* attention */
     .attn_scores = sq_host_attn_scores,
     .masked_softmax = sq_host_masked_softmax,
     .context = sq_host_context,
     .attn_fused = sq_host_attn_fused,
+    .attn_fwd = sq_host_attn_fwd,
+    .attn_bwd = sq_host_attn_bwd,
+    /* gru */
     .gru_gates = sq_host_gru_gates,
+    .gru_fwd = sq_host_gru_fwd,
+    .gru_gates_bwd = sq_host_gru_gates_bwd,
+    /* embedding */
     .embedding = sq_host_embedding,
-    .argmax = sq_host_argmax,
+    .embedding_bwd = sq_host_embedding_bwd,
+    /* loss */
     .log_softmax = sq_host_log_softmax,
     .cross_entropy = sq_host_cross_entropy,
+    .cross_entropy_bwd = sq_host_cross_entropy_bwd,
+    /* decode (no argmax_greedy: on the host the two slots cost no extra launch) */
+    .argmax = sq_host_argmax,
     .greedy_update = sq_host_greedy_update,
-    .tanh_inplace = sq_host_tanh_inplace,
+    /* beam */
+    .beam_topk = sq_host_beam_topk,
+    .beam_select = sq_host_beam_select,
+    .gather_rows = sq_host_gather_rows,
+    /* optim */
+    .sum_squares = sq_host_sum_squares,
+    .scale = sq_host_scale,
+    .adam = sq_host_adam,
+    /* dropout */
     .dropout = sq_host_dropout,
-    .beam_topk = sq_host_beam_topk, .beam_select = sq_host_beam_select, .gather_rows = sq_host_gather_rows,
     .destroy = host_destroy,
 };
+
+const sq_backend_ops *sq_host_backend_ops(void) { return &host_ops; }
+
 
 seqcl_status sq_host_backend_create(seqcl_ctx *ctx, sq_backend **out) {
   *out = NULL;

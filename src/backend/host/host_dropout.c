@@ -2,6 +2,7 @@
  * elements, rows split across the pool (elementwise, so any split gives the
  * same bits). kernels/dropout.cl is the same arithmetic. */
 #include "backend/backend.h"
+#include "backend/host/host.h"
 #include "backend/host/pool.h"
 
 /* Philox4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy

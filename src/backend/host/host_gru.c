@@ -97,3 +97,109 @@ seqcl_status sq_host_gru_gates(sq_backend *be, const sq_gru_args *g) {
   sq_pool_for(be, g->N, 100.0 * g->N * g->H, gates_rows, (void *)g);
   return SEQCL_OK;
 }
+
+/* ---- training: the forward pass that keeps its activations, and the backward ---- */
+
+static void gru_gates_bwd_rows(void *arg, int lo, int hi) {
+  const sq_gru_bwd_args *g = arg;
+  const int H = g->H;
+  const float *bih = g->b_ih.buf ? sq_host_f32(g->b_ih) : NULL;
+  const float *bhh = g->b_hh.buf ? sq_host_f32(g->b_hh) : NULL;
+  const int32_t *lens = g->lens.buf ? sq_host_i32(g->lens) : NULL;
+  for (int n = lo; n < hi; n++) {
+    int len = lens ? lens[n] : g->step + 1;
+    float *dgh = sq_host_f32(g->dgh) + (size_t)n * g->ld_dgh;
+    if (g->step >= len) {
+      /* Inactive: the state passed through unchanged, so dh stays and the gates
+       * get no gradient. dgi has no slot for this row at this step (t >= len is
+       * padding); the caller zeroes dgi once so padding stays 0. */
+      memset(dgh, 0, sizeof(float) * 3 * (size_t)H);
+      continue;
+    }
+    int t = g->reverse ? len - 1 - g->step : g->step;
+    const float *gi = sq_host_f32(g->gi) + (size_t)n * g->gi_sn + (size_t)t * g->gi_st;
+    const float *gh = sq_host_f32(g->gh) + (size_t)n * g->ld_gh;
+    const float *hp = sq_host_f32(g->h_prev) + (size_t)n * H;
+    float *dh = sq_host_f32(g->dh) + (size_t)n * H;
+    float *dgi = sq_host_f32(g->dgi) + (size_t)n * g->gi_sn + (size_t)t * g->gi_st;
+    const float *dout =
+        g->dout.buf ? sq_host_f32(g->dout) + (size_t)n * g->dout_sn + (size_t)t * g->dout_st : NULL;
+    const float *sv =
+        g->saved.buf ? sq_host_f32(g->saved) + (size_t)n * g->sv_sn + (size_t)t * g->sv_st : NULL;
+    for (int k = 0; k < H; k++) {
+      float r, z, nn, hn;
+      if (sv) {
+        r = sv[k], z = sv[H + k], nn = sv[2 * H + k], hn = sv[3 * H + k];
+      } else {
+        float ar = gi[k] + gh[k] + (bih ? bih[k] : 0.f) + (bhh ? bhh[k] : 0.f);
+        float az = gi[H + k] + gh[H + k] + (bih ? bih[H + k] : 0.f) + (bhh ? bhh[H + k] : 0.f);
+        hn = gh[2 * H + k] + (bhh ? bhh[2 * H + k] : 0.f);
+        r = sq_host_sigmoidf(ar), z = sq_host_sigmoidf(az);
+        nn = sq_host_fast_tanhf(gi[2 * H + k] + (bih ? bih[2 * H + k] : 0.f) + r * hn);
+      }
+      float d = dh[k] + (dout ? dout[k] : 0.f);
+      float dan = d * (1.f - z) * (1.f - nn * nn);
+      float daz = d * (hp[k] - nn) * z * (1.f - z);
+      float dar = dan * hn * r * (1.f - r);
+      dgi[k] = dar;
+      dgi[H + k] = daz;
+      dgi[2 * H + k] = dan;
+      dgh[k] = dar;
+      dgh[H + k] = daz;
+      dgh[2 * H + k] = dan * r;
+      dh[k] = d * z;
+    }
+  }
+}
+
+seqcl_status sq_host_gru_gates_bwd(sq_backend *be, const sq_gru_bwd_args *g) {
+  (void)be;
+  sq_pool_for(be, g->N, 60.0 * g->N * g->H, gru_gates_bwd_rows, (void *)g);
+  return SEQCL_OK;
+}
+
+typedef struct gru_fwd_job {
+  const sq_gru_args *g;
+  sq_ref saved;
+  size_t sv_sn, sv_st;
+} gru_fwd_job;
+
+static void gru_fwd_rows(void *arg, int lo, int hi) {
+  const gru_fwd_job *job = arg;
+  const sq_gru_args *g = job->g;
+  const sq_ref savedr = job->saved;
+  const size_t sv_sn = job->sv_sn, sv_st = job->sv_st;
+  const int H = g->H;
+  const float *bih = g->b_ih.buf ? sq_host_f32(g->b_ih) : NULL;
+  const float *bhh = g->b_hh.buf ? sq_host_f32(g->b_hh) : NULL;
+  const int32_t *lens = g->lens.buf ? sq_host_i32(g->lens) : NULL;
+  for (int n = lo; n < hi; n++) {
+    int len = lens ? lens[n] : g->step + 1;
+    if (g->step >= len) continue;
+    int t = g->reverse ? len - 1 - g->step : g->step;
+    const float *gi = sq_host_f32(g->gi) + (size_t)n * g->gi_sn + (size_t)t * g->gi_st;
+    const float *gh = sq_host_f32(g->gh) + (size_t)n * g->ld_gh;
+    float *h = sq_host_f32(g->h) + (size_t)n * H;
+    float *out = g->out.buf ? sq_host_f32(g->out) + (size_t)n * g->out_sn + (size_t)t * g->out_st : NULL;
+    float *sv = savedr.buf ? sq_host_f32(savedr) + (size_t)n * sv_sn + (size_t)t * sv_st : NULL;
+    for (int k = 0; k < H; k++) {
+      float r = sq_host_sigmoidf(gi[k] + gh[k] + (bih ? bih[k] : 0.f) + (bhh ? bhh[k] : 0.f));
+      float z = sq_host_sigmoidf(gi[H + k] + gh[H + k] + (bih ? bih[H + k] : 0.f) + (bhh ? bhh[H + k] : 0.f));
+      float hn = gh[2 * H + k] + (bhh ? bhh[2 * H + k] : 0.f);
+      float nn = sq_host_fast_tanhf(gi[2 * H + k] + (bih ? bih[2 * H + k] : 0.f) + r * hn);
+      float hv = (1.f - z) * nn + z * h[k];
+      h[k] = hv;
+      if (out) out[k] = hv;
+      if (sv) sv[k] = r, sv[H + k] = z, sv[2 * H + k] = nn, sv[3 * H + k] = hn;
+    }
+  }
+}
+
+seqcl_status sq_host_gru_fwd(sq_backend *be, const sq_gru_args *g, sq_ref savedr, size_t sv_sn,
+                              size_t sv_st) {
+  (void)be;
+  gru_fwd_job job = {g, savedr, sv_sn, sv_st};
+  sq_pool_for(be, g->N, 100.0 * g->N * g->H, gru_fwd_rows, &job);
+  return SEQCL_OK;
+}
+

@@ -1,8 +1,10 @@
 /* Kernel argument and launch helpers shared by every op. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backend/opencl/ocl.h"
+#include "backend/opencl/ops_internal.h"
 #include "core/error.h"
 #include "core/fault.h"
 
@@ -61,4 +63,44 @@ seqcl_status sq_ocl_scratch(sq_ocl *o, size_t bytes, cl_mem *out) {
   }
   *out = o->scratch;
   return SEQCL_OK;
+}
+seqcl_status sq_ocl_fits_int(sq_ocl *o, size_t n, const char *what) {
+  if (n > (size_t)INT_MAX)
+    return sq_fail(o->ctx, SEQCL_ERR_UNSUPPORTED,
+                   "opencl %s: %zu elements exceed the kernels' int index range", what, n);
+  return SEQCL_OK;
+}
+
+int sq_ocl_device_fp64(sq_ocl *o) {
+  cl_device_fp_config cfg = 0;
+  if (clGetDeviceInfo(o->device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof cfg, &cfg, NULL) !=
+      CL_SUCCESS)
+    return 0;
+  return cfg != 0;
+}
+
+seqcl_status sq_ocl_train_kernel(sq_ocl *o, const char *file, const char *name, cl_kernel *k,
+                                 size_t *acc_bytes) {
+  int fp64 = sq_ocl_device_fp64(o);
+  if (acc_bytes) *acc_bytes = fp64 ? sizeof(double) : sizeof(float);
+  return sq_ocl_kernel(o, file, fp64 ? "-DSQ_TRAIN -DSQ_FP64=1" : "-DSQ_TRAIN", name, k);
+}
+
+seqcl_status sq_ocl_launch_flat(sq_ocl *o, cl_kernel k, size_t n, size_t want, const char *what) {
+  size_t local = sq_ocl_wg_size(o, k, want);
+  size_t global = sq_round_up(n, local);
+  return sq_ocl_launch(o, k, 1, &global, &local, what);
+}
+
+seqcl_status sq_ocl_launch_2d(sq_ocl *o, cl_kernel k, size_t want, size_t cols, size_t rows,
+                              const char *what) {
+  size_t lx = sq_ocl_wg_size(o, k, want);
+  size_t local[2] = {lx, 1};
+  size_t global[2] = {sq_round_up(cols, lx), rows};
+  return sq_ocl_launch(o, k, 2, global, local, what);
+}
+
+seqcl_status sq_ocl_launch_rows(sq_ocl *o, cl_kernel k, size_t rows, size_t wg, const char *what) {
+  size_t global = rows * wg;
+  return sq_ocl_launch(o, k, 1, &global, &wg, what);
 }

@@ -95,20 +95,4 @@ seqcl_status sq_ocl_scratch(sq_ocl *o, size_t bytes, cl_mem *out);
  * <= min(want, device max, kernel max). */
 size_t sq_ocl_wg_size(sq_ocl *o, cl_kernel k, size_t want);
 
-/* ---- op implementations (filled into the table in opencl_backend.c) ---- */
-/* attention.cl / ops_attention.c */
-seqcl_status sq_ocl_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref scores);
-seqcl_status sq_ocl_masked_softmax(sq_backend *be, int N, int S, sq_ref x, sq_ref lens,
-                                   sq_ref mask, sq_ref y);
-seqcl_status sq_ocl_context(sq_backend *be, int N, int S, int He, sq_ref alpha, sq_ref keys,
-                            sq_ref c, int ld_c);
-seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
-                               sq_ref alpha);
-/* gru.cl / ops_gru.c */
-seqcl_status sq_ocl_gru_gates(sq_backend *be, const sq_gru_args *g);
-/* The same step, also keeping r, z, n and W_hn h + b_hn of each active row at
- * saved + n*sv_sn + t*sv_st (4H each) when saved is present: training's gru_fwd. */
-seqcl_status sq_ocl_gru_step(sq_backend *be, const sq_gru_args *g, sq_ref saved, size_t sv_sn,
-                             size_t sv_st);
-
 #endif

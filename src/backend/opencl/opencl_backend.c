@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "backend/opencl/ocl.h"
-#include "backend/opencl/ops_grad.h"
 #include "backend/opencl/ops_internal.h"
 #include "backend/opencl/program.h"
 #include "core/error.h"
@@ -130,6 +129,25 @@ static seqcl_status buf_copy(sq_backend *be, sq_ref dst, sq_ref src, size_t coun
   return sq_ocl_check(o, err, "clEnqueueCopyBuffer");
 }
 
+/* fills run on the device's own kernel (kernels/memory.cl) */
+#define MEMORY_FILE "memory.cl"
+#define FILL_WG 128
+
+seqcl_status sq_ocl_fill_bits(sq_backend *be, sq_ref dst, size_t count, uint32_t bits) {
+  sq_ocl *o = sq_ocl_of(be);
+  if (count == 0) return SEQCL_OK;
+  SQ_TRY(sq_ocl_fits_int(o, count, "fill"));
+  cl_kernel k;
+  SQ_TRY(sq_ocl_kernel(o, MEMORY_FILE, "", "fill_u32", &k));
+  int n = (int)count;
+  cl_uint v = bits;
+  SQ_TRY(sq_ocl_ref_args(o, k, 0, dst, "fill_u32"));
+  SQ_ARG(o, k, 2, n);
+  SQ_ARG(o, k, 3, v);
+  return sq_ocl_launch_flat(o, k, count, FILL_WG, "fill_u32");
+}
+
+
 static seqcl_status buf_fill(sq_backend *be, sq_ref dst, size_t count, float value) {
   uint32_t bits;
   memcpy(&bits, &value, sizeof bits);
@@ -186,24 +204,45 @@ static const sq_backend_ops opencl_ops = {
     .fill = buf_fill,
     .fill_i32 = buf_fill_i32,
     .finish = finish,
+    /* linear */
     .gemm = sq_ocl_gemm,
     .add_bias = sq_ocl_add_bias,
+    .bias_grad = sq_ocl_bias_grad,
+    .tanh_inplace = sq_ocl_tanh_inplace,
+    .tanh_bwd = sq_ocl_tanh_bwd,
+    /* attention */
     .attn_scores = sq_ocl_attn_scores,
     .masked_softmax = sq_ocl_masked_softmax,
     .context = sq_ocl_context,
     .attn_fused = sq_ocl_attn_fused,
+    .attn_fwd = sq_ocl_attn_fwd,
+    .attn_bwd = sq_ocl_attn_bwd,
+    /* gru */
     .gru_gates = sq_ocl_gru_gates,
-    .greedy_update = sq_ocl_greedy_update,
-    .argmax_greedy = sq_ocl_argmax_greedy,
-    .beam_topk = sq_ocl_beam_topk, .beam_select = sq_ocl_beam_select, .gather_rows = sq_ocl_gather_rows,
-    .tanh_inplace = sq_ocl_tanh_inplace,
-    .dropout = sq_ocl_dropout,
+    .gru_fwd = sq_ocl_gru_step, /* kernels/gru.cl, keeping the gates */
+    .gru_gates_bwd = sq_ocl_gru_gates_bwd,
+    /* embedding */
     .embedding = sq_ocl_embedding,
-    .argmax = sq_ocl_argmax,
+    .embedding_bwd = sq_ocl_embedding_bwd,
+    /* loss */
     .log_softmax = sq_ocl_log_softmax,
     .cross_entropy = sq_ocl_cross_entropy,
+    .cross_entropy_bwd = sq_ocl_cross_entropy_bwd,
+    /* decode */
+    .argmax = sq_ocl_argmax,
+    .greedy_update = sq_ocl_greedy_update,
+    .argmax_greedy = sq_ocl_argmax_greedy,
+    /* beam */
+    .beam_topk = sq_ocl_beam_topk,
+    .beam_select = sq_ocl_beam_select,
+    .gather_rows = sq_ocl_gather_rows,
+    /* optim */
+    .sum_squares = sq_ocl_sum_squares,
+    .scale = sq_ocl_scale,
+    .adam = sq_ocl_adam,
+    /* dropout */
+    .dropout = sq_ocl_dropout,
     .destroy = destroy,
-    .grad = &sq_ocl_grad_table,
 };
 
 seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out) {

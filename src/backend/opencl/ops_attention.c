@@ -4,9 +4,11 @@
 #include <limits.h>
 #include <stdio.h>
 
-#include "backend/opencl/ocl.h"
+#include "backend/opencl/kargs.h"
 
 #define ATTN_FILE "attention.cl"
+/* Positions per chunk of attn_bwd_energy_part (attention.cl's BWD_ROWS). */
+#define BWD_ROWS 64
 /* Row kernels want wide work-groups: a row of S scores is reduced by WG
  * work-items. 256 keeps a GPU's compute unit busy and the reduction short. */
 #define ROW_WG_WANT 256
@@ -271,4 +273,184 @@ seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, 
   const size_t local[2] = {cwg, 1};
   const size_t global[2] = {cwg, (size_t)a->N};
   return sq_ocl_launch(o, combine, 2, global, local, "attn_fused_combine");
+}
+
+/* ---- training: the forward pass that keeps its activations, and the backward ---- */
+
+seqcl_status sq_ocl_attn_fwd(sq_backend *be, const sq_attn_args *at, sq_ref u, sq_ref c,
+                               int ld_c, sq_ref alpha) {
+  sq_ocl *o = sq_ocl_of(be);
+  /* The forward step itself is the inference kernel, so training and decoding
+   * attend identically; only the tanh activations are kept on top. */
+  SQ_TRY(sq_ocl_attn_fused(be, at, c, ld_c, alpha));
+  if (at->kind != SQ_SCORE_ADDITIVE || !u.buf) return SEQCL_OK;
+  SQ_TRY(sq_ocl_fits_int(o, (size_t)at->N * (size_t)at->S * (size_t)at->A, "attn_fwd"));
+  cl_kernel k;
+  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_keep_u", &k, NULL));
+  kargs a = kargs_start(o, k, "attn_keep_u");
+  arg_int(&a, at->N);
+  arg_int(&a, at->S);
+  arg_int(&a, at->A);
+  arg_ref(&a, at->qp);
+  arg_int(&a, at->ld_qp);
+  arg_ref(&a, at->pkeys);
+  arg_ref(&a, at->lens);
+  arg_opt(&a, at->mask);
+  arg_ref(&a, u);
+  return launch3(&a, (size_t)at->A, (size_t)at->S, (size_t)at->N, COL_WG);
+}
+
+/* The validity arguments shared by the attention backward kernels. */
+static void arg_valid(kargs *a, const sq_attn_args *at) {
+  arg_ref(a, at->lens);
+  arg_opt(a, at->mask);
+}
+
+static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref alpha, sq_ref u,
+                                      sq_ref dc, int ld_dc, sq_ref dqp, int ld_dqp, sq_ref dkeys,
+                                      sq_ref dpkeys, sq_ref dv, sq_ref dbv, cl_mem de) {
+  const int N = at->N, S = at->S, He = at->He, A = at->A;
+  const int additive = at->kind == SQ_SCORE_ADDITIVE;
+  cl_kernel k;
+  /* 1. de[n, j]: one work-item per row on CPU-type devices, a work-group per
+   * row elsewhere (attention.cl, training section) */
+  const char *de_name = o->cpu_device ? "attn_bwd_de" : "attn_bwd_de_wg";
+  size_t acc_bytes;
+  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, de_name, &k, &acc_bytes));
+  kargs a = kargs_start(o, k, de_name);
+  arg_int(&a, N);
+  arg_int(&a, S);
+  arg_int(&a, He);
+  arg_ref(&a, alpha);
+  arg_ref(&a, dc);
+  arg_int(&a, ld_dc);
+  arg_ref(&a, at->keys);
+  arg_valid(&a, at);
+  arg_float(&a, at->scale);
+  arg_mem(&a, de);
+  arg_int(&a, 0);
+  if (o->cpu_device) {
+    SQ_TRY(launch1(&a, (size_t)N, COL_WG));
+  } else {
+    size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
+    arg_local(&a, wg * sizeof(float));
+    arg_local(&a, wg * acc_bytes);
+    SQ_TRY(a.st);
+    const size_t global = (size_t)N * wg;
+    SQ_TRY(sq_ocl_launch(o, k, 1, &global, &wg, de_name));
+  }
+
+  /* 2. dkeys: the context path, and the score path of dot-type scores */
+  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_keys", &k, NULL));
+  a = kargs_start(o, k, "attn_bwd_keys");
+  arg_int(&a, N);
+  arg_int(&a, S);
+  arg_int(&a, He);
+  arg_ref(&a, alpha);
+  arg_ref(&a, dc);
+  arg_int(&a, ld_dc);
+  arg_ref(&a, additive ? sq_none() : at->qp);
+  arg_int(&a, additive ? 0 : at->ld_qp);
+  arg_int(&a, !additive);
+  arg_mem(&a, de);
+  arg_int(&a, 0);
+  arg_valid(&a, at);
+  arg_ref(&a, dkeys);
+  SQ_TRY(launch3(&a, (size_t)He, (size_t)S, (size_t)N, COL_WG));
+
+  if (!additive) { /* 3. dqp of dot-type scores */
+    SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_dqp", &k, NULL));
+    a = kargs_start(o, k, "attn_bwd_dqp");
+    arg_int(&a, N);
+    arg_int(&a, S);
+    arg_int(&a, He);
+    arg_mem(&a, de);
+    arg_int(&a, 0);
+    arg_ref(&a, at->keys);
+    arg_valid(&a, at);
+    arg_ref(&a, dqp);
+    arg_int(&a, ld_dqp);
+    return launch3(&a, (size_t)He, (size_t)N, 1, COL_WG);
+  }
+  /* 3. additive: dpkeys and dqp, then dv and dbv */
+  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_additive", &k, NULL));
+  a = kargs_start(o, k, "attn_bwd_additive");
+  arg_int(&a, N);
+  arg_int(&a, S);
+  arg_int(&a, A);
+  arg_ref(&a, at->qp);
+  arg_int(&a, at->ld_qp);
+  arg_ref(&a, at->pkeys);
+  arg_opt(&a, u);
+  arg_ref(&a, at->v);
+  arg_mem(&a, de);
+  arg_int(&a, 0);
+  arg_valid(&a, at);
+  arg_ref(&a, dpkeys);
+  arg_ref(&a, dqp);
+  arg_int(&a, ld_dqp);
+  SQ_TRY(launch3(&a, (size_t)A, (size_t)N, 1, COL_WG));
+
+  if (o->cpu_device) { /* one work-item per k walks all N S positions */
+    SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_energy", &k, NULL));
+    a = kargs_start(o, k, "attn_bwd_energy");
+    arg_int(&a, N);
+    arg_int(&a, S);
+    arg_int(&a, A);
+    arg_ref(&a, at->qp);
+    arg_int(&a, at->ld_qp);
+    arg_ref(&a, at->pkeys);
+    arg_opt(&a, u);
+    arg_mem(&a, de);
+    arg_int(&a, 0);
+    arg_valid(&a, at);
+    arg_ref(&a, dv);
+    arg_opt(&a, dbv);
+    return launch1(&a, (size_t)A + 1, COL_WG);
+  }
+  /* elsewhere: chunks of BWD_ROWS positions (attention.cl), then their sums */
+  const size_t chunks = ((size_t)N * (size_t)S + BWD_ROWS - 1) / BWD_ROWS;
+  SQ_TRY(sq_ocl_fits_int(o, chunks * ((size_t)A + 1), "attn_bwd energy partial sums"));
+  cl_mem part;
+  SQ_TRY(sq_ocl_scratch(o, chunks * ((size_t)A + 1) * sizeof(float), &part));
+  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_energy_part", &k, NULL));
+  a = kargs_start(o, k, "attn_bwd_energy_part");
+  arg_int(&a, N);
+  arg_int(&a, S);
+  arg_int(&a, A);
+  arg_ref(&a, at->qp);
+  arg_int(&a, at->ld_qp);
+  arg_ref(&a, at->pkeys);
+  arg_opt(&a, u);
+  arg_mem(&a, de);
+  arg_int(&a, 0);
+  arg_valid(&a, at);
+  arg_int(&a, dbv.buf != NULL);
+  arg_mem(&a, part);
+  SQ_TRY(launch3(&a, (size_t)A + 1, chunks, 1, COL_WG));
+  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_energy_sum", &k, NULL));
+  a = kargs_start(o, k, "attn_bwd_energy_sum");
+  arg_int(&a, A);
+  arg_int(&a, (int)chunks);
+  arg_mem(&a, part);
+  arg_ref(&a, dv);
+  arg_opt(&a, dbv);
+  return launch1(&a, (size_t)A + 1, COL_WG);
+}
+
+seqcl_status sq_ocl_attn_bwd(sq_backend *be, const sq_attn_args *at, sq_ref alpha, sq_ref u,
+                               sq_ref dc, int ld_dc, sq_ref dqp, int ld_dqp, sq_ref dkeys,
+                               sq_ref dpkeys, sq_ref dv, sq_ref dbv) {
+  sq_ocl *o = sq_ocl_of(be);
+  const size_t NS = (size_t)at->N * (size_t)at->S;
+  SQ_TRY(sq_ocl_fits_int(o, NS * (size_t)at->He, "attn_bwd"));
+  if (at->kind == SQ_SCORE_ADDITIVE) SQ_TRY(sq_ocl_fits_int(o, NS * (size_t)at->A, "attn_bwd"));
+  /* de [N, S]: the gradient of the scores, shared by the later kernels */
+  cl_int err;
+  cl_mem de = clCreateBuffer(o->context, CL_MEM_READ_WRITE, NS * sizeof(float), NULL, &err);
+  SQ_TRY(sq_ocl_check(o, err, "clCreateBuffer(attention score gradients)"));
+  seqcl_status st =
+      attn_bwd_launches(o, at, alpha, u, dc, ld_dc, dqp, ld_dqp, dkeys, dpkeys, dv, dbv, de);
+  clReleaseMemObject(de);
+  return st;
 }

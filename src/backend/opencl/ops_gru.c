@@ -2,7 +2,10 @@
  * state update of one time step in one launch. */
 #include <limits.h>
 
-#include "backend/opencl/ocl.h"
+#include "backend/opencl/kargs.h"
+
+
+#define GRU_FILE "gru.cl"
 
 #define GRU_WG_WANT 64
 
@@ -112,4 +115,49 @@ seqcl_status sq_ocl_gru_step(sq_backend *be, const sq_gru_args *g, sq_ref saved,
 
 seqcl_status sq_ocl_gru_gates(sq_backend *be, const sq_gru_args *g) {
   return sq_ocl_gru_step(be, g, sq_none(), 0, 0);
+}
+
+/* ---- training: the forward pass that keeps its activations, and the backward ---- */
+
+static seqcl_status check_strides(sq_ocl *o, const char *what, size_t a, size_t b, size_t c,
+                                  size_t d) {
+  if (a > (size_t)INT_MAX || b > (size_t)INT_MAX || c > (size_t)INT_MAX || d > (size_t)INT_MAX)
+    return sq_fail(o->ctx, SEQCL_ERR_UNSUPPORTED, "opencl %s: a stride exceeds the kernels' int",
+                   what);
+  return SEQCL_OK;
+}
+
+seqcl_status sq_ocl_gru_gates_bwd(sq_backend *be, const sq_gru_bwd_args *g) {
+  sq_ocl *o = sq_ocl_of(be);
+  SQ_TRY(check_strides(o, "gru_gates_bwd", g->gi_sn, g->gi_st, g->dout_sn, g->dout_st));
+  SQ_TRY(check_strides(o, "gru_gates_bwd", g->sv_sn, g->sv_st, 0, 0));
+  cl_kernel k;
+  SQ_TRY(sq_ocl_train_kernel(o, GRU_FILE, "gru_bwd", &k, NULL));
+  kargs a = kargs_start(o, k, "gru_bwd");
+  arg_int(&a, g->N);
+  arg_int(&a, g->H);
+  arg_ref(&a, g->gi);
+  arg_size(&a, g->gi_sn);
+  arg_size(&a, g->gi_st);
+  arg_ref(&a, g->gh);
+  arg_int(&a, g->ld_gh);
+  arg_opt(&a, g->b_ih);
+  arg_opt(&a, g->b_hh);
+  arg_ref(&a, g->h_prev);
+  arg_ref(&a, g->dh);
+  arg_ref(&a, g->dout);
+  arg_size(&a, g->dout.buf ? g->dout_sn : 0);
+  arg_size(&a, g->dout.buf ? g->dout_st : 0);
+  arg_int(&a, g->dout.buf != NULL);
+  arg_ref(&a, g->dgi);
+  arg_ref(&a, g->dgh);
+  arg_int(&a, g->ld_dgh);
+  arg_opt(&a, g->lens);
+  arg_int(&a, g->step);
+  arg_int(&a, g->reverse);
+  arg_ref(&a, g->saved);
+  arg_size(&a, g->saved.buf ? g->sv_sn : 0);
+  arg_size(&a, g->saved.buf ? g->sv_st : 0);
+  arg_int(&a, g->saved.buf != NULL);
+  return launch3(&a, (size_t)g->H, (size_t)g->N, 1, COL_WG);
 }

@@ -1,0 +1,68 @@
+/* Kernel arguments set one after another, and the launch shapes the ops of
+ * the OpenCL backend share (ops_<family>.c). */
+#ifndef SQ_BACKEND_OCL_KARGS_H
+#define SQ_BACKEND_OCL_KARGS_H
+
+#include "backend/opencl/ocl.h"
+#include "backend/opencl/ops_internal.h"
+
+/* Work-group sizes asked for; sq_ocl_wg_size lowers them to what the device
+ * and the kernel allow (always a power of two, as the reductions need):
+ * row reductions, elementwise kernels, column-owning kernels. */
+#define ROW_WG 256
+#define FLAT_WG 128
+#define COL_WG 64
+
+/* Arguments set one after another; the first failure sticks and later calls
+ * do nothing, so a slot sets all its arguments and checks once. */
+typedef struct kargs {
+  sq_ocl *o;
+  cl_kernel k;
+  const char *name;
+  cl_uint i;
+  seqcl_status st;
+} kargs;
+
+static inline kargs kargs_start(sq_ocl *o, cl_kernel k, const char *name) {
+  kargs a = {o, k, name, 0, SEQCL_OK};
+  return a;
+}
+static inline void arg_raw(kargs *a, size_t size, const void *value) {
+  if (a->st == SEQCL_OK) a->st = sq_ocl_arg(a->o, a->k, a->i, size, value, a->name);
+  a->i++;
+}
+static inline void arg_int(kargs *a, int v) { arg_raw(a, sizeof v, &v); }
+static inline void arg_float(kargs *a, float v) { arg_raw(a, sizeof v, &v); }
+static inline void arg_size(kargs *a, size_t v) { /* a stride or size already checked to fit */
+  int i = (int)v;
+  arg_raw(a, sizeof i, &i);
+}
+/* buffer + int offset (the dummy for an absent ref) */
+static inline void arg_ref(kargs *a, sq_ref r) {
+  if (a->st == SEQCL_OK) a->st = sq_ocl_ref_args(a->o, a->k, a->i, r, a->name);
+  a->i += 2;
+}
+/* buffer + offset + has flag */
+static inline void arg_opt(kargs *a, sq_ref r) {
+  arg_ref(a, r);
+  arg_int(a, r.buf != NULL);
+}
+static inline void arg_mem(kargs *a, cl_mem m) { arg_raw(a, sizeof m, &m); }
+static inline void arg_local(kargs *a, size_t bytes) { arg_raw(a, bytes, NULL); }
+
+static inline seqcl_status launch1(kargs *a, size_t n, size_t want) {
+  SQ_TRY(a->st);
+  size_t local = sq_ocl_wg_size(a->o, a->k, want);
+  size_t global = sq_round_up(n, local);
+  return sq_ocl_launch(a->o, a->k, 1, &global, &local, a->name);
+}
+/* global (>= x, y, z) with groups of (wg, 1, 1) */
+static inline seqcl_status launch3(kargs *a, size_t x, size_t y, size_t z, size_t want) {
+  SQ_TRY(a->st);
+  size_t wg = sq_ocl_wg_size(a->o, a->k, want);
+  const size_t local[3] = {wg, 1, 1};
+  const size_t global[3] = {sq_round_up(x, wg), y, z};
+  return sq_ocl_launch(a->o, a->k, 3, global, local, a->name);
+}
+
+#endif

@@ -1,0 +1,75 @@
+/* Fronts of the memory slots: buffers, transfers, fills and the queue's
+ * finish. */
+#include "core/error.h"
+#include "ops/ops.h"
+#include "ops/ops_check.h"
+
+#define BE(ctx) ((ctx)->be)
+#define OPS(ctx) ((ctx)->be->ops)
+
+seqcl_status sq_buf_alloc(seqcl_ctx *ctx, size_t bytes, sq_buf **out) {
+  static const char op[] = "sq_buf_alloc";
+  if (!out) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: out is NULL", op);
+  *out = NULL;
+  SQ_CHK(sq_chk_ctx(ctx, op));
+  if (bytes == 0) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: bytes is 0", op);
+  return OPS(ctx)->buf_alloc(BE(ctx), bytes, out);
+}
+
+void sq_buf_free(sq_buf *buf) {
+  if (buf) buf->be->ops->buf_free(buf->be, buf);
+}
+
+seqcl_status sq_write(seqcl_ctx *ctx, sq_ref dst, const void *src, size_t bytes) {
+  static const char op[] = "sq_write";
+  SQ_CHK(sq_chk_ctx(ctx, op));
+  if (!src && bytes) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: src is NULL", op);
+  SQ_CHK(sq_chk_bytes(ctx, op, "dst", dst, bytes));
+  if (!bytes) return SEQCL_OK;
+  return OPS(ctx)->write(BE(ctx), dst, src, bytes);
+}
+
+seqcl_status sq_read(seqcl_ctx *ctx, sq_ref src, void *dst, size_t bytes) {
+  static const char op[] = "sq_read";
+  SQ_CHK(sq_chk_ctx(ctx, op));
+  if (!dst && bytes) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: dst is NULL", op);
+  SQ_CHK(sq_chk_bytes(ctx, op, "src", src, bytes));
+  if (!bytes) return SEQCL_OK;
+  return OPS(ctx)->read(BE(ctx), src, dst, bytes);
+}
+
+seqcl_status sq_copy(seqcl_ctx *ctx, sq_ref dst, sq_ref src, size_t count) {
+  static const char op[] = "sq_copy";
+  SQ_CHK(sq_chk_ctx(ctx, op));
+  SQ_CHK(sq_chk_ref(ctx, op, "dst", dst, count, 1));
+  SQ_CHK(sq_chk_ref(ctx, op, "src", src, count, 1));
+  /* OpenCL forbids overlapping copies (CL_MEM_COPY_OVERLAP): refuse them everywhere. */
+  if (dst.buf == src.buf && dst.off < src.off + count && src.off < dst.off + count &&
+      dst.off != src.off)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "%s: dst [%zu, +%zu) and src [%zu, +%zu) overlap in one buffer", op, dst.off,
+                   count, src.off, count);
+  if (!count || (dst.off == src.off && dst.buf == src.buf)) return SEQCL_OK;
+  return OPS(ctx)->copy(BE(ctx), dst, src, count);
+}
+
+seqcl_status sq_fill(seqcl_ctx *ctx, sq_ref dst, size_t count, float value) {
+  static const char op[] = "sq_fill";
+  SQ_CHK(sq_chk_ctx(ctx, op));
+  SQ_CHK(sq_chk_ref(ctx, op, "dst", dst, count, 1));
+  if (!count) return SEQCL_OK;
+  return OPS(ctx)->fill(BE(ctx), dst, count, value);
+}
+
+seqcl_status sq_fill_i32(seqcl_ctx *ctx, sq_ref dst, size_t count, int32_t value) {
+  static const char op[] = "sq_fill_i32";
+  SQ_CHK(sq_chk_ctx(ctx, op));
+  SQ_CHK(sq_chk_ref(ctx, op, "dst", dst, count, 1));
+  if (!count) return SEQCL_OK;
+  return OPS(ctx)->fill_i32(BE(ctx), dst, count, value);
+}
+
+seqcl_status sq_finish(seqcl_ctx *ctx) {
+  SQ_CHK(sq_chk_ctx(ctx, "sq_finish"));
+  return OPS(ctx)->finish(BE(ctx));
+}
