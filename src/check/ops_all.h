@@ -16,7 +16,7 @@ extern const sq_op sq_op_embedding, sq_op_argmax, sq_op_log_softmax, sq_op_cross
 extern const sq_op sq_op_argmax_greedy;
 extern const sq_op sq_op_beam_topk;
 extern const sq_op sq_op_dropout;
-/* backward slots (ops_grad.c) */
+/* training slots (ops_<family>.c) */
 extern const sq_op sq_op_grad_cross_entropy, sq_op_grad_bias, sq_op_grad_tanh,
     sq_op_grad_embedding, sq_op_grad_linear, sq_op_grad_sum_squares, sq_op_grad_scale,
     sq_op_grad_adam, sq_op_grad_gru_fwd, sq_op_grad_gru_gates;

@@ -52,7 +52,7 @@ static seqcl_status topk_run(seqcl_ctx *ctx, const sq_case *c, double *const *go
   return st;
 }
 
-/* vals: log_softmax's bound (ops_misc.c): the rounding of x - max, the relative
+/* vals: log_softmax's bound (ops_loss.c): the rounding of x - max, the relative
  * error of the sum of exponentials (a tree sum) as an absolute error of log Z,
  * and the final subtraction. ids: exact. */
 static void topk_tol(const sq_case *c, int k, double *const *ref, double *tol) {

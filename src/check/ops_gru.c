@@ -360,7 +360,7 @@ static seqcl_status gru_common_gen(sq_case *c, sq_rng *r, int *N, int *T, int *H
   return SEQCL_OK;
 }
 
-/* Row n's activity and time index at the case's step (as grad.h defines them). */
+/* Row n's activity and time index at the case's step (as backend.h defines them). */
 static int gru_row_time(const sq_case *c, int n, int *t) {
   const int32_t *lens = sq_case_ini(c, "lens");
   int step = SH("step", 0), len = lens ? lens[n] : step + 1;

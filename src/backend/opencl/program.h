@@ -9,7 +9,7 @@
 #include "backend/opencl/ocl.h"
 
 typedef struct sq_embedded_kernel {
-  const char *name;   /* file name: "misc.cl" */
+  const char *name;   /* file name: "loss.cl" */
   const char *source; /* NUL-terminated text */
   size_t length;      /* strlen(source) */
 } sq_embedded_kernel;
