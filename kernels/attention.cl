@@ -592,6 +592,22 @@ typedef float acc_t;
 
 #define SCORE_ADDITIVE 0
 
+/* Tree sum over the work-group (its size a power of two, as the host launches
+ * it); red holds get_local_size(0) values, the trailing barrier lets the
+ * caller reuse it right away. Used by attn_bwd_de_wg. */
+static acc_t wg_sum(__local acc_t *red, acc_t x) {
+  const int lid = get_local_id(0);
+  red[lid] = x;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
+    if (lid < s) red[lid] += red[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const acc_t r = red[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
 /* Position j of row n takes part in the attention iff j < min(lens[n], S)
  * and the mask (when given) does not exclude it. */
 static int attn_valid(int n, int j, int S, __global const int *lens,
