@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "cli.h"
 #include "model/heatmap.h"
 #include "model/tokens.h"
@@ -195,10 +196,9 @@ int cmd_demo(int argc, char **argv) {
       return cli_usage_error(cmd, "unknown option '%s' (see seqcl demo --help)", a);
     }
   }
-  if (strcmp(o.score, "additive") && strcmp(o.score, "general") && strcmp(o.score, "dot") &&
-      strcmp(o.score, "scaled_dot"))
-    return cli_usage_error(cmd, "--score: unknown score '%s' (additive, general, dot, scaled_dot)",
-                           o.score);
+  sq_score score;
+  if (sq_score_parse(o.score, &score))
+    return cli_usage_error(cmd, "--score: unknown score '%s' (%s)", o.score, SQ_SCORE_CHOICES);
   /* the outputs first: a bad path fails now, not after the training */
   if (cli_check_outputs(cmd, "--svg", svg, NULL)) return CLI_USAGE;
   sq_save_plan plan;

@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "cli.h"
 #include "cli_model.h"
 #include "train/checkpoint.h"
@@ -185,11 +186,10 @@ static int parse(int argc, char **argv, train_args *a) {
 
 static int check_score(const char *score, int bidirectional) {
   static const char cmd[] = "train";
-  if (strcmp(score, "additive") && strcmp(score, "general") && strcmp(score, "dot") &&
-      strcmp(score, "scaled_dot"))
-    return cli_usage_error(cmd, "--score: unknown score '%s' (additive, general, dot, scaled_dot)",
-                           score);
-  if (bidirectional && (!strcmp(score, "dot") || !strcmp(score, "scaled_dot")))
+  sq_score kind;
+  if (sq_score_parse(score, &kind))
+    return cli_usage_error(cmd, "--score: unknown score '%s' (%s)", score, SQ_SCORE_CHOICES);
+  if (bidirectional && (kind == SQ_SCORE_DOT || kind == SQ_SCORE_SCALED_DOT))
     return cli_usage_error(cmd,
                            "--score %s needs encoder width == decoder hidden; it cannot be "
                            "used with --bidirectional",
@@ -203,8 +203,7 @@ static int train_files(const train_args *a);
  * checkpoint's: the run goes on as it was started. */
 static int reverse_resume_agrees(const train_args *a, const sq_ckpt_meta *m, const sq_config *c) {
   static const char cmd[] = "train";
-  static const char *scores[] = {"additive", "general", "dot", "scaled_dot"};
-  const char *had = scores[c->score];
+  const char *had = sq_score_names[c->score];
   if (a->length_given && a->length != m->length)
     return cli_usage_error(cmd, "--length %ld differs from the checkpoint's %d (leave it out)",
                            a->length, m->length);

@@ -18,16 +18,16 @@ static int better(float v, int i, float best, int bi) {
   return v > best || (v == best && i < bi);
 }
 
-/* ids[n] = argmax_v (x[n, v] + bias[v]); one group per row. */
-__kernel void argmax(__global const float *x, int x_off, int ld, int V, __global const float *bias,
-                     int b_off, int has_bias, __global int *ids, int ids_off,
-                     __local float *sv, __local int *si) {
-  int n = get_group_id(0), lid = get_local_id(0), wg = get_local_size(0);
-  __global const float *row = x + x_off + (size_t)n * (size_t)ld;
+/* argmax_v (row[v] + bias[v]) of one row by the whole work-group, the same
+ * value in every work-item (sv, si: wg entries each; a caller that reused
+ * them would need a barrier first). */
+static int row_argmax(__global const float *row, int V, __global const float *bias,
+                      int has_bias, __local float *sv, __local int *si) {
+  const int lid = get_local_id(0), wg = get_local_size(0);
   float best = -INFINITY;
   int bi = 0x7fffffff;
   for (int v = lid; v < V; v += wg) {
-    float val = row[v] + (has_bias ? bias[b_off + v] : 0.0f);
+    const float val = row[v] + (has_bias ? bias[v] : 0.0f);
     if (better(val, v, best, bi)) {
       best = val;
       bi = v;
@@ -43,7 +43,16 @@ __kernel void argmax(__global const float *x, int x_off, int ld, int V, __global
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (lid == 0) ids[ids_off + n] = si[0] < V ? si[0] : 0;
+  return si[0] < V ? si[0] : 0;
+}
+
+/* ids[n] = argmax_v (x[n, v] + bias[v]); one group per row. */
+__kernel void argmax(__global const float *x, int x_off, int ld, int V, __global const float *bias,
+                     int b_off, int has_bias, __global int *ids, int ids_off,
+                     __local float *sv, __local int *si) {
+  const int n = get_group_id(0);
+  const int arg = row_argmax(x + x_off + (size_t)n * (size_t)ld, V, bias + b_off, has_bias, sv, si);
+  if (get_local_id(0) == 0) ids[ids_off + n] = arg;
 }
 
 /* id = finished ? eos : ids[n]; ids[n] = id; hist[n] = id (when has_hist);
@@ -66,29 +75,9 @@ __kernel void argmax_greedy(__global const float *x, int x_off, int ld, int V,
                             __global int *ids, int ids_off, __global int *fin, int fin_off,
                             int eos, __global int *hist, int hist_off, int has_hist,
                             __local float *sv, __local int *si) {
-  const int n = get_group_id(0), lid = get_local_id(0), wg = get_local_size(0);
-  __global const float *row = x + x_off + (size_t)n * (size_t)ld;
-  float best = -INFINITY;
-  int bi = 0x7fffffff;
-  for (int v = lid; v < V; v += wg) {
-    const float val = row[v] + (has_bias ? bias[b_off + v] : 0.0f);
-    if (better(val, v, best, bi)) {
-      best = val;
-      bi = v;
-    }
-  }
-  sv[lid] = best;
-  si[lid] = bi;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int h = wg / 2; h > 0; h >>= 1) {
-    if (lid < h && better(sv[lid + h], si[lid + h], sv[lid], si[lid])) {
-      sv[lid] = sv[lid + h];
-      si[lid] = si[lid + h];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  if (lid == 0) {
-    const int arg = si[0] < V ? si[0] : 0;
+  const int n = get_group_id(0);
+  const int arg = row_argmax(x + x_off + (size_t)n * (size_t)ld, V, bias + b_off, has_bias, sv, si);
+  if (get_local_id(0) == 0) {
     const int id = fin[fin_off + n] ? eos : arg;
     ids[ids_off + n] = id;
     if (has_hist) hist[hist_off + n] = id;

@@ -47,12 +47,29 @@ static inline sq_ref sq_none(void) {
   return r;
 }
 
-typedef enum sq_score {
-  SQ_SCORE_ADDITIVE = 0, /* v . tanh(W_k h + b_k + W_q q + b_q) + b_v   (Bahdanau) */
-  SQ_SCORE_GENERAL = 1,  /* h . (W_q q + b_q)                             (Luong)    */
-  SQ_SCORE_DOT = 2,      /* h . q                                                   */
-  SQ_SCORE_SCALED_DOT = 3 /* h . q / sqrt(H_e)                                      */
-} sq_score;
+/* The attention score: the public enum itself (seqcl/model.h), under the
+ * short names the library uses, and its one name table (config.json's
+ * attention.score, `--score`, messages):
+ *   additive:   v . tanh(W_k h + b_k + W_q q + b_q) + b_v   (Bahdanau)
+ *   general:    h . (W_q q + b_q)                           (Luong)
+ *   dot:        h . q
+ *   scaled_dot: h . q / sqrt(H_e) */
+typedef seqcl_attention_score sq_score;
+#define SQ_SCORE_ADDITIVE SEQCL_SCORE_ADDITIVE
+#define SQ_SCORE_GENERAL SEQCL_SCORE_GENERAL
+#define SQ_SCORE_DOT SEQCL_SCORE_DOT
+#define SQ_SCORE_SCALED_DOT SEQCL_SCORE_SCALED_DOT
+#define SQ_SCORE_TABLE(X)                                                                   \
+  X(SQ_SCORE_ADDITIVE, "additive")                                                          \
+  X(SQ_SCORE_GENERAL, "general") X(SQ_SCORE_DOT, "dot") X(SQ_SCORE_SCALED_DOT, "scaled_dot")
+#define SQ_SCORE_COUNT 4
+/* sq_score_names[kind] (src/ops/attention.c). */
+extern const char *const sq_score_names[SQ_SCORE_COUNT];
+/* "additive, general, dot, scaled_dot", for messages. */
+#define SQ_SCORE_CHOICE_(kind, name) ", " name
+#define SQ_SCORE_CHOICES (&(SQ_SCORE_TABLE(SQ_SCORE_CHOICE_))[2]) /* past the first ", " */
+/* 0 with *out set when name is one of the names, else -1 (*out untouched). */
+int sq_score_parse(const char *name, sq_score *out);
 
 /* Everything an attention step reads. The query projection is done beforehand
  * by a GEMM, so the kernels see the projected query qp:

@@ -64,6 +64,7 @@ typedef struct sq_output {
 } sq_output;
 
 struct sq_op;
+struct sq_arena;
 
 typedef struct sq_case {
   const struct sq_op *op;
@@ -99,9 +100,11 @@ typedef struct sq_op {
   int variant;               /* lets one function serve several entries */
   /* Draws valid inputs for c->shape and declares the outputs. */
   seqcl_status (*gen)(sq_case *c, sq_rng *rng);
-  /* Runs the operation on ctx; got[k] receives output k (out[k].n values).
-   * A guard-region write or a modified input is described in fault (status OK). */
-  seqcl_status (*run)(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+  /* Runs the operation on the arena's context, its buffers taken from the
+   * arena (which the runner opens and releases around the call); got[k]
+   * receives output k (out[k].n values). A guard-region write or a modified
+   * input is described in fault (status OK). */
+  seqcl_status (*run)(struct sq_arena *a, const sq_case *c, double *const *got, char *fault,
                       size_t fault_cap);
   /* Per element absolute tolerance of output k given the reference outputs:
    * 0 = must match exactly, INFINITY = any finite value (a don't-care position). */
@@ -110,7 +113,7 @@ typedef struct sq_op {
   double (*l2_tol)(const sq_case *c, int k);
 } sq_op;
 
-/* The list, in table order. */
+/* The list (oplist.def), in table order. */
 const sq_op *const *sq_op_list(size_t *count);
 /* The entry named name, else NULL. */
 const sq_op *sq_op_find(const char *name);

@@ -1,6 +1,9 @@
-/* Op list entries: attention scores (four kinds), masked softmax, context, the
- * fused attention step (four kinds, also checked against its own unfused
- * composition), and the hand-computed case of seed 000. */
+/* Op list entries of the attention family: attention scores (four kinds),
+ * masked softmax, context, the fused attention step (four kinds, also checked
+ * against its own unfused composition), and the hand-computed case of seed
+ * 000. Over 500 lines for a reason: the four kinds' error bounds are shared by
+ * the scores, the fused step and the hand case; the training entries are in
+ * ops_attention_bwd.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,8 +165,8 @@ static seqcl_status scores_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status scores_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                  size_t cap) {
+static seqcl_status scores_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                               size_t cap) {
   attn_dims d;
   attn_dims_of(c, &d);
   sq_attn_args args;
@@ -173,15 +176,6 @@ static seqcl_status scores_run_in(sq_arena *a, const sq_case *c, double *const *
   SQ_TRY(sq_attn_scores(a->ctx, &args, sq_case_ini(c, "lens"), sq_case_ini(c, "mask"), e));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, e, c->out[0].n, 0, got[0]);
-}
-
-static seqcl_status scores_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = scores_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void scores_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -274,8 +268,8 @@ static seqcl_status softmax_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status softmax_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                   size_t cap) {
+static seqcl_status softmax_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                size_t cap) {
   int N = sq_shape_int(&c->shape, "N", 1), S = sq_shape_int(&c->shape, "S", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), lens = sq_arena_in_named(a, c, "lens");
   sq_ref mask = sq_arena_in_named(a, c, "mask");
@@ -285,15 +279,6 @@ static seqcl_status softmax_run_in(sq_arena *a, const sq_case *c, double *const 
                            sq_case_ini(c, "mask"), y));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, y, c->out[0].n, 0, got[0]);
-}
-
-static seqcl_status softmax_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = softmax_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void softmax_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -337,8 +322,8 @@ static seqcl_status context_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status context_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                   size_t cap) {
+static seqcl_status context_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                                size_t cap) {
   int N = sq_shape_int(&c->shape, "N", 1), S = sq_shape_int(&c->shape, "S", 1);
   int He = sq_shape_int(&c->shape, "He", 1), pad = sq_shape_int(&c->shape, "pad", 0);
   sq_ref alpha = sq_arena_in_named(a, c, "alpha"), keys = sq_arena_in_named(a, c, "keys");
@@ -347,15 +332,6 @@ static seqcl_status context_run_in(sq_arena *a, const sq_case *c, double *const 
   SQ_TRY(sq_context(a->ctx, N, S, He, alpha, keys, out, He + pad));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, out, c->out[0].n, 0, got[0]);
-}
-
-static seqcl_status context_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = context_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void context_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -399,8 +375,8 @@ static seqcl_status fused_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status fused_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                 size_t cap) {
+static seqcl_status fused_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                              size_t cap) {
   attn_dims d;
   attn_dims_of(c, &d);
   sq_attn_args args;
@@ -422,15 +398,6 @@ static seqcl_status fused_run_in(sq_arena *a, const sq_case *c, double *const *g
   SQ_TRY(sq_arena_fetch(a, af, c->out[1].n, 0, got[1]));
   SQ_TRY(sq_arena_fetch(a, cu, c->out[2].n, 0, got[2]));
   return sq_arena_fetch(a, au, c->out[3].n, 0, got[3]);
-}
-
-static seqcl_status fused_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = fused_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 /* alpha: a score error de moves weight j by alpha_j (de_j - sum_k alpha_k de_k),
@@ -556,8 +523,8 @@ static seqcl_status hand_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status hand_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status hand_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
   sq_ref x = sq_arena_in_named(a, c, "x"), keys = sq_arena_in_named(a, c, "keys");
   sq_ref q = sq_arena_in_named(a, c, "q"), lens = sq_arena_in_named(a, c, "lens");
   sq_ref as = sq_arena_out(a, "alpha_softmax", 6, NULL), cs = sq_arena_out(a, "c_context", 4, NULL);
@@ -583,15 +550,6 @@ static seqcl_status hand_run_in(sq_arena *a, const sq_case *c, double *const *go
   sq_ref outs[4] = {as, cs, af, cf};
   for (int k = 0; k < 4; k++) SQ_TRY(sq_arena_fetch(a, outs[k], c->out[k].n, 0, got[k]));
   return SEQCL_OK;
-}
-
-static seqcl_status hand_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = hand_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void hand_tol(const sq_case *c, int k, double *const *ref, double *tol) {

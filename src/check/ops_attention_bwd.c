@@ -14,16 +14,6 @@
 
 #define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
 
-#define RUN_WRAPPER(name)                                                                      \
-  static seqcl_status name(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,  \
-                           size_t cap) {                                                       \
-    sq_arena a;                                                                                \
-    sq_arena_init(&a, ctx);                                                                    \
-    seqcl_status st = name##_in(&a, c, got, fault, cap);                                       \
-    sq_arena_release(&a);                                                                      \
-    return st;                                                                                 \
-  }
-
 /* ------------------------------------------ grad.attn_fwd.*, grad.attn.* ---- */
 /* Shape keys: N S He A (additive), bv (default 1), lens (1 = varied, the
  * default), mask (1 = a random mask too), pad (extra row stride of qp, c, dc,
@@ -137,8 +127,8 @@ static seqcl_status gfw_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gfw_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
+static seqcl_status gfw_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                            size_t cap) {
   gattn d = gattn_of(c);
   sq_attn_args args;
   gattn_args(a, c, &d, &args);
@@ -159,7 +149,6 @@ static seqcl_status gfw_run_in(sq_arena *a, const sq_case *c, double *const *got
   SQ_TRY(sq_arena_fetch(a, al, c->out[1].n, 0, got[1]));
   return d.kind == SQ_SCORE_ADDITIVE ? sq_arena_fetch(a, u, c->out[2].n, 0, got[2]) : SEQCL_OK;
 }
-RUN_WRAPPER(gfw_run)
 
 /* alpha_j: the softmax's relative bound plus 2 max_k tol(e_k) (a score error
  * de shifts alpha_j by alpha_j (de_j - E[de])); c: 2(S+2)u sum_j |alpha_j h_j|
@@ -269,8 +258,8 @@ static seqcl_status gbw_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gbw_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
+static seqcl_status gbw_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                            size_t cap) {
   gattn d = gattn_of(c);
   int add = d.kind == SQ_SCORE_ADDITIVE, bv = add && SH("bv", 1);
   sq_attn_args args;
@@ -291,7 +280,6 @@ static seqcl_status gbw_run_in(sq_arena *a, const sq_case *c, double *const *got
   for (int k = 0; k < c->n_out; k++) SQ_TRY(sq_arena_fetch(a, outs[k], c->out[k].n, 0, got[k]));
   return SEQCL_OK;
 }
-RUN_WRAPPER(gbw_run)
 
 /* Error propagation with f(K) = 2(K+2)u on magnitudes:
  *   dalpha_j = dc . h_j:  E_a = f(He) M_a, M_a = sum |dc h_j|

@@ -29,8 +29,8 @@ static seqcl_status topk_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status topk_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status topk_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
   int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
   int K = sq_shape_int(&c->shape, "K", 1), pad = sq_shape_int(&c->shape, "pad", 0);
   sq_ref x = sq_arena_in_named(a, c, "x");
@@ -41,15 +41,6 @@ static seqcl_status topk_run_in(sq_arena *a, const sq_case *c, double *const *go
   SQ_TRY(sq_finish_run(a, fault, cap));
   SQ_TRY(sq_arena_fetch(a, vals, (size_t)N * K, 0, got[0]));
   return sq_arena_fetch(a, ids, (size_t)N * K, 1, got[1]);
-}
-
-static seqcl_status topk_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = topk_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 /* vals: log_softmax's bound (ops_loss.c): the rounding of x - max, the relative

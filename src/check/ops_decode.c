@@ -41,8 +41,8 @@ static seqcl_status argmax_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status argmax_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                  size_t cap) {
+static seqcl_status argmax_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                               size_t cap) {
   int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
   int pad = sq_shape_int(&c->shape, "pad", 0);
   sq_ref x = sq_arena_in_named(a, c, "x"), b = sq_arena_in_named(a, c, "bias");
@@ -51,15 +51,6 @@ static seqcl_status argmax_run_in(sq_arena *a, const sq_case *c, double *const *
   SQ_TRY(sq_argmax(a->ctx, N, V, x, V + pad, b, ids));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, ids, c->out[0].n, 1, got[0]);
-}
-
-static seqcl_status argmax_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = argmax_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static const char *const argmax_shapes[] = {"N=1,V=1",          "N=3,V=7,ties=1",
@@ -96,8 +87,8 @@ static seqcl_status greedy_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status greedy_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                  size_t cap) {
+static seqcl_status greedy_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                               size_t cap) {
   int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 2);
   int pad = sq_shape_int(&c->shape, "pad", 0), with_hist = sq_shape_int(&c->shape, "hist", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), b = sq_arena_in_named(a, c, "bias");
@@ -116,15 +107,6 @@ static seqcl_status greedy_run_in(sq_arena *a, const sq_case *c, double *const *
     return SEQCL_OK;
   }
   return sq_arena_fetch(a, hist, (size_t)N, 1, got[2]);
-}
-
-static seqcl_status greedy_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = greedy_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void greedy_tol(const sq_case *c, int k, double *const *ref, double *tol) {

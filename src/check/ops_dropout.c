@@ -26,8 +26,8 @@ static seqcl_status drop_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status drop_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status drop_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
   const int R = SH("R", 1), C = SH("C", 1), px = SH("px", 0), py = SH("py", 0);
   const int inplace = SH("inplace", 0);
   sq_dropout_args d = {.rows = R, .cols = C, .ldx = C + px, .ldy = inplace ? C + px : C + py};
@@ -45,15 +45,6 @@ static seqcl_status drop_run_in(sq_arena *a, const sq_case *c, double *const *go
   SQ_TRY(sq_dropout(a->ctx, &d));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, d.y, c->out[0].n, 0, got[0]);
-}
-
-static seqcl_status drop_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = drop_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void drop_tol(const sq_case *c, int k, double *const *ref, double *tol) {

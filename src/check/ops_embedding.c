@@ -12,16 +12,6 @@
 
 #define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
 
-#define RUN_WRAPPER(name)                                                                      \
-  static seqcl_status name(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,  \
-                           size_t cap) {                                                       \
-    sq_arena a;                                                                                \
-    sq_arena_init(&a, ctx);                                                                    \
-    seqcl_status st = name##_in(&a, c, got, fault, cap);                                       \
-    sq_arena_release(&a);                                                                      \
-    return st;                                                                                 \
-  }
-
 /* ---------------------------------------------------------- embedding ---- */
 /* Shape keys: N D V, pad (extra row stride of the output). A copy: exact. */
 static seqcl_status embed_gen(sq_case *c, sq_rng *r) {
@@ -40,8 +30,8 @@ static seqcl_status embed_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status embed_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                 size_t cap) {
+static seqcl_status embed_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                              size_t cap) {
   int N = sq_shape_int(&c->shape, "N", 1), D = sq_shape_int(&c->shape, "D", 1);
   int V = sq_shape_int(&c->shape, "V", 1), pad = sq_shape_int(&c->shape, "pad", 0);
   sq_ref ids = sq_arena_in_named(a, c, "ids"), table = sq_arena_in_named(a, c, "table");
@@ -50,15 +40,6 @@ static seqcl_status embed_run_in(sq_arena *a, const sq_case *c, double *const *g
   SQ_TRY(sq_embedding(a->ctx, N, D, V, ids, sq_case_ini(c, "ids"), table, out, D + pad));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, out, c->out[0].n, 0, got[0]);
-}
-
-static seqcl_status embed_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = embed_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static const char *const embed_shapes[] = {"N=1,D=1,V=1", "N=7,D=13,V=37", "N=61,D=32,V=5,pad=3",
@@ -90,8 +71,8 @@ static seqcl_status emb_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status emb_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
+static seqcl_status emb_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                            size_t cap) {
   int N = SH("N", 1), D = SH("D", 1), V = SH("V", 1), pad = SH("pad", 0);
   sq_ref ids = sq_arena_in_named(a, c, "ids"), dy = sq_arena_in_named(a, c, "dy");
   sq_ref dt = sq_arena_out(a, "dtable", (size_t)V * D, sq_case_inf(c, "dtable0"));
@@ -100,7 +81,6 @@ static seqcl_status emb_run_in(sq_arena *a, const sq_case *c, double *const *got
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, dt, c->out[0].n, 0, got[0]);
 }
-RUN_WRAPPER(emb_run)
 
 static void emb_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   (void)k, (void)ref;

@@ -17,16 +17,6 @@
 
 #define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
 
-#define RUN_WRAPPER(name)                                                                      \
-  static seqcl_status name(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,  \
-                           size_t cap) {                                                       \
-    sq_arena a;                                                                                \
-    sq_arena_init(&a, ctx);                                                                    \
-    seqcl_status st = name##_in(&a, c, got, fault, cap);                                       \
-    sq_arena_release(&a);                                                                      \
-    return st;                                                                                 \
-  }
-
 /* ---------------------------------------------------------- gru_gates ---- */
 /* Shape keys: N T H, step, rev, lens (1 = lengths given, the default), bias
  * (default 1), pad (extra row stride of gh). */
@@ -53,8 +43,8 @@ static seqcl_status gates_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gates_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                 size_t cap) {
+static seqcl_status gates_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                              size_t cap) {
   const sq_shape *s = &c->shape;
   int N = sq_shape_int(s, "N", 1), T = sq_shape_int(s, "T", 1), H = sq_shape_int(s, "H", 1);
   sq_gru_args g;
@@ -83,15 +73,6 @@ static seqcl_status gates_run_in(sq_arena *a, const sq_case *c, double *const *g
   SQ_TRY(sq_finish_run(a, fault, cap));
   SQ_TRY(sq_arena_fetch(a, g.h, c->out[0].n, 0, got[0]));
   return sq_arena_fetch(a, g.out, c->out[1].n, 0, got[1]);
-}
-
-static seqcl_status gates_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = gates_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void gates_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -149,8 +130,8 @@ static seqcl_status cell_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status cell_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status cell_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
   const sq_shape *s = &c->shape;
   int N = sq_shape_int(s, "N", 1), In = sq_shape_int(s, "In", 1), H = sq_shape_int(s, "H", 1);
   int pad = sq_shape_int(s, "pad", 0);
@@ -163,15 +144,6 @@ static seqcl_status cell_run_in(sq_arena *a, const sq_case *c, double *const *go
   SQ_TRY(sq_gru_cell(a->ctx, N, In, H, x, In + pad, Wi, Wh, bi, bh, h, ws));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, h, c->out[0].n, 0, got[0]);
-}
-
-static seqcl_status cell_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = cell_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 /* The gate bound plus the GEMMs' bound carried through the gates: sigma' <= 1/4,
@@ -246,8 +218,8 @@ static seqcl_status layer_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status layer_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                 size_t cap) {
+static seqcl_status layer_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                              size_t cap) {
   const sq_shape *s = &c->shape;
   int N = sq_shape_int(s, "N", 1), T = sq_shape_int(s, "T", 1), In = sq_shape_int(s, "In", 1);
   int H = sq_shape_int(s, "H", 1), layers = sq_shape_int(s, "layers", 1);
@@ -287,15 +259,6 @@ static seqcl_status layer_run_in(sq_arena *a, const sq_case *c, double *const *g
       SQ_TRY(sq_arena_fetch(a, h[l][d], (size_t)N * H, 0,
                             got[layers] + ((size_t)l * dirs + d) * N * H));
   return SEQCL_OK;
-}
-
-static seqcl_status layer_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = layer_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void layer_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -378,8 +341,8 @@ static seqcl_status gfwd_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gfwd_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status gfwd_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
   int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1);
   sq_gru_args g;
   memset(&g, 0, sizeof g);
@@ -408,7 +371,6 @@ static seqcl_status gfwd_run_in(sq_arena *a, const sq_case *c, double *const *go
   SQ_TRY(sq_arena_fetch(a, g.out, c->out[1].n, 0, got[1]));
   return sq_arena_fetch(a, saved, c->out[2].n, 0, got[2]);
 }
-RUN_WRAPPER(gfwd_run)
 
 static void gfwd_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1);
@@ -456,8 +418,8 @@ static seqcl_status gbwd_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gbwd_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status gbwd_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
   int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1), ld = 3 * H + SH("pad", 0);
   sq_gru_bwd_args g;
   memset(&g, 0, sizeof g);
@@ -487,7 +449,6 @@ static seqcl_status gbwd_run_in(sq_arena *a, const sq_case *c, double *const *go
   SQ_TRY(sq_arena_fetch(a, g.dgi, c->out[1].n, 0, got[1]));
   return sq_arena_fetch(a, g.dgh, c->out[2].n, 0, got[2]);
 }
-RUN_WRAPPER(gbwd_run)
 
 /* Each gate value may be off by d = 1e-6 + 4e-5 (as gru_gates); the gradients'
  * derivatives with respect to r, z, n are bounded by |g| (4 + |h_prev| + |hn|)

@@ -12,16 +12,6 @@
 
 #define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
 
-#define RUN_WRAPPER(name)                                                                      \
-  static seqcl_status name(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,  \
-                           size_t cap) {                                                       \
-    sq_arena a;                                                                                \
-    sq_arena_init(&a, ctx);                                                                    \
-    seqcl_status st = name##_in(&a, c, got, fault, cap);                                       \
-    sq_arena_release(&a);                                                                      \
-    return st;                                                                                 \
-  }
-
 /* ---------------------------------------------------------------- gemm ---- */
 /* Shape keys: M N K, ta tb (transposes), batch, alpha beta, pad (extra leading
  * dimension of A, B and C), int=1 (small integers: the result must be exact). */
@@ -81,8 +71,8 @@ static seqcl_status gemm_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gemm_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status gemm_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
   gemm_dims d;
   gemm_dims_of(c, &d);
   sq_ref A = sq_arena_in_named(a, c, "A"), B = sq_arena_in_named(a, c, "B");
@@ -92,15 +82,6 @@ static seqcl_status gemm_run_in(sq_arena *a, const sq_case *c, double *const *go
                  d.sb, (float)d.beta, C, d.ldc, d.sc, d.batch));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, C, c->out[0].n, 0, got[0]);
-}
-
-static seqcl_status gemm_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = gemm_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void gemm_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -175,8 +156,8 @@ static seqcl_status linear_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status linear_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                  size_t cap) {
+static seqcl_status linear_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                               size_t cap) {
   int R = sq_shape_int(&c->shape, "R", 1), I = sq_shape_int(&c->shape, "I", 1);
   int O = sq_shape_int(&c->shape, "O", 1), pad = sq_shape_int(&c->shape, "pad", 0);
   sq_ref x = sq_arena_in_named(a, c, "x"), W = sq_arena_in_named(a, c, "W");
@@ -186,15 +167,6 @@ static seqcl_status linear_run_in(sq_arena *a, const sq_case *c, double *const *
   SQ_TRY(sq_linear(a->ctx, R, I, O, x, I + pad, W, b, y, O + pad));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, y, c->out[0].n, 0, got[0]);
-}
-
-static seqcl_status linear_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = linear_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void linear_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -228,8 +200,8 @@ static seqcl_status bias_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status bias_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status bias_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
   int R = SH("R", 1), C = SH("C", 1), pad = SH("pad", 0);
   sq_ref dy = sq_arena_in_named(a, c, "dy");
   sq_ref db = sq_arena_out(a, "db", (size_t)C, sq_case_inf(c, "db0"));
@@ -238,7 +210,6 @@ static seqcl_status bias_run_in(sq_arena *a, const sq_case *c, double *const *go
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, db, c->out[0].n, 0, got[0]);
 }
-RUN_WRAPPER(bias_run)
 
 static void bias_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   (void)k, (void)ref;
@@ -271,8 +242,8 @@ static seqcl_status tanh_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status tanh_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status tanh_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
   size_t n = (size_t)SH("n", 1);
   sq_ref y = sq_arena_in_named(a, c, "y"), dy = sq_arena_in_named(a, c, "dy");
   sq_ref dx = sq_arena_out(a, "dx", n, NULL);
@@ -281,7 +252,6 @@ static seqcl_status tanh_run_in(sq_arena *a, const sq_case *c, double *const *go
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, dx, n, 0, got[0]);
 }
-RUN_WRAPPER(tanh_run)
 
 static void tanh_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   (void)k, (void)ref;
@@ -319,8 +289,8 @@ static seqcl_status lin_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status lin_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
+static seqcl_status lin_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                            size_t cap) {
   int R = SH("R", 1), I = SH("I", 1), O = SH("O", 1), pad = SH("pad", 0), bias = SH("bias", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), W = sq_arena_in_named(a, c, "W");
   sq_ref dy = sq_arena_in_named(a, c, "dy");
@@ -335,7 +305,6 @@ static seqcl_status lin_run_in(sq_arena *a, const sq_case *c, double *const *got
   SQ_TRY(sq_arena_fetch(a, dW, c->out[1].n, 0, got[1]));
   return bias ? sq_arena_fetch(a, db, c->out[2].n, 0, got[2]) : SEQCL_OK;
 }
-RUN_WRAPPER(lin_run)
 
 static void lin_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   (void)ref;

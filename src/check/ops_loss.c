@@ -12,16 +12,6 @@
 
 #define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
 
-#define RUN_WRAPPER(name)                                                                      \
-  static seqcl_status name(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,  \
-                           size_t cap) {                                                       \
-    sq_arena a;                                                                                \
-    sq_arena_init(&a, ctx);                                                                    \
-    seqcl_status st = name##_in(&a, c, got, fault, cap);                                       \
-    sq_arena_release(&a);                                                                      \
-    return st;                                                                                 \
-  }
-
 /* ------------------------------------------------ log_softmax, cross_entropy ---- */
 /* Shape keys: N V, scale (input range, default 4), big (row 0 near +1e4, row 1
  * a mix of +-1e4). */
@@ -57,23 +47,14 @@ static seqcl_status lsm_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status lsm_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
+static seqcl_status lsm_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                            size_t cap) {
   int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), y = sq_arena_out(a, "y", (size_t)N * V, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_log_softmax(a->ctx, N, V, x, y));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, y, c->out[0].n, 0, got[0]);
-}
-
-static seqcl_status lsm_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                            size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = lsm_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void lsm_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -116,8 +97,8 @@ static seqcl_status ce_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status ce_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
+static seqcl_status ce_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                           size_t cap) {
   int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), labels = sq_arena_in_named(a, c, "labels");
   sq_ref loss = sq_arena_out(a, "loss", 1, NULL);
@@ -125,15 +106,6 @@ static seqcl_status ce_run_in(sq_arena *a, const sq_case *c, double *const *got,
   SQ_TRY(sq_cross_entropy(a->ctx, N, V, x, labels, sq_case_ini(c, "labels"), loss));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, loss, 1, 0, got[0]);
-}
-
-static seqcl_status ce_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                           size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = ce_run_in(&a, c, got, fault, cap);
-  sq_arena_release(&a);
-  return st;
 }
 
 static void ce_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -202,8 +174,8 @@ static seqcl_status gce_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gce_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
+static seqcl_status gce_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                           size_t cap) {
   int N = SH("N", 1), V = SH("V", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), labels = sq_arena_in_named(a, c, "labels");
   sq_ref dx = sq_arena_out(a, "dx", (size_t)N * V, NULL);
@@ -212,7 +184,6 @@ static seqcl_status gce_run_in(sq_arena *a, const sq_case *c, double *const *got
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, dx, c->out[0].n, 0, got[0]);
 }
-RUN_WRAPPER(gce_run)
 
 /* softmax_j's relative error: the rounding of x_j - max carried through exp
  * (u |x_j - max|), the sum's terms likewise (u max|x_k - max|), exp's 3 ulp, a

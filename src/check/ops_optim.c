@@ -11,16 +11,6 @@
 
 #define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
 
-#define RUN_WRAPPER(name)                                                                      \
-  static seqcl_status name(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,  \
-                           size_t cap) {                                                       \
-    sq_arena a;                                                                                \
-    sq_arena_init(&a, ctx);                                                                    \
-    seqcl_status st = name##_in(&a, c, got, fault, cap);                                       \
-    sq_arena_release(&a);                                                                      \
-    return st;                                                                                 \
-  }
-
 /* -------------------------------------------------- grad.sum_squares ---- */
 /* Shape key: n. out = sum x^2 (positive terms: relative bound). */
 static seqcl_status ssq_gen(sq_case *c, sq_rng *r) {
@@ -30,15 +20,14 @@ static seqcl_status ssq_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status ssq_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
+static seqcl_status ssq_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                            size_t cap) {
   sq_ref x = sq_arena_in_named(a, c, "x"), out = sq_arena_out(a, "out", 1, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_sum_squares(a->ctx, (size_t)SH("n", 1), x, out));
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, out, 1, 0, got[0]);
 }
-RUN_WRAPPER(ssq_run)
 
 static void ssq_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   tol[0] = sq_dot_factor(SH("n", 1) + 1) * fabs(ref[k][0]);
@@ -62,8 +51,8 @@ static seqcl_status scale_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status scale_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                 size_t cap) {
+static seqcl_status scale_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                              size_t cap) {
   size_t n = (size_t)SH("n", 1);
   sq_ref x = sq_arena_out(a, "x", n, sq_case_inf(c, "x0"));
   SQ_TRY(a->st);
@@ -71,7 +60,6 @@ static seqcl_status scale_run_in(sq_arena *a, const sq_case *c, double *const *g
   SQ_TRY(sq_finish_run(a, fault, cap));
   return sq_arena_fetch(a, x, n, 0, got[0]);
 }
-RUN_WRAPPER(scale_run)
 
 static void scale_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   for (size_t i = 0; i < c->out[k].n; i++) tol[i] = SQ_U * fabs(ref[k][i]);
@@ -125,8 +113,8 @@ static seqcl_status adam_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status adam_run_in(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status adam_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
   size_t n = (size_t)SH("n", 1);
   adam_hp h = adam_params(c);
   sq_ref g = sq_arena_in_named(a, c, "g");
@@ -140,7 +128,6 @@ static seqcl_status adam_run_in(sq_arena *a, const sq_case *c, double *const *go
   SQ_TRY(sq_arena_fetch(a, m, n, 0, got[1]));
   return sq_arena_fetch(a, v, n, 0, got[2]);
 }
-RUN_WRAPPER(adam_run)
 
 /* m and v: the roundings of the products and the sum (3 eps, 4 eps with g^2) on
  * the terms' magnitudes; p: m's and v's errors carried through the update

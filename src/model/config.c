@@ -118,7 +118,6 @@ static const char *const ENCODER_KEYS[] = {"hidden_size", "num_layers", "bidirec
 static const char *const DECODER_KEYS[] = {"hidden_size", "init"};
 static const char *const ATTENTION_KEYS[] = {"score", "dim"};
 static const char *const INIT_NAMES[] = {"zeros", "bridge"};
-static const char *const SCORE_NAMES[] = {"additive", "general", "dot", "scaled_dot"};
 static const char *const OUTPUT_NAMES[] = {"state", "state_context"};
 
 static seqcl_status parse_root(const cfg_reader *r, const json_t *root, sq_config *c) {
@@ -199,7 +198,7 @@ static seqcl_status parse_root(const cfg_reader *r, const json_t *root, sq_confi
   c->init = (sq_init)choice;
 
   SQ_TRY(get_object(r, root, "attention", &att));
-  SQ_TRY(get_choice(r, att, "score", "attention.score", SCORE_NAMES, COUNT(SCORE_NAMES), &choice));
+  SQ_TRY(get_choice(r, att, "score", "attention.score", sq_score_names, SQ_SCORE_COUNT, &choice));
   c->score = (sq_score)choice;
   c->attn_dim = 0;
   if (c->score == SQ_SCORE_ADDITIVE) {
@@ -218,7 +217,7 @@ static seqcl_status parse_root(const cfg_reader *r, const json_t *root, sq_confi
     return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
                    "%s: attention.score \"%s\" needs the encoder output width H_e (%d = %s"
                    "encoder.hidden_size) to equal decoder.hidden_size (%d)",
-                   r->name, SCORE_NAMES[c->score], he, c->bidirectional ? "2 x " : "", c->dec_hidden);
+                   r->name, sq_score_names[c->score], he, c->bidirectional ? "2 x " : "", c->dec_hidden);
   return SEQCL_OK;
 }
 
@@ -258,12 +257,12 @@ seqcl_status sq_config_to_json(const sq_config *c, char **out) {
   *out = NULL;
   if (!c) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_config_to_json: config is NULL");
   if ((unsigned)c->init >= (unsigned)COUNT(INIT_NAMES) ||
-      (unsigned)c->score >= (unsigned)COUNT(SCORE_NAMES) ||
+      (unsigned)c->score >= (unsigned)SQ_SCORE_COUNT ||
       (unsigned)c->output >= (unsigned)COUNT(OUTPUT_NAMES))
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT,
                    "sq_config_to_json: init, score or output holds an unknown value");
 
-  json_t *attention = json_pack("{s:s}", "score", SCORE_NAMES[c->score]);
+  json_t *attention = json_pack("{s:s}", "score", sq_score_names[c->score]);
   if (attention && c->score == SQ_SCORE_ADDITIVE &&
       json_object_set_new(attention, "dim", json_integer(c->attn_dim)) != 0) {
     json_decref(attention);

@@ -98,11 +98,8 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
   if (ids_host) {
     SQ_TRY(sq_embedding(ctx, n, D, V, ids, ids_host, m->dec_emb, xin, X));
   } else {
-    /* Greedy decoding: the ids were written on the device by argmax over V
-     * logits, so they are in range by construction, and the front's host-side
-     * check would need the very round trip the greedy loop avoids. */
-    sq_backend *be = sq_be(ctx);
-    SQ_TRY(be->ops->embedding(be, n, D, ids, m->dec_emb, xin, X));
+    /* Greedy and beam decoding: the ids were written on the device. */
+    SQ_TRY(sq_embedding_device_ids(ctx, n, D, V, ids, m->dec_emb, xin, X));
   }
 
   sq_attn_args a;

@@ -97,6 +97,12 @@ seqcl_status sq_gru_gates_bwd(seqcl_ctx *ctx, const sq_gru_bwd_args *g);
 /* ---- embedding (embedding.c) ---- */
 seqcl_status sq_embedding(seqcl_ctx *ctx, int N, int D, int V, sq_ref ids, const int32_t *ids_host,
                           sq_ref table, sq_ref out, int ld_out);
+/* The same gather for ids that a device slot wrote (argmax, greedy_update,
+ * beam_select over the same V, so in range by construction): every shape and
+ * buffer is checked, the id values are not, as that would need the very
+ * device-to-host copy the decoding loops avoid. */
+seqcl_status sq_embedding_device_ids(seqcl_ctx *ctx, int N, int D, int V, sq_ref ids, sq_ref table,
+                                     sq_ref out, int ld_out);
 /* training */
 seqcl_status sq_embedding_bwd(seqcl_ctx *ctx, int N, int D, sq_ref ids, sq_ref dy, int ld_dy,
                               int pad_id, sq_ref dtable);

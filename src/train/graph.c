@@ -1,6 +1,8 @@
 /* Forward with saved activations and backpropagation through time over one
- * padded batch, written against the op fronts and the backward slots only, so
- * it runs on any backend that fills both tables.
+ * padded batch, written against the ops/ fronts only (forward and training
+ * slots), so it runs on any backend that fills the training slots. Over 500
+ * lines for a reason: the forward and the backward walk the same layout and
+ * the same kept activations, which splitting would move into a header.
  *
  * Layouts: encoder tensors are batch-major [N, S, *] (as the attention reads
  * them); decoder tensors are step-major [T, N, *] so that every per-step

@@ -39,14 +39,9 @@ static double now_seconds(void) {
 }
 
 static seqcl_status parse_score(seqcl_ctx *ctx, const char *s, sq_score *out) {
-  static const char *names[] = {"additive", "general", "dot", "scaled_dot"};
-  for (int i = 0; i < 4; i++)
-    if (s && !strcmp(s, names[i])) {
-      *out = (sq_score)i;
-      return SEQCL_OK;
-    }
-  return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                 "train: unknown score '%s' (additive, general, dot, scaled_dot)", s ? s : "");
+  if (!sq_score_parse(s, out)) return SEQCL_OK;
+  return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: unknown score '%s' (%s)", s ? s : "",
+                 SQ_SCORE_CHOICES);
 }
 
 static seqcl_status check_options(seqcl_ctx *ctx, const seqcl_train_options *o, sq_config *c) {

@@ -470,6 +470,16 @@ static void row_errors(void **state) {
                 "sq_embedding: table needs 20 elements");
   TH_EXPECT_ERR(sq_embedding(ctx, 3, 4, 5, sq_none(), ids_ok, table, out, 4),
                 SEQCL_ERR_INVALID_ARGUMENT, "sq_embedding: ids is required");
+  /* ids the device wrote (the decoding loops): shapes and buffers checked, the
+   * ids themselves not (they have no host copy) */
+  TH_OK(sq_write(ctx, ids, ids_ok, sizeof ids_ok));
+  TH_OK(sq_embedding_device_ids(ctx, 3, 4, 5, ids, table, out, 4));
+  TH_EXPECT_ERR(sq_embedding_device_ids(ctx, 3, 4, 5, ids, table, out, 3), SEQCL_ERR_SHAPE,
+                "sq_embedding_device_ids: ld_out = 3");
+  TH_EXPECT_ERR(sq_embedding_device_ids(ctx, 3, 4, 5, ids, SMALL, out, 4), SEQCL_ERR_SHAPE,
+                "sq_embedding_device_ids: table needs 20 elements");
+  TH_EXPECT_ERR(sq_embedding_device_ids(ctx, 3, 4, 5, sq_none(), table, out, 4),
+                SEQCL_ERR_INVALID_ARGUMENT, "sq_embedding_device_ids: ids is required");
 
   sq_ref x = sq_at(f->big, 0);
   TH_OK(sq_argmax(ctx, 3, 5, x, 7, sq_at(f->big, 50), ids));
