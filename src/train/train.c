@@ -99,8 +99,7 @@ typedef struct run {
 } run;
 
 static const char *score_name(sq_score s) {
-  static const char *names[] = {"additive", "general", "dot", "scaled_dot"};
-  return (int)s >= 0 && (int)s < 4 ? names[s] : "additive";
+  return (int)s >= 0 && (int)s < SQ_SCORE_COUNT ? sq_score_names[s] : "additive";
 }
 
 /* On resume everything but steps and save_dir comes from the checkpoint: its

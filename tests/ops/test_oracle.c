@@ -183,12 +183,11 @@ static seqcl_status broken_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status broken_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
-  sq_arena a;
-  sq_arena_init(&a, ctx);
-  sq_ref x = sq_arena_in_named(&a, c, "x"), y = sq_arena_out(&a, "y", 16, NULL);
-  seqcl_status st = a.st;
+static seqcl_status broken_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                              size_t cap) {
+  seqcl_ctx *ctx = a->ctx; /* the runner's arena, which it releases */
+  sq_ref x = sq_arena_in_named(a, c, "x"), y = sq_arena_out(a, "y", 16, NULL);
+  seqcl_status st = a->st;
   float v[16];
   memcpy(v, sq_case_inf(c, "x"), sizeof v);
   if (broken_mode == BROKEN_NAN) v[3] = NAN;
@@ -200,9 +199,8 @@ static seqcl_status broken_run(seqcl_ctx *ctx, const sq_case *c, double *const *
   if (st == SEQCL_OK && broken_mode == BROKEN_GUARD_BEFORE)
     st = sq_write(ctx, sq_at(y.buf, y.off - 1), &one, 4);
   if (st == SEQCL_OK && broken_mode == BROKEN_INPUT) st = sq_write(ctx, sq_ref_add(x, 2), &one, 4);
-  if (st == SEQCL_OK) st = sq_arena_verify(&a, fault, cap);
-  if (st == SEQCL_OK) st = sq_arena_fetch(&a, y, 16, 0, got[0]);
-  sq_arena_release(&a);
+  if (st == SEQCL_OK) st = sq_arena_verify(a, fault, cap);
+  if (st == SEQCL_OK) st = sq_arena_fetch(a, y, 16, 0, got[0]);
   return st;
 }
 
