@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
 #include "cli.h"
+#include "model/config.h" /* the score names (sq_score_parse) */
 #include "model/heatmap.h"
 #include "model/tokens.h"
 #include "train/save_dir.h"

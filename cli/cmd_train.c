@@ -5,8 +5,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
 #include "cli.h"
+#include "model/config.h" /* the score names (sq_score_parse) */
 #include "cli_model.h"
 #include "train/checkpoint.h"
 #include "train/save_dir.h"

@@ -63,7 +63,7 @@ typedef seqcl_attention_score sq_score;
   X(SQ_SCORE_ADDITIVE, "additive")                                                          \
   X(SQ_SCORE_GENERAL, "general") X(SQ_SCORE_DOT, "dot") X(SQ_SCORE_SCALED_DOT, "scaled_dot")
 #define SQ_SCORE_COUNT 4
-/* sq_score_names[kind] (src/ops/attention.c). */
+/* sq_score_names[kind] (backend/score.c). */
 extern const char *const sq_score_names[SQ_SCORE_COUNT];
 /* "additive, general, dot, scaled_dot", for messages. */
 #define SQ_SCORE_CHOICE_(kind, name) ", " name

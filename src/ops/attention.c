@@ -3,7 +3,6 @@
  * backward. Every check names the op and the argument (see ops_check.h for
  * which status each failure gets). */
 #include <math.h>
-#include <string.h>
 
 #include "core/error.h"
 #include "ops/ops.h"
@@ -13,19 +12,6 @@
 #define OPS(ctx) ((ctx)->be->ops)
 
 static size_t sz(long long v) { return (size_t)v; }
-
-#define SQ_SCORE_NAME_(kind, name) [kind] = name,
-const char *const sq_score_names[SQ_SCORE_COUNT] = {SQ_SCORE_TABLE(SQ_SCORE_NAME_)};
-#undef SQ_SCORE_NAME_
-
-int sq_score_parse(const char *name, sq_score *out) {
-  for (int k = 0; name && k < SQ_SCORE_COUNT; k++)
-    if (!strcmp(name, sq_score_names[k])) {
-      *out = (sq_score)k;
-      return 0;
-    }
-  return -1;
-}
 
 static seqcl_status chk_attn(seqcl_ctx *ctx, const char *op, const sq_attn_args *a,
                              const int32_t *lens_host, const int32_t *mask_host) {

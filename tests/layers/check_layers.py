@@ -27,10 +27,7 @@ FLOORS = {
 # Includes that still run up a floor, each with the change that removes it;
 # an entry that no longer matches anything is reported (not a failure) so it
 # can be deleted.
-KNOWN = {
-    # the backward slots move into backend.h's table with their op families
-    ('backend/opencl/ops_grad.h', 'train/grad.h'),
-}
+KNOWN = set()
 
 def part_of(path):
     """'backend/host/pool.c' -> 'backend/host'; 'context.c' -> 'context.c'."""
