@@ -635,14 +635,34 @@ __kernel void attn_keep_u(int N, int S, int A,
   u[u_off + at] = tanh(pkeys[pk_off + at] + qp[qp_off + (size_t)n * ld_qp + k]);
 }
 
-/* de[n, j] = scale * alpha_j (dalpha_j - sum_k alpha_k dalpha_k) with
- * dalpha_j = dc . keys[n, j]; 0 at invalid positions. One work-item per row
- * (global >= N): a row is S dot products of length He, small next to the
- * other attention kernels, and the row sum then needs no barrier at all. */
-__kernel void attn_bwd_de(int N, int S, int He,
+/* dalpha[n, j] = dc[n] . keys[n, j] at valid positions, 0 elsewhere, written
+ * into de for attn_bwd_de to finish. global (>= S, N): one dot product of
+ * length He per work-item. The products get work-items of their own (rather
+ * than a loop over j inside attn_bwd_de) because llvmpipe silently stops a
+ * work-item after 65535 loop iterations in all (KNOWN_ISSUES.md). */
+__kernel void attn_bwd_dalpha(int N, int S, int He,
+                              __global const float *dc, int dc_off, int ld_dc,
+                              __global const float *keys, int keys_off,
+                              __global const int *lens, int lens_off,
+                              __global const int *mask, int mask_off, int has_mask,
+                              __global float *de, int de_off) {
+  const int j = get_global_id(0);
+  const int n = get_global_id(1);
+  if (j >= S || n >= N) return;
+  float s = 0.0f;
+  if (attn_valid(n, j, S, lens + lens_off, mask + mask_off, has_mask)) {
+    __global const float *c = dc + dc_off + (size_t)n * ld_dc;
+    __global const float *h = keys + keys_off + ((size_t)n * S + j) * He;
+    for (int k = 0; k < He; ++k) s += c[k] * h[k];
+  }
+  de[de_off + (size_t)n * S + j] = s;
+}
+
+/* de[n, j] = scale * alpha_j (dalpha_j - sum_k alpha_k dalpha_k), dalpha from
+ * attn_bwd_dalpha (already in de); 0 at invalid positions. One work-item per
+ * row (global >= N): the row sum then needs no barrier at all. */
+__kernel void attn_bwd_de(int N, int S,
                           __global const float *alpha, int alpha_off,
-                          __global const float *dc, int dc_off, int ld_dc,
-                          __global const float *keys, int keys_off,
                           __global const int *lens, int lens_off,
                           __global const int *mask, int mask_off, int has_mask,
                           float scale, __global float *de, int de_off) {
@@ -651,19 +671,10 @@ __kernel void attn_bwd_de(int N, int S, int He,
   lens += lens_off;
   mask += mask_off;
   __global const float *al = alpha + alpha_off + (size_t)n * S;
-  __global const float *c = dc + dc_off + (size_t)n * ld_dc;
-  __global const float *kr = keys + keys_off + (size_t)n * S * He;
   __global float *out = de + de_off + (size_t)n * S;
   acc_t sdot = 0;
-  for (int j = 0; j < S; ++j) {
-    float s = 0.0f;
-    if (attn_valid(n, j, S, lens, mask, has_mask)) {
-      __global const float *h = kr + (size_t)j * He;
-      for (int k = 0; k < He; ++k) s += c[k] * h[k];
-      sdot += (acc_t)al[j] * s;
-    }
-    out[j] = s; /* dalpha for now */
-  }
+  for (int j = 0; j < S; ++j)
+    if (attn_valid(n, j, S, lens, mask, has_mask)) sdot += (acc_t)al[j] * out[j];
   const float sd = (float)sdot;
   for (int j = 0; j < S; ++j) {
     float e = 0.0f;

@@ -312,32 +312,55 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   const int N = at->N, S = at->S, He = at->He, A = at->A;
   const int additive = at->kind == SQ_SCORE_ADDITIVE;
   cl_kernel k;
-  /* 1. de[n, j]: one work-item per row on CPU-type devices, a work-group per
-   * row elsewhere (attention.cl, training section) */
-  const char *de_name = o->cpu_device ? "attn_bwd_de" : "attn_bwd_de_wg";
-  size_t acc_bytes;
-  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, de_name, &k, &acc_bytes));
-  kargs a = kargs_start(o, k, de_name);
-  arg_int(&a, N);
-  arg_int(&a, S);
-  arg_int(&a, He);
-  arg_ref(&a, alpha);
-  arg_ref(&a, dc);
-  arg_int(&a, ld_dc);
-  arg_ref(&a, at->keys);
-  arg_valid(&a, at);
-  arg_float(&a, at->scale);
-  arg_mem(&a, de);
-  arg_int(&a, 0);
+  /* 1. de[n, j]. CPU-type devices: the products dalpha one work-item each,
+   * then a work-item per row for the row sums (no work-item loops over a
+   * row's S He products: llvmpipe would cut that loop short, KNOWN_ISSUES.md).
+   * Elsewhere: a work-group per row (attention.cl, attn_bwd_de_wg). */
+  kargs a;
   if (o->cpu_device) {
+    SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_dalpha", &k, NULL));
+    a = kargs_start(o, k, "attn_bwd_dalpha");
+    arg_int(&a, N);
+    arg_int(&a, S);
+    arg_int(&a, He);
+    arg_ref(&a, dc);
+    arg_int(&a, ld_dc);
+    arg_ref(&a, at->keys);
+    arg_valid(&a, at);
+    arg_mem(&a, de);
+    arg_int(&a, 0);
+    SQ_TRY(launch3(&a, (size_t)S, (size_t)N, 1, COL_WG));
+    SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_de", &k, NULL));
+    a = kargs_start(o, k, "attn_bwd_de");
+    arg_int(&a, N);
+    arg_int(&a, S);
+    arg_ref(&a, alpha);
+    arg_valid(&a, at);
+    arg_float(&a, at->scale);
+    arg_mem(&a, de);
+    arg_int(&a, 0);
     SQ_TRY(launch1(&a, (size_t)N, COL_WG));
   } else {
+    size_t acc_bytes;
+    SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_de_wg", &k, &acc_bytes));
+    a = kargs_start(o, k, "attn_bwd_de_wg");
+    arg_int(&a, N);
+    arg_int(&a, S);
+    arg_int(&a, He);
+    arg_ref(&a, alpha);
+    arg_ref(&a, dc);
+    arg_int(&a, ld_dc);
+    arg_ref(&a, at->keys);
+    arg_valid(&a, at);
+    arg_float(&a, at->scale);
+    arg_mem(&a, de);
+    arg_int(&a, 0);
     size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
     arg_local(&a, wg * sizeof(float));
     arg_local(&a, wg * acc_bytes);
     SQ_TRY(a.st);
     const size_t global = (size_t)N * wg;
-    SQ_TRY(sq_ocl_launch(o, k, 1, &global, &wg, de_name));
+    SQ_TRY(sq_ocl_launch(o, k, 1, &global, &wg, "attn_bwd_de_wg"));
   }
 
   /* 2. dkeys: the context path, and the score path of dot-type scores */
