@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential meson ninja-build pkg-config python3
-ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd oclgrind clinfo
+ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd mesa-opencl-icd oclgrind clinfo
 libopenblas-dev libjansson-dev libcmocka-dev"
 
 missing=""

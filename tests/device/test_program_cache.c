@@ -258,6 +258,37 @@ static void test_embedded_sources(void **state) {
   setenv("SEQCL_KERNEL_DIR", kdir, 1);
 }
 
+/* A fault that surfaces at the next finish (NVIDIA reports kernel faults and
+ * oversized launches as CL_OUT_OF_RESOURCES there) names the last kernel and
+ * its sizes, and is not called out of memory. */
+static void test_sync_error_names_last_kernel(void **state) {
+  (void)state;
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(test_open(&device, &ctx), SEQCL_OK);
+  sq_backend *be = ctx->be;
+  sq_ocl *o = sq_ocl_of(be);
+  sq_buf *a = NULL;
+  assert_int_equal(be->ops->buf_alloc(be, 64, &a), SEQCL_OK);
+  assert_int_equal(be->ops->fill(be, sq_at(a, 0), 16, 1.0f), SEQCL_OK);
+  assert_int_equal(be->ops->finish(be), SEQCL_OK);
+  assert_int_equal(sq_ocl_check_sync(o, CL_OUT_OF_RESOURCES, "clFinish"), SEQCL_ERR_OPENCL);
+  const char *msg = seqcl_last_message();
+  printf("  %s\n", msg);
+  assert_non_null(strstr(msg, "fill_u32 (global "));
+  assert_non_null(strstr(msg, "local "));
+  assert_non_null(strstr(msg, "not a lack of memory"));
+  assert_null(strstr(msg, "out of memory"));
+  /* a CLBlast call recorded as the last work is named as such */
+  sq_ocl_note_work(o, "CLBlast gemm (M=3 N=4 K=5, batch 1)");
+  assert_int_equal(sq_ocl_check_sync(o, -9999, "clEnqueueReadBuffer"), SEQCL_ERR_OPENCL);
+  assert_non_null(strstr(seqcl_last_message(), "CLBlast gemm (M=3 N=4 K=5, batch 1)"));
+  /* other errors keep their usual mapping */
+  assert_int_equal(sq_ocl_check_sync(o, CL_MEM_OBJECT_ALLOCATION_FAILURE, "clFinish"),
+                   SEQCL_ERR_DEVICE_OUT_OF_MEMORY);
+  be->ops->buf_free(be, a);
+  test_close(ctx);
+}
+
 #ifdef SEQCL_FAULT_INJECTION
 static void test_fault_injection(void **state) {
   (void)state;
@@ -279,8 +310,9 @@ static void test_fault_injection(void **state) {
   assert_int_equal(sq_ocl_kernel(sq_ocl_of(be), "probe.cl", "-DVAL=7", "probe", &k), SEQCL_OK);
 
   sq_fault_arm(SQ_FAULT_LAUNCH, 1);
-  assert_int_equal(be->ops->fill(be, sq_at(a, 0), 16, 1.0f), SEQCL_ERR_DEVICE_OUT_OF_MEMORY);
+  assert_int_equal(be->ops->fill(be, sq_at(a, 0), 16, 1.0f), SEQCL_ERR_OPENCL);
   assert_non_null(strstr(seqcl_last_message(), "fill_u32"));
+  assert_non_null(strstr(seqcl_last_message(), "not a lack of memory"));
   assert_int_equal(be->ops->fill(be, sq_at(a, 0), 16, 1.0f), SEQCL_OK);
   assert_int_equal(be->ops->finish(be), SEQCL_OK);
   be->ops->buf_free(be, a);
@@ -305,6 +337,7 @@ int main(void) {
       cmocka_unit_test(test_cache_disabled_and_clear),
       cmocka_unit_test(test_build_failure_has_log),
       cmocka_unit_test(test_embedded_sources),
+      cmocka_unit_test(test_sync_error_names_last_kernel),
 #ifdef SEQCL_FAULT_INJECTION
       cmocka_unit_test(test_fault_injection),
 #endif

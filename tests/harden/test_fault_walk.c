@@ -231,6 +231,9 @@ static int cli_run(const char *selector, const char *fault, const char *out, int
 static seqcl_status expected_status(sq_fault_kind kind, const seqcl_device_info *dev) {
   if (kind == SQ_FAULT_BUILD) return SEQCL_ERR_BUILD;
   if (kind == SQ_FAULT_ALLOC && dev->type == SEQCL_DEVICE_HOST) return SEQCL_ERR_OUT_OF_MEMORY;
+  /* the injected launch failure is CL_OUT_OF_RESOURCES: a launch the device
+   * cannot run, which is not a lack of memory */
+  if (kind == SQ_FAULT_LAUNCH) return SEQCL_ERR_OPENCL;
   return SEQCL_ERR_DEVICE_OUT_OF_MEMORY;
 }
 

@@ -51,8 +51,9 @@ static seqcl_status clblast_status(sq_ocl *o, CLBlastStatusCode s, const char *w
   if (s == CLBlastSuccess) return SEQCL_OK;
   seqcl_status st;
   switch (s) {
+  case CLBlastOpenCLOutOfResources: /* a launch, not memory: as sq_ocl_check says */
+    return sq_ocl_check(o, CL_OUT_OF_RESOURCES, what);
   case CLBlastTempBufferAllocFailure:
-  case CLBlastOpenCLOutOfResources:
   case CLBlastOpenCLOutOfHostMemory:
   case CLBlastInsufficientMemoryTemp:
     st = SEQCL_ERR_DEVICE_OUT_OF_MEMORY;
@@ -108,6 +109,7 @@ seqcl_status sq_ocl_gemm_clblast(sq_backend *be, int ta, int tb, int M, int N, i
   char what[160];
   snprintf(what, sizeof what, "CLBlast gemm (M=%d N=%d K=%d%s%s, batch %d)", M, N, K,
            ta ? " A^T" : "", tb ? " B^T" : "", batch);
+  sq_ocl_note_work(o, what);
   CLBlastStatusCode s;
   if (batch == 1) {
     s = CLBlastSgemm(CLBlastLayoutRowMajor, opa, opb, (size_t)M, (size_t)N, (size_t)K, alpha,

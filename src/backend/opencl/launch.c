@@ -26,7 +26,24 @@ seqcl_status sq_ocl_launch(sq_ocl *o, cl_kernel k, cl_uint dims, const size_t *g
     if (global[d] == 0) return SEQCL_OK; /* nothing to do: OpenCL rejects empty ranges */
   cl_int err = clEnqueueNDRangeKernel(o->queue, k, dims, NULL, global, local, 0, NULL, NULL);
   if (err == CL_SUCCESS) o->n_launches++;
-  return sq_ocl_check(o, err, where);
+  snprintf(o->last_work, sizeof o->last_work, "%s", what);
+  o->last_dims = dims < 3 ? dims : 3;
+  o->last_has_local = local != NULL;
+  for (cl_uint d = 0; d < o->last_dims; d++) {
+    o->last_global[d] = global[d];
+    o->last_local[d] = local ? local[d] : 0;
+  }
+  if (err == CL_SUCCESS) return SEQCL_OK;
+  /* the sizes belong in the message when the driver refuses the launch */
+  char sized[320], last[200];
+  snprintf(last, sizeof last, "%s", where);
+  int n = snprintf(sized, sizeof sized, "%s global", last);
+  for (cl_uint d = 0; d < dims && n > 0 && (size_t)n < sizeof sized; d++)
+    n += snprintf(sized + n, sizeof sized - (size_t)n, "%s%zu", d ? "x" : " ", global[d]);
+  if (local)
+    for (cl_uint d = 0; d < dims && n > 0 && (size_t)n < sizeof sized; d++)
+      n += snprintf(sized + n, sizeof sized - (size_t)n, "%s%zu", d ? "x" : " local ", local[d]);
+  return sq_ocl_check(o, err, sized);
 }
 
 void sq_ocl_counters(const sq_backend *be, sq_backend_counts *out) {
@@ -39,11 +56,21 @@ void sq_ocl_counters(const sq_backend *be, sq_backend_counts *out) {
 size_t sq_ocl_wg_size(sq_ocl *o, cl_kernel k, size_t want) {
   size_t limit = want;
   if (o->max_wg && o->max_wg < limit) limit = o->max_wg;
-  size_t kmax = 0;
-  if (clGetKernelWorkGroupInfo(k, o->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL) ==
-          CL_SUCCESS &&
-      kmax > 0 && kmax < limit)
-    limit = kmax;
+  size_t kmax = 0, i = 0;
+  while (i < o->n_wg_cache && o->wg_cache[i].kernel != k) i++;
+  if (i < o->n_wg_cache) {
+    kmax = o->wg_cache[i].wg;
+  } else {
+    if (clGetKernelWorkGroupInfo(k, o->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                                 NULL) != CL_SUCCESS)
+      kmax = 0;
+    if (o->n_wg_cache < SQ_OCL_WG_CACHE) { /* full: ask every time (never seen in practice) */
+      o->wg_cache[o->n_wg_cache].kernel = k;
+      o->wg_cache[o->n_wg_cache].wg = kmax;
+      o->n_wg_cache++;
+    }
+  }
+  if (kmax > 0 && kmax < limit) limit = kmax;
   size_t wg = 1;
   while (wg * 2 <= limit) wg *= 2;
   return wg;
@@ -71,13 +98,10 @@ seqcl_status sq_ocl_fits_int(sq_ocl *o, size_t n, const char *what) {
   return SEQCL_OK;
 }
 
-int sq_ocl_device_fp64(sq_ocl *o) {
-  cl_device_fp_config cfg = 0;
-  if (clGetDeviceInfo(o->device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof cfg, &cfg, NULL) !=
-      CL_SUCCESS)
-    return 0;
-  return cfg != 0;
-}
+/* Read once when the backend opens (opencl_backend.c). Without fp64 (rusticl,
+ * Intel Arc) the reductions accumulate in float; the tests run that form on
+ * rusticl. */
+int sq_ocl_device_fp64(sq_ocl *o) { return o->fp64; }
 
 seqcl_status sq_ocl_train_kernel(sq_ocl *o, const char *file, const char *name, cl_kernel *k,
                                  size_t *acc_bytes) {

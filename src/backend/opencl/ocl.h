@@ -16,6 +16,14 @@
 
 typedef struct sq_program_cache sq_program_cache; /* program.c */
 
+/* CL_KERNEL_WORK_GROUP_SIZE of the kernels launched so far (a context uses a
+ * few dozen); asked of the driver once per kernel, not on every launch. */
+#define SQ_OCL_WG_CACHE 96
+typedef struct sq_ocl_wg_entry {
+  cl_kernel kernel;
+  size_t wg;
+} sq_ocl_wg_entry;
+
 typedef struct sq_ocl {
   seqcl_ctx *ctx;
   cl_platform_id platform;
@@ -26,6 +34,8 @@ typedef struct sq_ocl {
   cl_ulong local_mem;     /* CL_DEVICE_LOCAL_MEM_SIZE */
   cl_uint mem_align_bytes;/* CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8 */
   cl_device_type device_type; /* CL_DEVICE_TYPE, read once */
+  cl_ulong max_alloc;     /* CL_DEVICE_MAX_MEM_ALLOC_SIZE, read once (0: unknown) */
+  int fp64;               /* CL_DEVICE_DOUBLE_FP_CONFIG != 0 (cl_khr_fp64), read once */
   int cpu_device;         /* CPU-type device (PoCL), or SEQCL_KERNELS=cpu: the kernels with a
                              CPU form (fused attention, GRU gates) use it */
   sq_program_cache *programs;
@@ -38,6 +48,14 @@ typedef struct sq_ocl {
   /* Work counters read by `seqcl bench` (sq_ocl_counters): kernels seqcl enqueued,
    * CLBlast calls (each one or more kernels of its own), blocking waits. */
   unsigned long long n_launches, n_blas_calls, n_syncs;
+  sq_ocl_wg_entry wg_cache[SQ_OCL_WG_CACHE];
+  size_t n_wg_cache;
+  /* The last work enqueued, for errors that surface at a later read or finish
+   * (a faulting kernel reports there, not at its launch). */
+  char last_work[96];
+  cl_uint last_dims; /* 0: not a kernel of ours (a CLBlast call) */
+  size_t last_global[3], last_local[3];
+  int last_has_local;
 } sq_ocl;
 
 /* The counters above (the table's counters slot). */
@@ -54,10 +72,21 @@ static inline cl_mem sq_ocl_mem_or_dummy(sq_ocl *o, sq_ref r) {
 }
 
 /* Maps an OpenCL error to a status and records "what: CL_NAME (device)".
- * CL_MEM_OBJECT_ALLOCATION_FAILURE / CL_OUT_OF_RESOURCES / CL_OUT_OF_HOST_MEMORY
- * become SEQCL_ERR_DEVICE_OUT_OF_MEMORY; others SEQCL_ERR_OPENCL.
+ * CL_MEM_OBJECT_ALLOCATION_FAILURE / CL_OUT_OF_HOST_MEMORY, and
+ * CL_OUT_OF_RESOURCES from an allocation (clCreateBuffer), become
+ * SEQCL_ERR_DEVICE_OUT_OF_MEMORY; CL_OUT_OF_RESOURCES elsewhere (a launch, a
+ * read) is about a kernel, not memory: SEQCL_ERR_OPENCL; others likewise.
  * Returns SEQCL_OK when err == CL_SUCCESS. */
 seqcl_status sq_ocl_check(sq_ocl *o, cl_int err, const char *what);
+
+/* The same for a blocking read or clFinish, where errors of earlier work
+ * surface: CL_OUT_OF_RESOURCES (and NVIDIA's -9999) there mean a kernel
+ * faulted or a launch was more than the device could run, not a lack of
+ * memory; the message names the last work enqueued and its sizes. */
+seqcl_status sq_ocl_check_sync(sq_ocl *o, cl_int err, const char *what);
+
+/* Records a CLBlast call as the last work enqueued (its kernels are its own). */
+void sq_ocl_note_work(sq_ocl *o, const char *what);
 
 /* The kernel `name` of program `file` (the name of a file in kernels/, such as
  * "attention.cl") built with `options` (extra -D defines; the standard options

@@ -49,8 +49,7 @@ static seqcl_status find_device(seqcl_ctx *ctx, cl_platform_id *plat, cl_device_
 static seqcl_status buf_alloc(sq_backend *be, size_t bytes, sq_buf **out) {
   sq_ocl *o = sq_ocl_of(be);
   *out = NULL;
-  cl_ulong max_alloc = 0;
-  clGetDeviceInfo(o->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+  const cl_ulong max_alloc = o->max_alloc;
   if (max_alloc && bytes > max_alloc)
     return sq_fail(o->ctx, SEQCL_ERR_DEVICE_OUT_OF_MEMORY,
                    "allocating %zu bytes on %s (%s): larger than the device's largest buffer "
@@ -116,7 +115,7 @@ static seqcl_status buf_read(sq_backend *be, sq_ref src, void *dst, size_t bytes
   o->n_syncs++;
   cl_int err = clEnqueueReadBuffer(o->queue, sq_ocl_mem(src), CL_TRUE, src.off * 4, bytes, dst, 0,
                                    NULL, NULL);
-  return sq_ocl_check(o, err, "clEnqueueReadBuffer (errors of earlier work surface here)");
+  return sq_ocl_check_sync(o, err, "clEnqueueReadBuffer (errors of earlier work surface here)");
 }
 
 static seqcl_status buf_copy(sq_backend *be, sq_ref dst, sq_ref src, size_t count) {
@@ -165,7 +164,7 @@ static seqcl_status buf_fill_i32(sq_backend *be, sq_ref dst, size_t count, int32
 static seqcl_status finish(sq_backend *be) {
   sq_ocl *o = sq_ocl_of(be);
   o->n_syncs++;
-  return sq_ocl_check(o, clFinish(o->queue), "clFinish (errors of earlier work surface here)");
+  return sq_ocl_check_sync(o, clFinish(o->queue), "clFinish (errors of earlier work surface here)");
 }
 
 static void destroy(sq_backend *be) {
@@ -284,6 +283,13 @@ seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out) {
     /* SEQCL_KERNELS=cpu|gpu picks the kernel forms whatever the device type
      * (the tests run both forms on every device) */
     clGetDeviceInfo(o->device, CL_DEVICE_TYPE, sizeof o->device_type, &o->device_type, NULL);
+    clGetDeviceInfo(o->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof o->max_alloc, &o->max_alloc,
+                    NULL);
+    cl_device_fp_config fp64 = 0;
+    if (clGetDeviceInfo(o->device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64, NULL) !=
+        CL_SUCCESS)
+      fp64 = 0;
+    o->fp64 = fp64 != 0;
     switch (ctx->settings.kernels) {
     case SQ_FORMS_CPU: o->cpu_device = 1; break;
     case SQ_FORMS_GPU: o->cpu_device = 0; break;
