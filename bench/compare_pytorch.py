@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""seqcl against PyTorch (CPU, eager) on the same model and the same inputs.
+"""seqcl against PyTorch (eager) on the same model and the same inputs.
 
 Builds an attention GRU seq2seq model in PyTorch the way seed 000 writes it
 (nn.Embedding + nn.GRU encoder; an AdditiveAttention with key / query / energy
@@ -19,15 +19,24 @@ in batches of B lines. The greedy outputs of seqcl and PyTorch are compared
 (SPEC §5: identical except at near-ties, where the reference's two best
 logits are within 1e-3). PyTorch keeps its default thread count.
 
+--torch-device cpu|cuda|xpu runs the PyTorch side there (a GPU peer for seqcl
+on the same GPU's OpenCL platform); the clocks are read only after
+torch.cuda.synchronize() / torch.xpu.synchronize(). A device this torch build
+or machine lacks is an error, not a silent fall-back to the CPU.
+
 With --train it also times shared/seeds/ch08_seq2seq.py (trains Bahdanau and
 Luong-dot models, 1200 Adam steps each) against `seqcl train --task reverse`
 with --score additive and --score dot, and a training step of two real-sized
 models against the same modules in PyTorch (bench/train_models.py:
 --train-steps steps each, the CMU-dictionary G2P model and a larger one with a
 2-layer encoder, [s; c] output and dropout 0.2).
+The seed script runs on --torch-device too (it picks CUDA by itself whenever
+CUDA is present, so for cpu it runs with no GPU visible); the train_models
+step times stay on the CPU.
 
     /usr/bin/python3 bench/compare_pytorch.py --seqcl build/cli/seqcl \
-        [--device cpu] [--hidden 256] [--src-len 20] [--batch 1 64] [--train]
+        [--device cpu] [--torch-device cpu] [--hidden 256] [--src-len 20] \
+        [--batch 1 64] [--train]
 
 torch 1.13 lives in /usr/bin/python3 on the benchmark machine.
 """
@@ -48,6 +57,31 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 import export_pytorch  # noqa: E402
 sys.path.insert(0, HERE)
 import train_models  # noqa: E402
+
+
+def torch_device_ready(name):
+    """Checks that PyTorch can run on `name`; returns a message when it cannot."""
+    if name == "cpu":
+        return None
+    if name == "cuda":
+        if not torch.cuda.is_available():
+            return (f"--torch-device cuda: torch {torch.__version__} sees no CUDA device "
+                    f"(built with CUDA {torch.version.cuda}; no NVIDIA GPU or driver?)")
+        return None
+    if name == "xpu":
+        if not (hasattr(torch, "xpu") and torch.xpu.is_available()):
+            return (f"--torch-device xpu: torch {torch.__version__} has no usable XPU "
+                    "(needs a torch build with Intel GPU support and its driver)")
+        return None
+    return f"--torch-device {name}: expected cpu, cuda or xpu"
+
+
+def sync(device):
+    """Waits for the device's queued work, so a clock read after it is honest."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "xpu":
+        torch.xpu.synchronize(device)
 
 
 class AdditiveAttention(nn.Module):
@@ -80,13 +114,13 @@ class Model(nn.Module):
         self.output = nn.Linear(H + H, V)
 
     def greedy(self, src, steps, bos, eos, keys_once):
-        n = src.shape[0]
+        n, dev = src.shape[0], src.device
         enc, _ = self.encoder(self.src_embedding(src))          # [N,S,H]
-        valid = torch.ones(src.shape, dtype=torch.bool)
+        valid = torch.ones(src.shape, dtype=torch.bool, device=dev)
         pk = self.attention.key(enc) if keys_once else None
-        state = torch.zeros(n, enc.shape[2])
-        prev = torch.full((n,), bos, dtype=torch.long)
-        finished = torch.zeros(n, dtype=torch.bool)
+        state = torch.zeros(n, enc.shape[2], device=dev)
+        prev = torch.full((n,), bos, dtype=torch.long, device=dev)
+        finished = torch.zeros(n, dtype=torch.bool, device=dev)
         out, logits_all = [], []
         for _ in range(steps):
             context, _ = self.attention(enc, state, valid, pk)
@@ -119,6 +153,8 @@ def export(m, out_dir, V):
 
 
 def time_torch(m, src, batch, steps, bos, eos, keys_once, reps):
+    """Median seconds over reps (model and src on the same device) and the outputs
+    of the last run, on the CPU."""
     def run():
         outs = []
         with torch.no_grad():
@@ -128,10 +164,12 @@ def time_torch(m, src, batch, steps, bos, eos, keys_once, reps):
     run()                                   # warm-up
     times = []
     for _ in range(reps):
+        sync(src.device)
         t0 = time.perf_counter()
         outs = run()
+        sync(src.device)
         times.append(time.perf_counter() - t0)
-    return statistics.median(times), outs
+    return statistics.median(times), [(tok.cpu(), logit.cpu()) for tok, logit in outs]
 
 
 def agree(seqcl_lines, torch_outs, eos):
@@ -179,17 +217,19 @@ def decode_peer(args, V, D, H, A, S, batch):
         bench_cmd = [args.seqcl, "bench", "--device", args.device, "--model", mdir, "--src",
                      src_file, "--max-steps", str(args.steps), "--batch-size", str(batch),
                      "--reps", str(args.reps), "--json", json_file]
-        t_torch, outs = time_torch(m, src, batch, args.steps, bos, eos, False, args.reps)
+        dev = torch.device(args.torch_device)
+        m, src_dev = m.to(dev), src.to(dev)   # exported above, from the CPU copy
+        t_torch, outs = time_torch(m, src_dev, batch, args.steps, bos, eos, False, args.reps)
         subprocess.run(bench_cmd, check=True, stdout=subprocess.DEVNULL)
         with open(json_file) as f:
             t_seqcl = json.load(f)["decode_seconds"]
-        t_once, outs_once = time_torch(m, src, batch, args.steps, bos, eos, True, args.reps)
+        t_once, _ = time_torch(m, src_dev, batch, args.steps, bos, eos, True, args.reps)
     same, tie, bad = agree(seqcl_lines, outs, eos)
     tokens = args.lines * args.steps
     return {
         "hidden": H, "embed": D, "vocab": V, "attention_dim": A, "src_len": S, "batch": batch,
         "lines": args.lines, "steps": args.steps, "device": args.device,
-        "torch_threads": torch.get_num_threads(),
+        "torch_device": args.torch_device, "torch_threads": torch.get_num_threads(),
         "torch_seed000_s": t_torch, "torch_keys_once_s": t_once, "seqcl_s": t_seqcl,
         "torch_seed000_tok_s": tokens / t_torch, "torch_keys_once_tok_s": tokens / t_once,
         "seqcl_tok_s": tokens / t_seqcl,
@@ -197,6 +237,25 @@ def decode_peer(args, V, D, H, A, S, batch):
         "outputs_identical": same, "outputs_near_tie": tie, "outputs_disagree": bad,
         "seqcl_command": " ".join(bench_cmd).replace(tmp, "$TMP"),
     }
+
+
+# Runs the seed script with its device line pinned to argv[2]: the script picks
+# CUDA by itself whenever it is present and knows no XPU. The final loss.item()
+# waits for the device; the synchronize below covers any work after it.
+SEED_RUNNER = r"""
+import sys, torch
+path, dev = sys.argv[1], sys.argv[2]
+src = open(path, encoding="utf-8").read()
+line = 'device = "cuda" if torch.cuda.is_available() else "cpu"'
+if line not in src:
+    sys.exit(f"{path}: its device line changed; cannot pin it to {dev}")
+sys.argv = [path]
+exec(compile(src.replace(line, f"device = {dev!r}"), path, "exec"), {"__name__": "__main__"})
+if dev == "cuda":
+    torch.cuda.synchronize()
+elif dev == "xpu":
+    torch.xpu.synchronize()
+"""
 
 
 def time_cmd(cmd, env=None):
@@ -209,8 +268,10 @@ def train_peer(args):
     seed_script = os.path.join(HERE, "..", "..", "shared", "seeds", "ch08_seq2seq.py")
     if not os.path.exists(seed_script):
         seed_script = "/work/shared/seeds/ch08_seq2seq.py"
-    res = {"seed_script": seed_script, "torch_threads": torch.get_num_threads()}
-    res["seed_script_s"] = time_cmd([sys.executable, seed_script])
+    res = {"seed_script": seed_script, "torch_threads": torch.get_num_threads(),
+           "torch_device": args.torch_device}
+    res["seed_script_s"] = time_cmd([sys.executable, "-c", SEED_RUNNER, seed_script,
+                                     args.torch_device])
     with tempfile.TemporaryDirectory() as tmp:
         for score in ("additive", "dot"):
             cmd = [args.seqcl, "train", "--task", "reverse", "--score", score, "--device",
@@ -225,7 +286,9 @@ def train_peer(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seqcl", default=os.path.join(HERE, "..", "build", "cli", "seqcl"))
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="cpu", help="seqcl's device (a SEQCL_DEVICE selector)")
+    p.add_argument("--torch-device", default="cpu", choices=["cpu", "cuda", "xpu"],
+                   help="where the PyTorch side runs (default cpu)")
     p.add_argument("--hidden", type=int, nargs="+", default=[256])
     p.add_argument("--src-len", type=int, nargs="+", default=[20])
     p.add_argument("--batch", type=int, nargs="+", default=[1, 64])
@@ -240,9 +303,14 @@ def main():
                    help="steps per side and model of the real-sized training comparison")
     p.add_argument("--json", help="write every result here")
     args = p.parse_args()
-    results = {"decode": [], "torch_version": torch.__version__}
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads (default); "
-          f"seqcl {args.seqcl} on {args.device}")
+    problem = torch_device_ready(args.torch_device)
+    if problem:
+        print(f"compare_pytorch.py: {problem}", file=sys.stderr)
+        return 2
+    results = {"decode": [], "torch_version": torch.__version__,
+               "torch_device": args.torch_device}
+    print(f"torch {torch.__version__} on {args.torch_device}, {torch.get_num_threads()} CPU "
+          f"threads (default); seqcl {args.seqcl} on {args.device}")
     hdr = (f"{'H':>4} {'S':>3} {'B':>3} {'torch seed000':>14} {'torch keys1x':>13} "
            f"{'seqcl':>10} {'x seed000':>10} {'x keys1x':>9}  outputs")
     print(hdr)
