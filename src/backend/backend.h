@@ -257,6 +257,13 @@ typedef struct sq_backend_ops {
   seqcl_status (*gemm)(sq_backend *be, int ta, int tb, int M, int N, int K, float alpha,
                        sq_ref A, int lda, size_t sa, sq_ref B, int ldb, size_t sb, float beta,
                        sq_ref C, int ldc, size_t sc, int batch);
+  /* Optional, for the self-check: where the GEMM changes the code it runs.
+   * *side = s > 0 when products with M*N*K >= s^3 take other kernels than
+   * smaller ones (CLBlast's indirect path), else 0. force = 1 makes every
+   * product take the large-product kernels until force = 0 restores the
+   * library's own choice; force < 0 only asks. */
+  seqcl_status (*gemm_paths)(sq_backend *be, int force, size_t *side);
+
   /* y[r, c] += bias[c] for r < rows, c < cols; row stride ld. */
   seqcl_status (*add_bias)(sq_backend *be, int rows, int cols, sq_ref y, int ld, sq_ref bias);
   /* Optional (training). db[c] += sum over r < rows of dy[r * ld + c]. */

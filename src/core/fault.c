@@ -53,6 +53,11 @@ unsigned sq_fault_pending(sq_fault_kind kind) {
   pthread_once(&env_once, arm_from_env);
   return (unsigned)kind < SQ_FAULT_KINDS_ ? atomic_load(&countdown[kind]) : 0;
 }
+
+int sq_fault_gemm(const char *path) {
+  const char *v = getenv("SEQCL_FAULT_GEMM");
+  return v && !strcmp(v, path);
+}
 #else
 /* ISO C forbids an empty translation unit. */
 typedef int sq_fault_unused_;

@@ -23,9 +23,18 @@ int sq_fault_hit(sq_fault_kind kind);
 /* Events of this kind still to come before the armed failure (0: disarmed, or
  * the armed failure already happened): tells a test whether its fault was hit. */
 unsigned sq_fault_pending(sq_fault_kind kind);
+/* Test-only: SEQCL_FAULT_GEMM=small|direct|indirect|batched makes every GEMM
+ * that takes that path (the device's own kernel; CLBlast's direct or indirect
+ * path; a CLBlast strided-batched call) come back with a wrong C, so a test
+ * can show the self-check runs that path and fails on it. Read at every call. */
+int sq_fault_gemm(const char *path);
 #else
 static inline int sq_fault_hit(sq_fault_kind kind) {
   (void)kind;
+  return 0;
+}
+static inline int sq_fault_gemm(const char *path) {
+  (void)path;
   return 0;
 }
 #endif

@@ -12,6 +12,14 @@
 
 static size_t sz(long long v) { return (size_t)v; }
 
+seqcl_status sq_gemm_paths(seqcl_ctx *ctx, int force, size_t *side) {
+  *side = 0;
+  SQ_CHK(sq_chk_ctx(ctx, "sq_gemm_paths"));
+  sq_backend *be = ctx->be;
+  if (!be->ops->gemm_paths) return SEQCL_OK;
+  return be->ops->gemm_paths(be, force, side);
+}
+
 seqcl_status sq_gemm(seqcl_ctx *ctx, int ta, int tb, int M, int N, int K, float alpha, sq_ref A,
                      int lda, size_t sa, sq_ref B, int ldb, size_t sb, float beta, sq_ref C, int ldc,
                      size_t sc, int batch) {

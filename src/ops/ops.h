@@ -31,6 +31,8 @@ seqcl_status sq_finish(seqcl_ctx *ctx);
 seqcl_status sq_gemm(seqcl_ctx *ctx, int ta, int tb, int M, int N, int K, float alpha, sq_ref A,
                      int lda, size_t sa, sq_ref B, int ldb, size_t sb, float beta, sq_ref C, int ldc,
                      size_t sc, int batch);
+/* The backend's gemm_paths slot (backend.h); *side = 0 where it has none. */
+seqcl_status sq_gemm_paths(seqcl_ctx *ctx, int force, size_t *side);
 /* y[rows, out] = x[rows, in] W^T + b, W [out, in] row-major (nn.Linear); b optional. */
 seqcl_status sq_linear(seqcl_ctx *ctx, int rows, int in, int out, sq_ref x, int ldx, sq_ref W,
                        sq_ref b, sq_ref y, int ldy);

@@ -1,8 +1,11 @@
-/* The first-use self-check: it runs once per (device, driver, seqcl version),
- * records its verdict atomically in the cache folder, refuses a device with a
- * failing verdict (naming the operation and the seqcl check command), and is
- * skipped by SEQCL_SELFCHECK=0 and while seqcl check runs. Needs an OpenCL
- * device (exit 77 without one). */
+/* The first-use self-check: it runs once per (device, driver, seqcl version,
+ * SEQCL_KERNELS, SEQCL_GEMM), records its verdict atomically in the cache
+ * folder (and warns when it cannot), refuses a device with a failing verdict
+ * (naming the operation and the seqcl check command), and is skipped by
+ * SEQCL_SELFCHECK=0 and while seqcl check runs. It runs every GEMM path: a
+ * GEMM broken on one path only (SEQCL_FAULT_GEMM, fault-injection builds)
+ * makes it fail on every OpenCL device. Needs an OpenCL device (exit 77
+ * without one). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,8 +19,11 @@
 #include <cmocka.h>
 
 #include "check/selfcheck.h"
+#include "core/fault.h"
 
 static seqcl_device_info device;
+static seqcl_device_info *all_devices;
+static size_t n_all_devices;
 
 static double now(void) {
   struct timespec ts;
@@ -102,6 +108,103 @@ static void failing_verdict_refuses(void **state) {
   assert_non_null(strstr(text, "verdict=pass"));
 }
 
+/* The key holds the settings that pick kernels: another SEQCL_KERNELS or
+ * SEQCL_GEMM is another verdict file. */
+static void key_follows_settings(void **state) {
+  (void)state;
+  char a[4400], b[4400], c[4400];
+  unsetenv("SEQCL_KERNELS");
+  unsetenv("SEQCL_GEMM");
+  assert_int_equal(sq_selfcheck_path(&device, a, sizeof a), SEQCL_OK);
+  setenv("SEQCL_KERNELS", "gpu", 1);
+  assert_int_equal(sq_selfcheck_path(&device, b, sizeof b), SEQCL_OK);
+  unsetenv("SEQCL_KERNELS");
+  setenv("SEQCL_GEMM", "clblast", 1);
+  assert_int_equal(sq_selfcheck_path(&device, c, sizeof c), SEQCL_OK);
+  unsetenv("SEQCL_GEMM");
+  assert_string_not_equal(a, b);
+  assert_string_not_equal(a, c);
+  assert_string_not_equal(b, c);
+}
+
+/* A verdict that cannot be written is said on stderr: here the verdict
+ * folder's name is taken by a file. */
+static void unwritable_verdict_warns(void **state) {
+  (void)state;
+  setenv("SEQCL_SELFCHECK", "1", 1);
+  const char *old = getenv("SEQCL_CACHE_DIR");
+  char saved[4096];
+  snprintf(saved, sizeof saved, "%s", old ? old : "");
+  char dir[] = "/tmp/seqcl-selfcheck-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char sub[256], errpath[256];
+  snprintf(sub, sizeof sub, "%s/selfcheck", dir);
+  snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
+  FILE *blocker = fopen(sub, "w");
+  assert_non_null(blocker);
+  fclose(blocker);
+  setenv("SEQCL_CACHE_DIR", dir, 1);
+  fflush(stderr);
+  int saved_err = dup(2);
+  assert_true(freopen(errpath, "w", stderr) != NULL);
+  seqcl_ctx *ctx = NULL;
+  seqcl_status st = seqcl_ctx_open_info(&device, &ctx);
+  fflush(stderr);
+  dup2(saved_err, 2);
+  close(saved_err);
+  seqcl_ctx_close(ctx);
+  char text[4096];
+  read_file(errpath, text, sizeof text);
+  printf("  %s", text);
+  assert_int_equal(st, SEQCL_OK);
+  assert_non_null(strstr(text, "warning: the self-check verdict"));
+  assert_non_null(strstr(text, "could not be recorded"));
+  if (saved[0]) setenv("SEQCL_CACHE_DIR", saved, 1);
+  else unsetenv("SEQCL_CACHE_DIR");
+  unlink(errpath);
+  unlink(sub);
+  /* the program cache wrote its own folders there */
+  char cmd[320];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+#ifdef SEQCL_FAULT_INJECTION
+/* One GEMM path broken at a time: the self-check of every OpenCL device must
+ * catch it and name the gemm case (CLBlast's indirect path included, which
+ * the op list's first shapes never reach). The device's own small-GEMM kernel
+ * serves the decode-step layout on CPU-type devices only. */
+static void broken_gemm_path_fails(void **state) {
+  (void)state;
+  static const char *const paths[] = {"small", "direct", "indirect", "batched"};
+  setenv("SEQCL_SELFCHECK", "1", 1);
+  for (size_t d = 0; d < n_all_devices; d++) {
+    const seqcl_device_info *dev = &all_devices[d];
+    if (dev->type == SEQCL_DEVICE_HOST) continue;
+    for (size_t p = 0; p < sizeof paths / sizeof *paths; p++) {
+      if (!strcmp(paths[p], "small") && dev->type != SEQCL_DEVICE_CPU) continue;
+      char path[4400];
+      setenv("SEQCL_FAULT_GEMM", paths[p], 1);
+      assert_int_equal(sq_selfcheck_path(dev, path, sizeof path), SEQCL_OK);
+      unlink(path);
+      seqcl_ctx *ctx = NULL;
+      seqcl_status st = seqcl_ctx_open_info(dev, &ctx);
+      unsetenv("SEQCL_FAULT_GEMM");
+      seqcl_ctx_close(ctx);
+      const char *msg = seqcl_last_message();
+      printf("  %s, %s path broken: %.160s\n", dev->selector, paths[p], msg);
+      if (st != SEQCL_ERR_SELFCHECK)
+        fail_msg("%s with the %s GEMM path broken: %s (want SEQCL_ERR_SELFCHECK)",
+                 dev->selector, paths[p], seqcl_status_name(st));
+      assert_non_null(strstr(msg, "failed its self-check in "));
+      /* only the self-check's own GEMMs reach the indirect path */
+      if (!strcmp(paths[p], "indirect")) assert_non_null(strstr(msg, "in gemm (shape M="));
+      unlink(path); /* the forged failure must not stay */
+    }
+  }
+}
+#endif
+
 int main(void) {
   seqcl_device_info *list = NULL;
   size_t n = 0;
@@ -109,8 +212,10 @@ int main(void) {
   int found = 0;
   for (size_t i = 0; i < n && !found; i++)
     if (list[i].type != SEQCL_DEVICE_HOST) device = list[i], found = 1;
-  seqcl_devices_free(list);
+  all_devices = list;
+  n_all_devices = n;
   if (!found) {
+    seqcl_devices_free(list);
     printf("no OpenCL device: skipped\n");
     return 77;
   }
@@ -119,8 +224,14 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(first_open_runs_and_records),
       cmocka_unit_test(failing_verdict_refuses),
+      cmocka_unit_test(key_follows_settings),
+      cmocka_unit_test(unwritable_verdict_warns),
+#ifdef SEQCL_FAULT_INJECTION
+      cmocka_unit_test(broken_gemm_path_fails),
+#endif
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  seqcl_devices_free(list);
   char path[4400];
   if (sq_selfcheck_path(&device, path, sizeof path) == SEQCL_OK) unlink(path);
   return rc;

@@ -45,6 +45,8 @@ typedef struct sq_ocl {
   size_t scratch_bytes;
   int gemm_policy;        /* gemm_small.c: which GEMM runs small products (0: not decided) */
   int gemm_choice[3];     /* gemm_policy.c: per row bucket 1 own kernel, 2 CLBlast, 0 unknown */
+  size_t clblast_indirect; /* CLBlast's direct/indirect threshold T (clblast_params.h); 0: not read */
+  int clblast_forced;     /* sq_ocl_gemm_paths(force = 1) in effect: every product indirect */
   /* Work counters read by `seqcl bench` (sq_ocl_counters): kernels seqcl enqueued,
    * CLBlast calls (each one or more kernels of its own), blocking waits. */
   unsigned long long n_launches, n_blas_calls, n_syncs;
@@ -123,5 +125,8 @@ seqcl_status sq_ocl_scratch(sq_ocl *o, size_t bytes, cl_mem *out);
 /* A work-group size for a 1-D reduction kernel: the largest power of two
  * <= min(want, device max, kernel max). */
 size_t sq_ocl_wg_size(sq_ocl *o, cl_kernel k, size_t want);
+
+/* gemm_clblast.c: the gemm_paths slot (backend.h) over CLBlast's threshold */
+seqcl_status sq_ocl_gemm_paths(sq_backend *be, int force, size_t *side);
 
 #endif

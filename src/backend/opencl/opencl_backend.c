@@ -205,6 +205,7 @@ static const sq_backend_ops opencl_ops = {
     .finish = finish,
     /* linear */
     .gemm = sq_ocl_gemm,
+    .gemm_paths = sq_ocl_gemm_paths,
     .add_bias = sq_ocl_add_bias,
     .bias_grad = sq_ocl_bias_grad,
     .tanh_inplace = sq_ocl_tanh_inplace,
