@@ -475,7 +475,10 @@ static const char *const dot_fused_shapes[] = {"N=1,S=1,He=1",  "N=3,S=7,He=13,p
                                                /* chunk edges, as above */
                                                "N=1,S=63,He=19", "N=1,S=64,He=33,mask=1",
                                                "N=2,S=65,He=16,pad=1", "N=1,S=2053,He=40",
-                                               NULL};
+                                               /* a row longer than llvmpipe lets one
+                                                * work-item loop (the row form then
+                                                * hands it to the group form there) */
+                                               "N=1,S=4100,He=256", NULL};
 
 #define FUSED_TOL                                                                             \
   "alpha: (8 + 2 ceil(log2 S)) eps |alpha_j| + 2 |alpha_j| max_k tol(e_k) + eps (a score "    \

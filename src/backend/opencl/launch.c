@@ -53,6 +53,15 @@ void sq_ocl_counters(const sq_backend *be, sq_backend_counts *out) {
   out->syncs = o->n_syncs;
 }
 
+seqcl_status sq_ocl_loops_fit(sq_ocl *o, unsigned long long iterations, const char *kernel) {
+  if (sq_ocl_loops_ok(o, iterations)) return SEQCL_OK;
+  return sq_fail(o->ctx, SEQCL_ERR_UNSUPPORTED,
+                 "opencl %s: this shape needs %llu loop iterations in one work-item; %s (%s) "
+                 "stops a work-item after %lu without an error (llvmpipe's loop limiter, "
+                 "KNOWN_ISSUES.md), so seqcl does not run it there",
+                 kernel, iterations, o->ctx->info.selector, o->ctx->info.name, o->loop_limit);
+}
+
 size_t sq_ocl_wg_size(sq_ocl *o, cl_kernel k, size_t want) {
   size_t limit = want;
   if (o->max_wg && o->max_wg < limit) limit = o->max_wg;

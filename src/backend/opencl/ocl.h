@@ -36,6 +36,8 @@ typedef struct sq_ocl {
   cl_device_type device_type; /* CL_DEVICE_TYPE, read once */
   cl_ulong max_alloc;     /* CL_DEVICE_MAX_MEM_ALLOC_SIZE, read once (0: unknown) */
   int fp64;               /* CL_DEVICE_DOUBLE_FP_CONFIG != 0 (cl_khr_fp64), read once */
+  unsigned long loop_limit; /* llvmpipe: loop iterations a work-item runs in all before it
+                               is stopped without an error (KNOWN_ISSUES.md); 0: none */
   int cpu_device;         /* CPU-type device (PoCL), or SEQCL_KERNELS=cpu: the kernels with a
                              CPU form (fused attention, GRU gates) use it */
   sq_program_cache *programs;
@@ -121,6 +123,13 @@ void sq_ocl_clblast_forget(sq_ocl *o);
  * serves every op: the queue is in order, so an op's kernels are done with it
  * before the next op's start. Valid until the next call. */
 seqcl_status sq_ocl_scratch(sq_ocl *o, size_t bytes, cl_mem *out);
+/* Whether a kernel whose work-items each run up to `iterations` loop
+ * iterations gives correct results here (o->loop_limit). */
+static inline int sq_ocl_loops_ok(const sq_ocl *o, unsigned long long iterations) {
+  return !o->loop_limit || iterations <= o->loop_limit;
+}
+/* SEQCL_ERR_UNSUPPORTED naming the driver's limit when they do not fit. */
+seqcl_status sq_ocl_loops_fit(sq_ocl *o, unsigned long long iterations, const char *kernel);
 
 /* A work-group size for a 1-D reduction kernel: the largest power of two
  * <= min(want, device max, kernel max). */

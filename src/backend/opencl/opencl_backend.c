@@ -1,4 +1,5 @@
 /* The OpenCL backend: device/context/queue setup, buffers, and the table. */
+#include <clblast_c.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,8 @@ seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out) {
         CL_SUCCESS)
       fp64 = 0;
     o->fp64 = fp64 != 0;
+    /* gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of a work-item */
+    o->loop_limit = strstr(o->ctx->info.name, "llvmpipe") ? 65535ul : 0ul;
     switch (ctx->settings.kernels) {
     case SQ_FORMS_CPU: o->cpu_device = 1; break;
     case SQ_FORMS_GPU: o->cpu_device = 0; break;

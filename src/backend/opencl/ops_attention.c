@@ -210,10 +210,27 @@ static seqcl_status attn_fused_row(sq_ocl *o, const sq_attn_args *a, sq_ref c, i
 /* Source positions per work-group of attn_fused_chunk (attention.cl's CHUNK). */
 #define FUSED_CHUNK 64
 
+/* Loop iterations of one attn_fused_row work-item, from attention.cl: per
+ * block of ROW_JB (16) positions, each position's score (a 16-lane dot over
+ * He or A plus its tail) and weight, the block's context update and a
+ * rescale. */
+static unsigned long long row_form_iterations(const sq_attn_args *a) {
+  const unsigned long long jb = 16, S = (unsigned long long)a->S;
+  const unsigned long long len = a->kind == SQ_SCORE_ADDITIVE ? (unsigned long long)a->A
+                                                              : (unsigned long long)a->He;
+  const unsigned long long score = len / 16 + len % 16, he = (unsigned long long)a->He;
+  const unsigned long long h16 = he / 16 + he % 16;
+  return (S + jb - 1) / jb * (jb * (2 + score) + (jb + 2) * h16) + he + S;
+}
+
 seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
                                sq_ref alpha) {
   sq_ocl *o = sq_ocl_of(be);
-  if (o->cpu_device) return attn_fused_row(o, a, c, ld_c, alpha);
+  /* the row form loops over a whole row in one work-item: where the driver
+   * cuts long loops short (llvmpipe, KNOWN_ISSUES.md), long rows take the
+   * chunked form */
+  if (o->cpu_device && sq_ocl_loops_ok(o, row_form_iterations(a)))
+    return attn_fused_row(o, a, c, ld_c, alpha);
   cl_kernel chunk, combine;
   size_t wg, cwg;
   SQ_TRY(attn_kernel(o, "attn_fused_chunk", 1, &chunk, &wg));
@@ -414,7 +431,10 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   arg_int(&a, ld_dqp);
   SQ_TRY(launch3(&a, (size_t)A, (size_t)N, 1, COL_WG));
 
-  if (o->cpu_device) { /* one work-item per k walks all N S positions */
+  /* CPU-type devices: one work-item per k walks all N S positions, unless the
+   * driver would cut that loop short (llvmpipe): then the chunked form */
+  if (o->cpu_device &&
+      sq_ocl_loops_ok(o, (unsigned long long)N * (unsigned long long)S + (unsigned long long)N)) {
     SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_energy", &k, NULL));
     a = kargs_start(o, k, "attn_bwd_energy");
     arg_int(&a, N);
@@ -468,6 +488,12 @@ seqcl_status sq_ocl_attn_bwd(sq_backend *be, const sq_attn_args *at, sq_ref alph
   const size_t NS = (size_t)at->N * (size_t)at->S;
   SQ_TRY(sq_ocl_fits_int(o, NS * (size_t)at->He, "attn_bwd"));
   if (at->kind == SQ_SCORE_ADDITIVE) SQ_TRY(sq_ocl_fits_int(o, NS * (size_t)at->A, "attn_bwd"));
+  /* the longest loops of one work-item on CPU-type devices: attn_bwd_de's two
+   * passes over a row, attn_bwd_dalpha's dot product */
+  if (o->cpu_device) {
+    SQ_TRY(sq_ocl_loops_fit(o, 2ull * (unsigned long long)at->S, "attn_bwd_de"));
+    SQ_TRY(sq_ocl_loops_fit(o, (unsigned long long)at->He, "attn_bwd_dalpha"));
+  }
   /* de [N, S]: the gradient of the scores, shared by the later kernels */
   cl_int err;
   cl_mem de = clCreateBuffer(o->context, CL_MEM_READ_WRITE, NS * sizeof(float), NULL, &err);

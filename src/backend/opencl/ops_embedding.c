@@ -26,6 +26,7 @@ seqcl_status sq_ocl_embedding_bwd(sq_backend *be, int N, int D, sq_ref ids, sq_r
                                     int ld_dy, int pad_id, sq_ref dtable) {
   sq_ocl *o = sq_ocl_of(be);
   SQ_TRY(sq_ocl_fits_int(o, (size_t)N * (size_t)ld_dy, "embedding_bwd"));
+  SQ_TRY(sq_ocl_loops_fit(o, (unsigned long long)N, "embedding_bwd"));
   SQ_TRY(sq_ocl_fits_int(o, dtable.buf->bytes / sizeof(float), "embedding_bwd"));
   cl_kernel k;
   SQ_TRY(sq_ocl_train_kernel(o, EMB_FILE, "embedding_bwd", &k, NULL));

@@ -41,6 +41,7 @@ seqcl_status sq_ocl_bias_grad(sq_backend *be, int rows, int cols, sq_ref dy, int
                                 sq_ref db) {
   sq_ocl *o = sq_ocl_of(be);
   SQ_TRY(sq_ocl_fits_int(o, (size_t)rows * (size_t)ld, "bias_grad"));
+  SQ_TRY(sq_ocl_loops_fit(o, (unsigned long long)rows, "bias_grad"));
   cl_kernel k;
   SQ_TRY(sq_ocl_train_kernel(o, LINEAR_FILE, "bias_grad", &k, NULL));
   kargs a = kargs_start(o, k, "bias_grad");

@@ -26,13 +26,20 @@ seqcl_status sq_ocl_cross_entropy(sq_backend *be, int N, int V, sq_ref x, sq_ref
   if (o->cpu_device) { /* loss.cl: one work-group walks every row */
     SQ_TRY(sq_ocl_kernel(o, LOSS_FILE, "", "cross_entropy", &k));
     size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
-    SQ_TRY(sq_ocl_ref_args(o, k, 0, x, "cross_entropy"));
-    SQ_TRY(sq_ocl_ref_args(o, k, 2, labels, "cross_entropy"));
-    SQ_TRY(sq_ocl_ref_args(o, k, 4, loss, "cross_entropy"));
-    SQ_ARG(o, k, 6, N);
-    SQ_ARG(o, k, 7, V);
-    SQ_TRY(sq_ocl_arg(o, k, 8, wg * sizeof(cl_float), NULL, "cross_entropy"));
-    return sq_ocl_launch_rows(o, k, 1, wg, "cross_entropy");
+    /* per row, each work-item runs two passes over its vocabulary slice and
+     * two tree reductions: where the driver cuts long loops short (llvmpipe,
+     * KNOWN_ISSUES.md), many rows take the work-group-per-row form below */
+    unsigned long long per_row = 2 * (((unsigned long long)V + wg - 1) / wg) + 3;
+    for (size_t h = wg; h > 1; h >>= 1) per_row += 2;
+    if (sq_ocl_loops_ok(o, (unsigned long long)N * per_row)) {
+      SQ_TRY(sq_ocl_ref_args(o, k, 0, x, "cross_entropy"));
+      SQ_TRY(sq_ocl_ref_args(o, k, 2, labels, "cross_entropy"));
+      SQ_TRY(sq_ocl_ref_args(o, k, 4, loss, "cross_entropy"));
+      SQ_ARG(o, k, 6, N);
+      SQ_ARG(o, k, 7, V);
+      SQ_TRY(sq_ocl_arg(o, k, 8, wg * sizeof(cl_float), NULL, "cross_entropy"));
+      return sq_ocl_launch_rows(o, k, 1, wg, "cross_entropy");
+    }
   }
   /* GPUs: a work-group per row (ce_rows), then the mean (ce_mean) */
   SQ_TRY(sq_ocl_fits_int(o, 2 * (size_t)N, "cross_entropy"));
