@@ -107,7 +107,9 @@ static int write_verdict(const char *path, const char *key, const verdict *v, ch
   char sub[4200];
   snprintf(sub, sizeof sub, "%s/selfcheck", dir);
   if (mkdir_p(sub) != 0) {
-    snprintf(why, cap, "%s: %s", sub, strerror(errno));
+    const char *reason = strerror(errno);
+    if (snprintf(why, cap, "%s: %s", sub, reason) >= (int)cap && cap > 4)
+      memcpy(why + cap - 4, "...", 4); /* a long path: its end is dropped */
     return -1;
   }
   char msg[600];
