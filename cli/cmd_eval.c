@@ -8,13 +8,14 @@
 #include "cli.h"
 #include "cli_model.h"
 #include "model/metrics.h"
+#include "model/text.h"
 #include "model/wordtab.h"
 
 static void help(FILE *f) {
   fprintf(f,
           "usage: seqcl eval --model DIR --src FILE --ref FILE [--beam K] [--length-penalty A]\n"
           "                  [--max-steps N] [--batch-size B] [--src-vocab F] [--tgt-vocab F]\n"
-          "                  [--metric exact,ter,bleu] [--device SEL]\n"
+          "                  [--text chars|words|SRC,TGT] [--metric exact,ter,bleu] [--device SEL]\n"
           "       seqcl eval --hyp FILE --ref FILE [--metric exact,ter,bleu]\n\n"
           "Scores produced lines against reference lines, line by line in order:\n"
           "  exact  percent of lines equal to their reference (100 minus it is the\n"
@@ -28,6 +29,12 @@ static void help(FILE *f) {
           "  --ref FILE         reference lines: ids (words with --tgt-vocab) as decode\n"
           "                     writes them; with --model a leading BOS id and a trailing\n"
           "                     EOS id are dropped, so training target files serve as is\n"
+          "  --text SPLIT       read --src and --ref as text through the model folder's\n"
+          "                     src.vocab and tgt.vocab (--src-vocab/--tgt-vocab override):\n"
+          "                     chars: every UTF-8 character a token (a space is <space>);\n"
+          "                     words: whitespace-separated; SRC,TGT for two splits\n"
+          "                     (chars,words for letters to phonemes); metrics count\n"
+          "                     those tokens\n"
           "  --hyp FILE         score this file instead of decoding: tokens of --hyp and\n"
           "                     --ref are compared as strings (empty lines allowed)\n"
           "  --beam K, --length-penalty A, --max-steps N, --batch-size B,\n"
@@ -42,11 +49,12 @@ static void help(FILE *f) {
 enum { M_EXACT = 1, M_TER = 2, M_BLEU = 4 };
 
 typedef struct eval_args {
-  const char *model, *src, *ref, *hyp, *device, *src_vocab, *tgt_vocab;
+  const char *model, *src, *ref, *hyp, *device, *src_vocab, *tgt_vocab, *text;
   long beam, max_steps, batch;
   double lp;
   int lp_given;
   unsigned metrics;
+  sq_split split[2]; /* --text: source, target */
 } eval_args;
 
 static int parse_metrics(const char *cmd, const char *v, unsigned *out) {
@@ -85,6 +93,7 @@ static int parse(int argc, char **argv, eval_args *a) {
                         : !strcmp(o, "--device")    ? &a->device
                         : !strcmp(o, "--src-vocab") ? &a->src_vocab
                         : !strcmp(o, "--tgt-vocab") ? &a->tgt_vocab
+                        : !strcmp(o, "--text")      ? &a->text
                                                     : NULL;
     long *num = !strcmp(o, "--beam")         ? &a->beam
                 : !strcmp(o, "--max-steps")  ? &a->max_steps
@@ -109,6 +118,19 @@ static int parse(int argc, char **argv, eval_args *a) {
     }
   }
   if (!a->ref) return cli_usage_error(cmd, "--ref is required (see --help)");
+  if (a->text) {
+    /* SPLIT for both sides, or SRC,TGT (letters in, phonemes out) */
+    const char *comma = strchr(a->text, ',');
+    const char *t = comma ? comma + 1 : a->text;
+    size_t n = comma ? (size_t)(comma - a->text) : strlen(a->text);
+    int s_ok = (n == 5 && !strncmp(a->text, "chars", 5)) || (n == 5 && !strncmp(a->text, "words", 5));
+    if (!s_ok || (strcmp(t, "chars") && strcmp(t, "words")))
+      return cli_usage_error(cmd, "--text: '%s' is not chars, words or SRC,TGT of those", a->text);
+    a->split[0] = strncmp(a->text, "chars", 5) ? SQ_SPLIT_WORDS : SQ_SPLIT_CHARS;
+    a->split[1] = strcmp(t, "chars") ? SQ_SPLIT_WORDS : SQ_SPLIT_CHARS;
+  }
+  if (a->text && a->hyp)
+    return cli_usage_error(cmd, "--text reads through the model's vocabularies: give it with --model");
   if (a->hyp) {
     if (a->model || a->src || a->src_vocab || a->tgt_vocab || a->beam != 1 || a->lp_given ||
         a->max_steps || a->batch)
@@ -161,6 +183,36 @@ static void strip_bos_eos(sq_seqs *ref, int bos, int eos) {
   ref->offsets[ref->count] = w;
 }
 
+/* Reads a --text file through vocab (an exit status), counting unknown tokens
+ * as cli_read_tokens does. */
+static int read_text(const char *cmd, const eval_args *a, const char *path, const sq_config *cfg,
+                     int target, const sq_vocab *vocab, unsigned flags, sq_seqs *out) {
+  const int has = target ? cfg->has_tgt_unk : cfg->has_src_unk;
+  const long unk = has ? (target ? cfg->tgt_unk_id : cfg->src_unk_id) : -1;
+  size_t unknown = 0;
+  seqcl_status st = sq_text_read(path, a->split[target], vocab, target ? cfg->tgt_vocab : cfg->src_vocab, unk, flags,
+                                 &unknown, out);
+  if (st != SEQCL_OK) return cli_fail(cmd, st);
+  if (unknown)
+    fprintf(stderr, "seqcl %s: %s: %zu unknown token%s mapped to %s_unk_id %ld\n", cmd,
+            strcmp(path, "-") ? path : "standard input", unknown, unknown == 1 ? "" : "s",
+            target ? "tgt" : "src", unk);
+  return CLI_OK;
+}
+
+/* --text: the vocabulary given, else the model folder's NAME (an exit status). */
+static int text_vocab(const char *cmd, const eval_args *a, const char *given, const char *name,
+                      sq_vocab **out) {
+  if (given || !a->text) return cli_read_vocab(cmd, given, out);
+  size_t n = strlen(a->model) + strlen(name) + 2;
+  char *path = malloc(n);
+  if (!path) return cli_fail(cmd, SEQCL_ERR_OUT_OF_MEMORY);
+  snprintf(path, n, "%s/%s", a->model, name);
+  int rc = cli_read_vocab(cmd, path, out);
+  free(path);
+  return rc;
+}
+
 /* Fills hyp with the decoded lines of --src (an exit status). */
 static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, const sq_vocab *sv,
                   seqcl_decode_result **res) {
@@ -169,7 +221,9 @@ static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, con
   seqcl_model *model = NULL;
   seqcl_status st;
   int rc = CLI_OK;
-  if ((rc = cli_read_tokens(cmd, a->src, cfg, 0, sv, 0, &src))) goto done;
+  if ((rc = a->text ? read_text(cmd, a, a->src, cfg, 0, sv, 0, &src)
+                    : cli_read_tokens(cmd, a->src, cfg, 0, sv, 0, &src)))
+    goto done;
   if ((rc = cli_open_model(cmd, a->device, a->model, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src);
   seqcl_decode_options o;
@@ -208,10 +262,12 @@ int cmd_eval(int argc, char **argv) {
   } else {
     sq_config cfg;
     if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
-    if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
-    if ((rc = cli_read_vocab(cmd, a.tgt_vocab, &tv))) goto done;
+    if ((rc = text_vocab(cmd, &a, a.src_vocab, "src.vocab", &sv))) goto done;
+    if ((rc = text_vocab(cmd, &a, a.tgt_vocab, "tgt.vocab", &tv))) goto done;
     /* the references before the decoding: a bad file fails at once */
-    if ((rc = cli_read_tokens(cmd, a.ref, &cfg, 1, tv, SQ_TOKENS_EMPTY_OK, &ref))) goto done;
+    if ((rc = a.text ? read_text(cmd, &a, a.ref, &cfg, 1, tv, SQ_TOKENS_EMPTY_OK, &ref)
+                     : cli_read_tokens(cmd, a.ref, &cfg, 1, tv, SQ_TOKENS_EMPTY_OK, &ref)))
+      goto done;
     strip_bos_eos(&ref, cfg.bos_id, cfg.eos_id);
     if ((rc = decode(cmd, &a, &cfg, sv, &res))) goto done;
   }

@@ -101,6 +101,25 @@ expect unk_none_src 2 "words.src:1|'zz'" --model "$gold" --src words.src --src-v
 sed 's/"bos_id"/"src_unk_id": 12, "bos_id"/' "$gold/config.json" >unk/config.json
 expect unk_out_of_range 2 "src_unk_id" --model unk --src words.src --src-vocab words.vocab --ref words.ref
 
+# --text: the golden model's ids as characters (source) and words (target)
+# through the model folder's src.vocab / tgt.vocab; the scores equal those of
+# the ids
+mkdir txt
+cp "$gold/model.safetensors" "$gold/config.json" txt/
+printf '%s\n' a b c d e f g h i j k '<space>' >txt/src.vocab
+printf '%s\n' w0 w1 w2 w3 w4 w5 w6 w7 w8 w9 '<s>' '</s>' >txt/tgt.vocab
+awk '{ s = ""; for (i = 1; i <= NF; i++) s = s ($i == 11 ? " " : substr("abcdefghijk", $i + 1, 1)); print s }' \
+  "$gold/src.txt" >text.src
+awk '{ s = ""; for (i = 1; i <= NF; i++) s = s (i > 1 ? " " : "") "w" $i; print s }' "$gold/greedy.txt" >text.ref
+expect text_self 0 "" --model txt --src text.src --ref text.ref --text chars,words
+has text_self "exact: 100.00 % (5 of 5 lines; word error rate 0.00 %)"
+has text_self "ter: 0.00 % (0 edits over 37 reference tokens)"
+printf 'abz\n' >text_bad.src
+expect text_unknown 2 "text_bad.src:1|'z'" --model txt --src text_bad.src --ref text.ref --text chars,words
+expect text_no_vocab 2 "$gold/src.vocab" --model "$gold" --src text.src --ref text.ref --text chars
+expect text_bad_split 2 "--text|'chars,bytes'" --model txt --src text.src --ref text.ref --text chars,bytes
+expect text_with_hyp 2 "--text" --hyp hyp.txt --ref ref.txt --text words
+
 if [ "$failures" -gt 0 ]; then
   echo "$failures failure(s)" >&2
   exit 1
