@@ -37,6 +37,11 @@ int cli_check_env(void) {
     return env_error("SEQCL_CACHE", v, "0 or 1");
   if ((v = getenv("SEQCL_SELFCHECK")) && *v && !one_of(v, switches))
     return env_error("SEQCL_SELFCHECK", v, "0 or 1");
+  if ((v = getenv("SEQCL_PROGRESS_AFTER")) && *v) {
+    double d;
+    if (cli_parse_float(v, &d) || d < 0)
+      return env_error("SEQCL_PROGRESS_AFTER", v, "a number of seconds >= 0");
+  }
   struct stat sb;
   if ((v = getenv("SEQCL_KERNEL_DIR")) && *v && (stat(v, &sb) != 0 || !S_ISDIR(sb.st_mode)))
     return env_error("SEQCL_KERNEL_DIR", v, "an existing folder");

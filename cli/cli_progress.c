@@ -1,11 +1,12 @@
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "cli_progress.h"
 
-#define SHOW_AFTER_S 1.0   /* short jobs print nothing */
+#define SHOW_AFTER_S 1.0   /* short jobs print nothing (SEQCL_PROGRESS_AFTER overrides it) */
 #define TTY_EVERY_S 0.1
 #define PLAIN_EVERY_S 2.0
 
@@ -22,6 +23,10 @@ void cli_progress_start(cli_progress *p, const char *cmd, const char *unit) {
   p->drawn = p->plain = 0;
   p->t0 = p->last = cli_now();
   p->done = p->total = 0;
+  /* cli_check_env has already refused a value that is not a number >= 0 */
+  const char *after = getenv("SEQCL_PROGRESS_AFTER");
+  double a;
+  p->show_after = after && *after && cli_parse_float(after, &a) == 0 && a >= 0 ? a : SHOW_AFTER_S;
 }
 
 static void draw(cli_progress *p, double t) {
@@ -51,7 +56,7 @@ int cli_progress_update(void *user, size_t done, size_t total) {
   p->done = done, p->total = total;
   if (cli_quiet || (!p->tty && !cli_verbose)) return 0;
   double t = cli_now();
-  if (t - p->t0 < SHOW_AFTER_S) return 0;
+  if (t - p->t0 < p->show_after) return 0;
   if (t - p->last < (p->tty ? TTY_EVERY_S : PLAIN_EVERY_S) && (p->drawn || p->plain) &&
       done != total)
     return 0;

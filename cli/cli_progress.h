@@ -11,6 +11,7 @@ typedef struct cli_progress {
   const char *cmd, *unit; /* "decode", "lines" */
   int tty, drawn, plain;  /* terminal; bar on screen; plain lines printed */
   double t0, last;
+  double show_after; /* seconds before anything is shown */
   size_t done, total;
 } cli_progress;
 

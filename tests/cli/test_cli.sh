@@ -252,18 +252,18 @@ group_progress() {
   # a terminal shows the bar (lines done, lines/s, ETA) on stderr; script(1) gives it one
   if command -v script >/dev/null; then
     cases=$((cases + 1))
-    script -qec "$seqcl decode --model $gold --src big.txt --out tty.txt --batch-size 16" \
+    SEQCL_PROGRESS_AFTER=0 script -qec "$seqcl decode --model $gold --src big.txt --out tty.txt --batch-size 16" \
       /dev/null >tty.log 2>&1 </dev/null
     grep -q "lines/s" tty.log && grep -q "ETA" tty.log && grep -q "60000/60000 lines" tty.log ||
       fail "no progress bar on a terminal: $(head -c 300 tty.log)"
     cmp -s tty.txt <("$seqcl" decode --model "$gold" --src big.txt 2>/dev/null) ||
       fail "the output under a terminal differs"
     cases=$((cases + 1))
-    script -qec "$seqcl decode -q --model $gold --src big.txt --out tty.txt --batch-size 16" \
+    SEQCL_PROGRESS_AFTER=0 script -qec "$seqcl decode -q --model $gold --src big.txt --out tty.txt --batch-size 16" \
       /dev/null >tty.log 2>&1 </dev/null
     ! grep -q "lines/s" tty.log || fail "--quiet still shows the bar"
     cases=$((cases + 1))
-    script -qec "$seqcl forward --model $gold --src big.txt --tgt big_t.txt --out fw.st --batch-size 8" \
+    SEQCL_PROGRESS_AFTER=0 script -qec "$seqcl forward --model $gold --src big.txt --tgt big_t.txt --out fw.st --batch-size 8" \
       /dev/null >tty.log 2>&1 </dev/null
     grep -q "lines/s" tty.log && grep -q "60000/60000 lines" tty.log ||
       fail "forward: no progress bar on a terminal: $(head -c 300 tty.log)"
@@ -272,10 +272,14 @@ group_progress() {
   run_case "decode, no terminal, quiet by default" 0 "" -- decode --model "$gold" --src big.txt \
     --out nt.txt --batch-size 16
   [ -s err ] && fail "decode printed progress off a terminal without -v: $(head -c 200 err)"
-  run_case "decode -v, no terminal" 0 "lines/s|60000/60000 lines" -- decode -v --model "$gold" \
+  run_case "decode -v, no terminal" 0 "lines/s|60000/60000 lines" -- env SEQCL_PROGRESS_AFTER=0 \
+    "$seqcl" decode -v --model "$gold" \
     --src big.txt --out nt.txt --batch-size 16
-  run_case "forward -v, no terminal" 0 "lines/s|60000/60000 lines" -- forward -v --model "$gold" \
+  run_case "forward -v, no terminal" 0 "lines/s|60000/60000 lines" -- env SEQCL_PROGRESS_AFTER=0 \
+    "$seqcl" forward -v --model "$gold" \
     --src big.txt --tgt big_t.txt --out fw.st --batch-size 512
+  run_case "SEQCL_PROGRESS_AFTER not a number" 2 "SEQCL_PROGRESS_AFTER|soon" -- \
+    env SEQCL_PROGRESS_AFTER=soon "$seqcl" decode --model "$gold" --src big.txt
   # a pipe sees the first lines long before the last: each batch is written when final
   cases=$((cases + 1))
   "$seqcl" decode --model "$gold" --src big.txt --batch-size 16 2>/dev/null | python3 -c '
