@@ -7,29 +7,14 @@
 set -u
 seqcl=$1
 gold=$2/tests/golden/uni1_additive_zeros_state
+. "$(dirname "$0")/lib.sh" # before the cd: $0 may be relative
 work=$(mktemp -d "${TMPDIR:-/tmp}/seqcl-eval-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export SEQCL_DEVICE=cpu
-failures=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
 
 # expect NAME STATUS "WORD|WORD" ARGS...: exit status, every word in stderr
-expect() {
-  local name=$1 want=$2 words=$3
-  shift 3
-  "$seqcl" eval "$@" >out 2>err </dev/null
-  local got=$?
-  [ "$got" = "$want" ] || { fail "$name: exit $got, want $want: $(head -c 400 err)"; return; }
-  local IFS='|'
-  for w in $words; do
-    grep -qF -- "$w" err || fail "$name: stderr does not name '$w': $(head -c 400 err)"
-  done
-}
+expect() { expect_sub eval "$@"; }
 
 # stdout must hold this line
 has() { grep -qxF -- "$2" out || fail "$1: no line '$2' in: $(cat out)"; }

@@ -7,26 +7,12 @@
 #   test_vocab.sh SEQCL_BINARY
 set -u
 seqcl=$1
+. "$(dirname "$0")/lib.sh" # before the cd: $0 may be relative
 work=$(mktemp -d "${TMPDIR:-/tmp}/seqcl-vocab-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-# expect NAME STATUS "WORD|WORD" ARGS...
-expect() {
-  local name=$1 want=$2 words=$3
-  shift 3
-  "$seqcl" vocab "$@" >out 2>err </dev/null
-  local got=$?
-  [ "$got" = "$want" ] || { fail "$name: exit $got, want $want: $(head -c 400 err)"; return; }
-  local IFS='|'
-  for w in $words; do
-    grep -qF -- "$w" err || fail "$name: stderr does not name '$w': $(head -c 400 err)"
-  done
-}
+# expect NAME STATUS "WORD|WORD" ARGS...: exit status, every word in stderr
+expect() { expect_sub vocab "$@"; }
 same() { [ "$(tr '\n' ' ' <"$2")" = "$3" ] || fail "$1: got '$(tr '\n' ' ' <"$2")', want '$3'"; }
 
 printf 'héllo wörld\nhello  a\r\n' >t.txt
