@@ -22,7 +22,7 @@ static void train_help(FILE *f) {
           "                   [--overwrite] [--device SEL]\n"
           "       seqcl train --task reverse [--length 6] [--score additive|general|dot|scaled_dot]\n"
           "                   [--bidirectional] [--layers 1] [--output state|state_context]\n"
-          "                   [--init zeros|bridge] [--dropout 0] [--steps 1200] [--batch-size 64]\n"
+          "                   [--init zeros|bridge|final] [--dropout 0] [--steps 1200] [--batch-size 64]\n"
           "                   [--lr 1e-3] [--clip 0] [--seed 0] --save DIR [--overwrite] [--device SEL]\n"
           "       seqcl train --resume DIR [--steps N] [--device SEL]\n\n"
           "Trains a fresh attention GRU model on the digit-reversal task (sources: --length\n"
@@ -106,7 +106,7 @@ static void progress_init(progress_state *p, int steps) {
 typedef struct train_args {
   const char *task, *score, *save, *device;
   const char *src, *tgt, *valid_src, *valid_tgt, *config, *resume;
-  const char *init;   /* --task reverse: zeros|bridge; files: the model folder to start from */
+  const char *init;   /* --task reverse: zeros|bridge|final; files: the model folder to start from */
   const char *output; /* --task reverse: state|state_context */
   long length, steps, batch, seed, ckpt_every, valid_every, layers;
   double lr, clip, dropout;

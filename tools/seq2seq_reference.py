@@ -131,9 +131,12 @@ class Seq2Seq(nn.Module):
         enc_width = cfg["encoder"]["hidden_size"] * (2 if cfg["encoder"]["bidirectional"] else 1)
         dec_hidden = cfg["decoder"]["hidden_size"]
         self.encoder = Encoder(cfg)
-        if cfg["decoder"]["init"] == "bridge":
+        self.init = cfg["decoder"]["init"]
+        if self.init == "bridge":
             self.bridge = nn.Linear(enc_width, dec_hidden)
-        elif cfg["decoder"]["init"] != "zeros":
+        elif self.init == "final" and enc_width != dec_hidden:
+            raise ValueError(f"decoder init 'final' needs H_e == H_d ({enc_width} != {dec_hidden})")
+        elif self.init not in ("zeros", "final"):
             raise ValueError(f"unknown decoder init {cfg['decoder']['init']!r}")
         else:
             self.bridge = None
@@ -157,6 +160,8 @@ class Seq2Seq(nn.Module):
         valid = torch.arange(src.shape[1])[None, :] < lengths[:, None]
         if self.bridge is not None:
             s0 = torch.tanh(self.bridge(final))
+        elif self.init == "final":  # s_0 = the top layer's [h_fwd ; h_bwd] itself
+            s0 = final
         else:
             s0 = torch.zeros(len(src_lines), self.cfg["decoder"]["hidden_size"], dtype=self._dtype())
         return keys, valid, s0

@@ -41,6 +41,8 @@ typedef struct seqcl_model_config {
   seqcl_attention_score score;
   int attention_dim;       /* A (additive only; 0 otherwise) */
   int output_state_context; /* 0: "state", 1: "state_context" */
+  int decoder_init;        /* 0: "zeros", 1: "bridge", 2: "final" (s_0 = the encoder's
+                            * final state; decoder_init_bridge is 0 then) */
 } seqcl_model_config;
 
 /* Loads DIR/config.json and DIR/model.safetensors. Both are parsed and checked

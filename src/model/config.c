@@ -117,7 +117,7 @@ static const char *const TOP_KEYS[] = {"format",   "version",  "src_vocab_size",
 static const char *const ENCODER_KEYS[] = {"hidden_size", "num_layers", "bidirectional"};
 static const char *const DECODER_KEYS[] = {"hidden_size", "init"};
 static const char *const ATTENTION_KEYS[] = {"score", "dim"};
-static const char *const INIT_NAMES[] = {"zeros", "bridge"};
+static const char *const INIT_NAMES[] = {"zeros", "bridge", "final"};
 static const char *const OUTPUT_NAMES[] = {"state", "state_context"};
 
 static seqcl_status parse_root(const cfg_reader *r, const json_t *root, sq_config *c) {
@@ -218,6 +218,11 @@ static seqcl_status parse_root(const cfg_reader *r, const json_t *root, sq_confi
                    "%s: attention.score \"%s\" needs the encoder output width H_e (%d = %s"
                    "encoder.hidden_size) to equal decoder.hidden_size (%d)",
                    r->name, sq_score_names[c->score], he, c->bidirectional ? "2 x " : "", c->dec_hidden);
+  if (c->init == SQ_INIT_FINAL && he != c->dec_hidden)
+    return sq_fail(NULL, SEQCL_ERR_BAD_MODEL,
+                   "%s: decoder.init \"final\" needs the encoder output width H_e (%d = %s"
+                   "encoder.hidden_size) to equal decoder.hidden_size (%d)",
+                   r->name, he, c->bidirectional ? "2 x " : "", c->dec_hidden);
   return SEQCL_OK;
 }
 

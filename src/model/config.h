@@ -6,7 +6,8 @@
 
 #include "backend/backend.h"
 
-typedef enum sq_init { SQ_INIT_ZEROS = 0, SQ_INIT_BRIDGE = 1 } sq_init;
+/* "final": s_0 is the top encoder layer's final state itself (needs H_d = H_e). */
+typedef enum sq_init { SQ_INIT_ZEROS = 0, SQ_INIT_BRIDGE = 1, SQ_INIT_FINAL = 2 } sq_init;
 typedef enum sq_output { SQ_OUTPUT_STATE = 0, SQ_OUTPUT_STATE_CONTEXT = 1 } sq_output;
 
 /* Upper bounds checked on load, so that every weight count (3*H_d*(D + H_e),

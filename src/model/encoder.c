@@ -39,6 +39,21 @@ static seqcl_status bridge(seqcl_model *m, int n, sq_buf *hfin, sq_buf *s0) {
   return sq_tanh_inplace(ctx, (size_t)n * Hd, sq_at(s0, 0));
 }
 
+/* s0 = [h_fwd ; h_bwd] (init "final", H_d = H_e). hfin holds the directions one
+ * after the other ([dirs, n, H]); s0 interleaves them per row, so the
+ * bidirectional case copies row by row (n copies per direction, enqueued
+ * once per batch, never inside the decoder loop). */
+static seqcl_status final_state(seqcl_model *m, int n, sq_buf *hfin, sq_buf *s0) {
+  seqcl_ctx *ctx = m->ctx;
+  const int H = m->cfg.enc_hidden;
+  if (!m->cfg.bidirectional) return sq_copy(ctx, sq_at(s0, 0), sq_at(hfin, 0), (size_t)n * H);
+  for (int d = 0; d < 2; d++)
+    for (int i = 0; i < n; i++)
+      SQ_TRY(sq_copy(ctx, sq_at(s0, (size_t)i * 2 * H + (size_t)d * H),
+                     sq_at(hfin, ((size_t)d * n + (size_t)i) * H), (size_t)H));
+  return SEQCL_OK;
+}
+
 static seqcl_status encode_batch(seqcl_model *m, const seqcl_seqs *src, size_t first, int n,
                                  sq_encoded *e, int32_t *ids_host, sq_buf **tmp) {
   seqcl_ctx *ctx = m->ctx;
@@ -89,6 +104,7 @@ static seqcl_status encode_batch(seqcl_model *m, const seqcl_seqs *src, size_t f
   }
   SQ_TRY(alloc_f32(ctx, (size_t)n * c->dec_hidden, &e->s0));
   if (c->init == SQ_INIT_BRIDGE) return bridge(m, n, *hfin, e->s0);
+  if (c->init == SQ_INIT_FINAL) return final_state(m, n, *hfin, e->s0);
   return sq_fill(ctx, sq_at(e->s0, 0), (size_t)n * c->dec_hidden, 0.0f);
 }
 

@@ -253,6 +253,7 @@ seqcl_status seqcl_model_get_config(const seqcl_model *m, seqcl_model_config *ou
   out->encoder_width = m->He;
   out->decoder_hidden = c->dec_hidden;
   out->decoder_init_bridge = c->init == SQ_INIT_BRIDGE;
+  out->decoder_init = (int)c->init;
   out->score = c->score;
   out->attention_dim = c->score == SQ_SCORE_ADDITIVE ? c->attn_dim : 0;
   out->output_state_context = c->output == SQ_OUTPUT_STATE_CONTEXT;

@@ -294,6 +294,15 @@ static seqcl_status encoder_forward(sq_graph *g, int dropout) {
                      0, 1));
     SQ_TRY(sq_add_bias(ctx, N, g->Hd, s0, g->Hd, P(g, L->bridge_b)));
     SQ_TRY(sq_tanh_inplace(ctx, (size_t)N * g->Hd, s0));
+  } else if (L->cfg.init == SQ_INIT_FINAL) {
+    /* s0 = [h_fwd_final ; h_bwd_final] (H_d = H_e): each direction's final
+     * state lies in its own [N, H] block, s0 interleaves them per row. */
+    if (g->ndir == 1)
+      return sq_copy(ctx, s0, F(g, g->enc_hist[top][0] + (size_t)S * N * H), (size_t)N * H);
+    for (int d = 0; d < g->ndir; d++)
+      for (int n = 0; n < N; n++)
+        SQ_TRY(sq_copy(ctx, sq_ref_add(s0, (size_t)n * He + (size_t)d * H),
+                       F(g, g->enc_hist[top][d] + ((size_t)S * N + (size_t)n) * H), (size_t)H));
   } else {
     SQ_TRY(sq_fill(ctx, s0, (size_t)N * g->Hd, 0.0f));
   }
@@ -576,6 +585,17 @@ seqcl_status sq_graph_backward(sq_graph *g) {
                      Gr(g, L->bridge_w + (size_t)d * H), He, 0, 1));
       SQ_TRY(sq_gemm(ctx, 0, 0, N, H, Hd, 1.0f, dpre, Hd, 0, P(g, L->bridge_w + (size_t)d * H), He,
                      0, 0.0f, F(g, g->enc_dh[d]), H, 0, 1));
+    }
+  }
+  if (L->cfg.init == SQ_INIT_FINAL) {
+    /* s0 was the final states themselves: dh_final_d = ds[:, dH:(d+1)H] */
+    if (g->ndir == 1) {
+      SQ_TRY(sq_copy(ctx, F(g, g->enc_dh[0]), ds, (size_t)N * H));
+    } else {
+      for (int d = 0; d < g->ndir; d++)
+        for (int n = 0; n < N; n++)
+          SQ_TRY(sq_copy(ctx, F(g, g->enc_dh[d] + (size_t)n * H),
+                         sq_ref_add(ds, (size_t)n * Hd + (size_t)d * H), (size_t)H));
     }
   }
   return encoder_backward(g);

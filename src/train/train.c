@@ -55,9 +55,13 @@ static seqcl_status check_options(seqcl_ctx *ctx, const seqcl_train_options *o, 
   if (strcmp(output, "state") && strcmp(output, "state_context"))
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
                    "train: unknown output '%s' (state, state_context)", output);
-  if (strcmp(init, "zeros") && strcmp(init, "bridge"))
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: unknown init '%s' (zeros, bridge)",
-                   init);
+  if (strcmp(init, "zeros") && strcmp(init, "bridge") && strcmp(init, "final"))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: unknown init '%s' (zeros, bridge, final)", init);
+  if (!strcmp(init, "final") && o->bidirectional)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: --init final needs encoder width == decoder hidden (64), so it "
+                   "cannot be used with --bidirectional");
   if (!(o->dropout >= 0.0 && o->dropout < 1.0))
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --dropout %g is outside [0, 1)",
                    o->dropout);
@@ -82,7 +86,9 @@ static seqcl_status check_options(seqcl_ctx *ctx, const seqcl_train_options *o, 
   c->bos_id = 10, c->eos_id = 11, c->pad_id = -1;
   c->enc_hidden = 64, c->enc_layers = layers, c->bidirectional = o->bidirectional ? 1 : 0;
   c->dec_hidden = 64, c->score = score;
-  c->init = strcmp(init, "bridge") ? SQ_INIT_ZEROS : SQ_INIT_BRIDGE;
+  c->init = !strcmp(init, "bridge") ? SQ_INIT_BRIDGE
+            : !strcmp(init, "final")  ? SQ_INIT_FINAL
+                                      : SQ_INIT_ZEROS;
   c->attn_dim = score == SQ_SCORE_ADDITIVE ? 64 : 0;
   c->output = strcmp(output, "state") ? SQ_OUTPUT_STATE_CONTEXT : SQ_OUTPUT_STATE;
   return SEQCL_OK;
@@ -125,7 +131,7 @@ static seqcl_status resume_options(seqcl_ctx *ctx, const seqcl_train_options *o,
   eff->bidirectional = c.bidirectional;
   eff->num_layers = c.enc_layers;
   eff->output = c.output == SQ_OUTPUT_STATE_CONTEXT ? "state_context" : "state";
-  eff->init = c.init == SQ_INIT_BRIDGE ? "bridge" : "zeros";
+  eff->init = c.init == SQ_INIT_BRIDGE ? "bridge" : c.init == SQ_INIT_FINAL ? "final" : "zeros";
   eff->dropout = m->dropout;
   eff->batch_size = m->batch_size;
   eff->lr = m->lr;

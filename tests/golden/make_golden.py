@@ -96,6 +96,15 @@ FIXTURES = [
      dict(V12(), pad_id=None, embed_dim=6, enc_hidden=4, enc_layers=1, bidirectional=True,
           dec_hidden=6, init="bridge", score="general", attn_dim=None, output="state_context"),
      (False, True, False), "bf16", [4, 2, 5, 1, 3], [4, 2, 5, 1, 3], None),
+    # decoder init "final": s_0 = the encoder's final state (H_d = H_e)
+    ("bi1_additive_final_ctx", 1400,
+     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=5, enc_layers=1, bidirectional=True,
+          dec_hidden=10, init="final", score="additive", attn_dim=7, output="state_context"),
+     (True, True, True), "f32", [3, 6, 1, 5, 2], [4, 6, 1, 3, 2], None),
+    ("uni2_general_final_state", 1500,
+     dict(V9_13(), pad_id=None, embed_dim=5, enc_hidden=8, enc_layers=2, bidirectional=False,
+          dec_hidden=8, init="final", score="general", attn_dim=None, output="state"),
+     (False, True, False), "f32", [4, 1, 5, 2, 3], [3, 1, 5, 2, 4], None),
 ]
 
 STORAGE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}

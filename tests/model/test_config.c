@@ -92,6 +92,12 @@ static void test_valid_variants(void **state) {
   assert_int_equal(c.output, SQ_OUTPUT_STATE_CONTEXT);
   free(t);
 
+  /* "final": s_0 = the encoder's final state, H_e = H_d = 64 */
+  t = edit("\"init\": \"zeros\"", "\"init\": \"final\"", NULL, NULL);
+  assert_int_equal(parse_text(t, &c), SEQCL_OK);
+  assert_int_equal(c.init, SQ_INIT_FINAL);
+  free(t);
+
   t = edit("\"pad_id\": null", "\"pad_id\": 0", "{\"score\": \"additive\", \"dim\": 48}",
            "{\"score\": \"general\"}");
   assert_int_equal(parse_text(t, &c), SEQCL_OK);
@@ -194,7 +200,9 @@ static const bad_case BAD[] = {
     {", \"bidirectional\": false", "", 0, 0, "required key 'encoder.bidirectional'"},
     {"{\"hidden_size\": 64, \"init\"", "{\"hidden_size\": -64, \"init\"", 0, 0, "decoder.hidden_size must be a positive integer"},
     {"{\"hidden_size\": 64, \"init\"", "{\"init\"", 0, 0, "required key 'decoder.hidden_size'"},
-    {"\"init\": \"zeros\"", "\"init\": \"random\"", 0, 0, "decoder.init must be one of \"zeros\", \"bridge\", got \"random\""},
+    {"\"init\": \"zeros\"", "\"init\": \"random\"", 0, 0, "decoder.init must be one of \"zeros\", \"bridge\", \"final\", got \"random\""},
+    {"\"init\": \"zeros\"", "\"init\": \"final\"", "\"bidirectional\": false", "\"bidirectional\": true",
+     "decoder.init \"final\" needs the encoder output width H_e (128 = 2 x encoder.hidden_size) to equal decoder.hidden_size (64)"},
     {", \"init\": \"zeros\"", "", 0, 0, "required key 'decoder.init'"},
     {"\"score\": \"additive\"", "\"score\": \"cosine\"", 0, 0, "attention.score must be one of \"additive\", \"general\", \"dot\", \"scaled_dot\", got \"cosine\""},
     {"\"score\": \"additive\"", "\"score\": 2", 0, 0, "attention.score must be one of"},
@@ -251,7 +259,7 @@ static void test_bad_catalogue(void **state) {
 
 static void test_round_trip(void **state) {
   (void)state;
-  sq_config configs[3] = {
+  sq_config configs[4] = {
       /* the last four: src_unk_id, tgt_unk_id and whether each is set */
       {12, 13, 32, 10, 11, -1, 64, 1, 0, 64, SQ_INIT_ZEROS, SQ_SCORE_ADDITIVE, 48, SQ_OUTPUT_STATE,
        0, 0, 0, 0},
@@ -259,8 +267,10 @@ static void test_round_trip(void **state) {
        6, 0, 1, 1},
       {100, 200, 8, 1, 2, 0, 4, 2, 0, 6, SQ_INIT_ZEROS, SQ_SCORE_GENERAL, 0, SQ_OUTPUT_STATE,
        0, 199, 0, 1},
+      {9, 9, 4, 1, 2, -1, 5, 2, 1, 10, SQ_INIT_FINAL, SQ_SCORE_ADDITIVE, 6, SQ_OUTPUT_STATE,
+       0, 0, 0, 0},
   };
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     char *text = NULL;
     assert_int_equal(sq_config_to_json(&configs[i], &text), SEQCL_OK);
     sq_config back;

@@ -1,6 +1,6 @@
 /* The whole training graph (BPTT through decoder steps, attention, both encoder
  * directions with variable lengths, stacked layers, the [s; c] output, the
- * bridge, embeddings with a pad row)
+ * bridge and the "final" initial state, embeddings with a pad row)
  * against central finite differences of its own float32 loss on the host.
  *
  * Float differences with h = 1e-2: truncation ~h^2 |f'''| ~ 1e-4 and rounding
@@ -109,6 +109,17 @@ static void test_dot_uni2_zeros_ctx(void **s) {
   run_case(SQ_SCORE_DOT, 0, SQ_INIT_ZEROS, 2, SQ_OUTPUT_STATE_CONTEXT);
 }
 
+/* init "final": s0 is the encoder's final state, so ds_0 flows straight into
+ * both directions' last steps (bidirectional: H_d = 2H interleaves them). */
+static void test_additive_bi2_final(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_ADDITIVE, 1, SQ_INIT_FINAL, 2, SQ_OUTPUT_STATE);
+}
+static void test_general_uni_final_ctx(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_GENERAL, 0, SQ_INIT_FINAL, 1, SQ_OUTPUT_STATE_CONTEXT);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_additive_bidir_bridge),
@@ -117,6 +128,8 @@ int main(void) {
       cmocka_unit_test(test_scaled_dot_zeros),
       cmocka_unit_test(test_additive_bi3_bridge_ctx),
       cmocka_unit_test(test_dot_uni2_zeros_ctx),
+      cmocka_unit_test(test_additive_bi2_final),
+      cmocka_unit_test(test_general_uni_final_ctx),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
