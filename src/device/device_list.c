@@ -237,6 +237,19 @@ const char *seqcl_device_env(void) {
   return env_value;
 }
 
+/* 1 when every item of the selector is "cpu": the host path, whatever the
+ * OpenCL platforms hold. */
+static int host_only(const char *selector) {
+  if (!selector || !*selector) return 0;
+  for (const char *s = selector;;) {
+    const char *comma = strchr(s, ',');
+    const size_t len = comma ? (size_t)(comma - s) : strlen(s);
+    if (len != 3 || memcmp(s, "cpu", 3) != 0) return 0;
+    if (!comma) return 1;
+    s = comma + 1;
+  }
+}
+
 seqcl_status seqcl_devices_select(const char *selector, seqcl_device_info **out, size_t *count) {
   if (!out || !count)
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_devices_select: NULL output");
@@ -245,7 +258,19 @@ seqcl_status seqcl_devices_select(const char *selector, seqcl_device_info **out,
   if (!selector || !*selector) selector = seqcl_device_env();
   seqcl_device_info *all = NULL;
   size_t n = 0;
-  SQ_TRY(seqcl_devices_list(&all, &n));
+  if (host_only(selector)) {
+    /* Loading the OpenCL loader's every installed runtime to list their
+     * devices costs about 0.1 s of each process's start-up; "cpu" needs none
+     * of them. is_default stays 0: which device "auto" would pick is not
+     * known without that list. */
+    sq_clear_message();
+    all = calloc(1, sizeof *all);
+    if (!all) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "device list: out of memory");
+    host_info(&all[0]);
+    n = 1;
+  } else {
+    SQ_TRY(seqcl_devices_list(&all, &n));
+  }
   seqcl_status st = sq_select(all, n, selector, out, count);
   free(all);
   return st;

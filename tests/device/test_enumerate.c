@@ -14,6 +14,49 @@
 
 #include <seqcl/seqcl.h>
 
+/* 1 when a shared object whose path contains `name` is mapped into this process. */
+static int mapped(const char *name) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  char line[4096];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) found = strstr(line, name) != NULL;
+  fclose(f);
+  return found;
+}
+
+/* "cpu" is the host path: selecting it loads no OpenCL runtime (each costs
+ * start-up time) and gives the host entry of the full list. Runs first, before
+ * anything here has listed the OpenCL devices. */
+static void test_cpu_loads_no_runtime(void **state) {
+  (void)state;
+  const char *runtimes[] = {"libpocl", "RusticlOpenCL", "MesaOpenCL"};
+  int before[3];
+  for (int i = 0; i < 3; i++) before[i] = mapped(runtimes[i]);
+  if (before[0] < 0) skip(); /* no /proc */
+  seqcl_device_info *s = NULL;
+  size_t m = 0;
+  assert_int_equal(seqcl_devices_select("cpu", &s, &m), SEQCL_OK);
+  assert_int_equal(m, 1);
+  seqcl_devices_free(s);
+  assert_int_equal(seqcl_devices_select("cpu,cpu", &s, &m), SEQCL_OK);
+  assert_int_equal(m, 1); /* one device, named twice */
+  for (int i = 0; i < 3; i++)
+    if (!before[i] && mapped(runtimes[i])) fail_msg("selecting \"cpu\" loaded %s", runtimes[i]);
+  seqcl_device_info *d = NULL;
+  size_t n = 0;
+  assert_int_equal(seqcl_devices_list(&d, &n), SEQCL_OK);
+  for (size_t k = 0; k < m; k++) {
+    assert_int_equal(s[k].type, SEQCL_DEVICE_HOST);
+    assert_string_equal(s[k].selector, d[0].selector);
+    assert_string_equal(s[k].name, d[0].name);
+    assert_int_equal(s[k].compute_units, d[0].compute_units);
+    assert_int_equal(s[k].index, -1);
+  }
+  seqcl_devices_free(s);
+  seqcl_devices_free(d);
+}
+
 static void test_host_first(void **state) {
   (void)state;
   seqcl_device_info *d = NULL;
@@ -144,6 +187,7 @@ static void test_env_read_once(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cpu_loads_no_runtime),
       cmocka_unit_test(test_host_first),
       cmocka_unit_test(test_opencl_numbering),
       cmocka_unit_test(test_env_read_once),
