@@ -30,6 +30,17 @@ with --score additive and --score dot, and a training step of two real-sized
 models against the same modules in PyTorch (bench/train_models.py:
 --train-steps steps each, the CMU-dictionary G2P model and a larger one with a
 2-layer encoder, [s; c] output and dropout 0.2).
+With --grid (and --quick for its subset) it runs the points of
+`seqcl bench --grid` instead, one factor at a time around the base point (H 256,
+embed 128, A 256, S 20, V 1000, one-way one-layer encoder, output over s_t,
+additive, greedy): bidirectional (2 x 128), 2 layers, [s_t ; c_t], V 8000 and
+32000, S 50 and 100, beam 5, general, each at batch 1 and 64 (the base also
+16). Per point: PyTorch both ways, seqcl in-process and as a whole
+`seqcl decode` process, the ratios, and seqcl's GFLOP/s with its fraction of
+the GEMM ceiling (16+ rows) or of copy bandwidth over the weights (fewer), as
+`seqcl bench --model` reports them. Beam points compare the best hypotheses
+(identical count only: beams have no near-tie rule here).
+
 The seed script runs on --torch-device too (it picks CUDA by itself whenever
 CUDA is present, so for cpu it runs with no GPU visible); the train_models
 step times stay on the CPU.
@@ -37,6 +48,7 @@ step times stay on the CPU.
     /usr/bin/python3 bench/compare_pytorch.py --seqcl build/cli/seqcl \
         [--device cpu] [--torch-device cpu] [--hidden 256] [--src-len 20] \
         [--batch 1 64] [--train]
+    /usr/bin/python3 bench/compare_pytorch.py --seqcl build/cli/seqcl --grid [--quick]
 
 torch 1.13 lives in /usr/bin/python3 on the benchmark machine.
 """
@@ -93,6 +105,9 @@ class AdditiveAttention(nn.Module):
         self.query = nn.Linear(decoder_dim, attention_dim, bias=False)
         self.energy = nn.Linear(attention_dim, 1, bias=True)
 
+    def project_keys(self, encoder_states):
+        return self.key(encoder_states)
+
     def forward(self, encoder_states, decoder_state, source_valid, projected_keys=None):
         keys = self.key(encoder_states) if projected_keys is None else projected_keys
         features = torch.tanh(keys + self.query(decoder_state)[:, None])
@@ -103,29 +118,65 @@ class AdditiveAttention(nn.Module):
         return context, weights
 
 
-class Model(nn.Module):
-    def __init__(self, V, D, H, A):
+class GeneralAttention(nn.Module):
+    """Luong's general score h_j . (W q): nothing to hoist out of the loop."""
+
+    def __init__(self, encoder_dim, decoder_dim):
         super().__init__()
+        self.query = nn.Linear(decoder_dim, encoder_dim, bias=False)
+
+    def project_keys(self, encoder_states):
+        return None
+
+    def forward(self, encoder_states, decoder_state, source_valid, projected_keys=None):
+        q = self.query(decoder_state)
+        scores = torch.bmm(encoder_states, q.unsqueeze(2)).squeeze(2)
+        scores = scores.masked_fill(~source_valid, float("-inf"))
+        weights = scores.softmax(dim=-1)
+        context = torch.bmm(weights.unsqueeze(1), encoder_states).squeeze(1)
+        return context, weights
+
+
+class Model(nn.Module):
+    """The seed's model; enc_hidden per direction, output over s_t or [s_t ; c_t]."""
+
+    def __init__(self, V, D, H, A, *, enc_hidden=None, layers=1, bidirectional=False,
+                 score="additive", state_context=True):
+        super().__init__()
+        He_dir = enc_hidden or H
+        He = He_dir * (2 if bidirectional else 1)
         self.src_embedding = nn.Embedding(V, D)
-        self.encoder = nn.GRU(D, H, batch_first=True)
+        self.encoder = nn.GRU(D, He_dir, num_layers=layers, bidirectional=bidirectional,
+                              batch_first=True)
         self.tgt_embedding = nn.Embedding(V, D)
-        self.attention = AdditiveAttention(H, H, A)
-        self.cell = nn.GRUCell(D + H, H)
-        self.output = nn.Linear(H + H, V)
+        self.attention = (AdditiveAttention(He, H, A) if score == "additive"
+                          else GeneralAttention(He, H))
+        self.cell = nn.GRUCell(D + He, H)
+        self.state_context = state_context
+        self.output = nn.Linear(H + He if state_context else H, V)
+        self.H = H
+
+    def start(self, src, keys_once):
+        enc, _ = self.encoder(self.src_embedding(src))          # [N,S,He]
+        valid = torch.ones(src.shape, dtype=torch.bool, device=src.device)
+        pk = self.attention.project_keys(enc) if keys_once else None
+        return enc, valid, pk
+
+    def step(self, enc, valid, pk, state, prev):
+        context, _ = self.attention(enc, state, valid, pk)
+        state = self.cell(torch.cat([self.tgt_embedding(prev), context], dim=-1), state)
+        logits = self.output(torch.cat([state, context], dim=-1) if self.state_context else state)
+        return state, logits
 
     def greedy(self, src, steps, bos, eos, keys_once):
         n, dev = src.shape[0], src.device
-        enc, _ = self.encoder(self.src_embedding(src))          # [N,S,H]
-        valid = torch.ones(src.shape, dtype=torch.bool, device=dev)
-        pk = self.attention.key(enc) if keys_once else None
-        state = torch.zeros(n, enc.shape[2], device=dev)
+        enc, valid, pk = self.start(src, keys_once)
+        state = torch.zeros(n, self.H, device=dev)
         prev = torch.full((n,), bos, dtype=torch.long, device=dev)
         finished = torch.zeros(n, dtype=torch.bool, device=dev)
         out, logits_all = [], []
         for _ in range(steps):
-            context, _ = self.attention(enc, state, valid, pk)
-            state = self.cell(torch.cat([self.tgt_embedding(prev), context], dim=-1), state)
-            logits = self.output(torch.cat([state, context], dim=-1))
+            state, logits = self.step(enc, valid, pk, state, prev)
             tok = logits.argmax(-1)
             tok = torch.where(finished, torch.full_like(tok, eos), tok)
             finished |= tok == eos
@@ -136,10 +187,36 @@ class Model(nn.Module):
                 break
         return torch.stack(out, 1), torch.stack(logits_all, 1)
 
+    def beam(self, src, steps, bos, eos, keys_once, K):
+        """Batched beam search as usually written: top-K over K x V per line,
+        states reordered by index. EOS is blocked in these models, so no
+        hypothesis finishes early and the best is the highest sum of log p."""
+        n, dev = src.shape[0], src.device
+        enc, valid, pk = self.start(src, keys_once)
+        rep = lambda t: None if t is None else t.repeat_interleave(K, 0)
+        enc, valid, pk = rep(enc), rep(valid), rep(pk)
+        state = torch.zeros(n * K, self.H, device=dev)
+        prev = torch.full((n * K,), bos, dtype=torch.long, device=dev)
+        score = torch.full((n, K), float("-inf"), device=dev)
+        score[:, 0] = 0
+        hist = torch.zeros(n, K, 0, dtype=torch.long, device=dev)
+        V = self.output.out_features
+        for _ in range(steps):
+            state, logits = self.step(enc, valid, pk, state, prev)
+            lp = logits.log_softmax(-1).view(n, K, V) + score[:, :, None]
+            score, idx = lp.view(n, K * V).topk(K, dim=-1)
+            origin, tok = idx // V, idx % V
+            rows = (origin + torch.arange(n, device=dev)[:, None] * K).view(-1)
+            state = state[rows]
+            hist = torch.cat([hist.gather(1, origin[:, :, None].expand(-1, -1, hist.shape[2])),
+                              tok[:, :, None]], 2)
+            prev = tok.view(-1)
+        return hist[:, 0], None
 
-def build(V, D, H, A, seed):
+
+def build(V, D, H, A, seed, **shape):
     torch.manual_seed(seed)
-    m = Model(V, D, H, A).eval()
+    m = Model(V, D, H, A, **shape).eval()
     with torch.no_grad():
         m.output.bias[V - 1] = -1e4   # EOS never wins: every run does the same work
     return m
@@ -152,14 +229,17 @@ def export(m, out_dir, V):
         output=m.output, bos_id=V - 2, eos_id=V - 1, pad_id=None)
 
 
-def time_torch(m, src, batch, steps, bos, eos, keys_once, reps):
+def time_torch(m, src, batch, steps, bos, eos, keys_once, reps, beam=1):
     """Median seconds over reps (model and src on the same device) and the outputs
     of the last run, on the CPU."""
     def run():
         outs = []
         with torch.no_grad():
             for i in range(0, src.shape[0], batch):
-                outs.append(m.greedy(src[i:i + batch], steps, bos, eos, keys_once))
+                if beam == 1:
+                    outs.append(m.greedy(src[i:i + batch], steps, bos, eos, keys_once))
+                else:
+                    outs.append(m.beam(src[i:i + batch], steps, bos, eos, keys_once, beam))
         return outs
     run()                                   # warm-up
     times = []
@@ -169,7 +249,8 @@ def time_torch(m, src, batch, steps, bos, eos, keys_once, reps):
         outs = run()
         sync(src.device)
         times.append(time.perf_counter() - t0)
-    return statistics.median(times), [(tok.cpu(), logit.cpu()) for tok, logit in outs]
+    return statistics.median(times), [(tok.cpu(), None if logit is None else logit.cpu())
+                                      for tok, logit in outs]
 
 
 def agree(seqcl_lines, torch_outs, eos):
@@ -194,10 +275,13 @@ def agree(seqcl_lines, torch_outs, eos):
     return same, tie, bad
 
 
-def decode_peer(args, V, D, H, A, S, batch):
-    m = build(V, D, H, A, args.seed)
+def decode_peer(args, V, D, H, A, S, batch, beam=1, lines=None, **shape):
+    """One point: PyTorch both ways and seqcl in-process and as a whole process,
+    on the same exported model and lines."""
+    lines = lines or args.lines
+    m = build(V, D, H, A, args.seed, **shape)
     g = torch.Generator().manual_seed(args.seed + 1)
-    src = torch.randint(0, V - 2, (args.lines, S), generator=g)
+    src = torch.randint(0, V - 2, (lines, S), generator=g)
     bos, eos = V - 2, V - 1
     with tempfile.TemporaryDirectory() as tmp:
         mdir = os.path.join(tmp, "model")
@@ -209,34 +293,99 @@ def decode_peer(args, V, D, H, A, S, batch):
         out_file = os.path.join(tmp, "out.txt")
         dec_cmd = [args.seqcl, "decode", "--device", args.device, "--model", mdir, "--src",
                    src_file, "--max-steps", str(args.steps), "--batch-size", str(batch),
-                   "--out", out_file]
+                   "--beam", str(beam), "--out", out_file]
         subprocess.run(dec_cmd, check=True)
         with open(out_file) as f:
             seqcl_lines = [list(map(int, ln.split())) for ln in f]
         json_file = os.path.join(tmp, "bench.json")
         bench_cmd = [args.seqcl, "bench", "--device", args.device, "--model", mdir, "--src",
                      src_file, "--max-steps", str(args.steps), "--batch-size", str(batch),
-                     "--reps", str(args.reps), "--json", json_file]
+                     "--beam", str(beam), "--reps", str(args.reps), "--json", json_file]
         dev = torch.device(args.torch_device)
         m, src_dev = m.to(dev), src.to(dev)   # exported above, from the CPU copy
-        t_torch, outs = time_torch(m, src_dev, batch, args.steps, bos, eos, False, args.reps)
+        t_torch, outs = time_torch(m, src_dev, batch, args.steps, bos, eos, False, args.reps,
+                                   beam)
         subprocess.run(bench_cmd, check=True, stdout=subprocess.DEVNULL)
         with open(json_file) as f:
-            t_seqcl = json.load(f)["decode_seconds"]
-        t_once, _ = time_torch(m, src_dev, batch, args.steps, bos, eos, True, args.reps)
-    same, tie, bad = agree(seqcl_lines, outs, eos)
-    tokens = args.lines * args.steps
+            sq = json.load(f)
+        t_once, _ = time_torch(m, src_dev, batch, args.steps, bos, eos, True, args.reps, beam)
+    if beam == 1:
+        same, tie, bad = agree(seqcl_lines, outs, eos)
+    else:   # no near-tie rule for beams: identical best hypotheses are reported only
+        ref = torch.cat([o[0] for o in outs], 0).tolist()
+        same = sum(a == b for a, b in zip(seqcl_lines, ref))
+        tie, bad = 0, 0
+    tokens = lines * args.steps
+    t_seqcl, t_proc = sq["decode_seconds"], sq["process_seconds"]
     return {
         "hidden": H, "embed": D, "vocab": V, "attention_dim": A, "src_len": S, "batch": batch,
-        "lines": args.lines, "steps": args.steps, "device": args.device,
+        "beam": beam, "lines": lines, "steps": args.steps, "device": args.device,
+        "enc_hidden": shape.get("enc_hidden") or H, "enc_layers": shape.get("layers", 1),
+        "bidirectional": shape.get("bidirectional", False),
+        "score": shape.get("score", "additive"),
+        "output": "state_context" if shape.get("state_context", True) else "state",
         "torch_device": args.torch_device, "torch_threads": torch.get_num_threads(),
         "torch_seed000_s": t_torch, "torch_keys_once_s": t_once, "seqcl_s": t_seqcl,
+        "seqcl_process_s": t_proc,
         "torch_seed000_tok_s": tokens / t_torch, "torch_keys_once_tok_s": tokens / t_once,
-        "seqcl_tok_s": tokens / t_seqcl,
+        "seqcl_tok_s": tokens / t_seqcl, "seqcl_process_tok_s": tokens / t_proc,
         "speedup_vs_seed000": t_torch / t_seqcl, "speedup_vs_keys_once": t_once / t_seqcl,
+        "process_speedup_vs_seed000": t_torch / t_proc,
+        "process_speedup_vs_keys_once": t_once / t_proc,
+        "seqcl_gflops": sq["gflops"], "seqcl_bound": sq["bound"],
+        "seqcl_ceiling": sq.get("gemm_ceiling_gflops", sq.get("copy_gbps")),
+        "seqcl_fraction_of_ceiling": sq["fraction_of_ceiling"],
+        "seqcl_step_mflop": sq["step_mflop"],
         "outputs_identical": same, "outputs_near_tie": tie, "outputs_disagree": bad,
         "seqcl_command": " ".join(bench_cmd).replace(tmp, "$TMP"),
     }
+
+
+# The grid: one factor at a time around the base point (H 256, embed 128,
+# A = H, S 20, V 1000, one-way one-layer encoder, output over s_t, additive,
+# greedy), as `seqcl bench --grid` runs it. The bidirectional encoder is
+# 2 x 128 so that H_e stays 256. (label, shape, V, S, beam, batches, quick)
+GRID = [
+    ("base", {}, 1000, 20, 1, (1, 16, 64), (1, 64)),
+    ("bidirectional", {"bidirectional": True, "enc_hidden": 128}, 1000, 20, 1, (1, 64), (64,)),
+    ("2 layers", {"layers": 2}, 1000, 20, 1, (1, 64), ()),
+    ("state_context", {"state_context": True}, 1000, 20, 1, (1, 64), (64,)),
+    ("V 8000", {}, 8000, 20, 1, (1, 64), ()),
+    ("V 32000", {}, 32000, 20, 1, (1, 64), (64,)),
+    ("S 50", {}, 1000, 50, 1, (1, 64), ()),
+    ("S 100", {}, 1000, 100, 1, (1, 64), ()),
+    ("beam 5", {}, 1000, 20, 5, (1, 64), (64,)),
+    ("general", {"score": "general"}, 1000, 20, 1, (1, 64), ()),
+]
+
+
+def grid_lines(quick, batch):
+    """Lines per point: 16 single lines or 4 batches (--quick: 8, or one batch)."""
+    if quick:
+        return 8 if batch == 1 else batch
+    return 16 if batch == 1 else 4 * batch
+
+
+def run_grid(args, results):
+    print(f"{'point':<14} {'B':>3} {'K':>2} {'torch s000':>10} {'torch k1x':>10} "
+          f"{'seqcl':>9} {'process':>9} {'x s000':>7} {'x k1x':>6} {'proc x s000':>11} "
+          f"{'GF/s':>6} {'of ceiling':>14}  outputs")
+    for label, shape, V, S, beam, batches, quick in GRID:
+        for B in (quick if args.quick else batches):
+            sh = {"state_context": False, **shape}
+            r = decode_peer(args, V, args.embed, 256, 256, S, B, beam,
+                            grid_lines(args.quick, B), **sh)
+            r["point"] = label
+            results["grid"].append(r)
+            unit = "GF" if r["seqcl_bound"] == "gemm" else "GB"
+            print(f"{label:<14} {B:>3} {beam:>2} {r['torch_seed000_tok_s']:>8.0f}/s "
+                  f"{r['torch_keys_once_tok_s']:>8.0f}/s {r['seqcl_tok_s']:>7.0f}/s "
+                  f"{r['seqcl_process_tok_s']:>7.0f}/s {r['speedup_vs_seed000']:>6.2f}x "
+                  f"{r['speedup_vs_keys_once']:>5.2f}x {r['process_speedup_vs_seed000']:>10.2f}x "
+                  f"{r['seqcl_gflops']:>6.1f} {100 * r['seqcl_fraction_of_ceiling']:>4.0f}% of "
+                  f"{r['seqcl_ceiling']:>5.1f} {unit}  {r['outputs_identical']} same, "
+                  f"{r['outputs_near_tie']} near-tie, {r['outputs_disagree']} differ",
+                  flush=True)
 
 
 # Runs the seed script with its device line pinned to argv[2]: the script picks
@@ -301,6 +450,9 @@ def main():
     p.add_argument("--train", action="store_true", help="also time the ch08 seed vs seqcl train")
     p.add_argument("--train-steps", type=int, default=20,
                    help="steps per side and model of the real-sized training comparison")
+    p.add_argument("--grid", action="store_true",
+                   help="the grid of shapes (seqcl bench --grid's points) instead")
+    p.add_argument("--quick", action="store_true", help="with --grid: its quick subset")
     p.add_argument("--json", help="write every result here")
     args = p.parse_args()
     problem = torch_device_ready(args.torch_device)
@@ -313,8 +465,12 @@ def main():
           f"threads (default); seqcl {args.seqcl} on {args.device}")
     hdr = (f"{'H':>4} {'S':>3} {'B':>3} {'torch seed000':>14} {'torch keys1x':>13} "
            f"{'seqcl':>10} {'x seed000':>10} {'x keys1x':>9}  outputs")
-    print(hdr)
-    for H in args.hidden:
+    if args.grid:
+        results["grid"] = []
+        run_grid(args, results)
+    else:
+        print(hdr)
+    for H in ([] if args.grid else args.hidden):
         for S in args.src_len:
             for B in args.batch:
                 r = decode_peer(args, args.vocab, args.embed, H, H, S, B)
@@ -342,7 +498,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
-    bad = sum(r["outputs_disagree"] for r in results["decode"])
+    bad = sum(r["outputs_disagree"] for r in results["decode"] + results.get("grid", []))
     return 1 if bad else 0
 
 

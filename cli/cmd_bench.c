@@ -36,7 +36,7 @@ static const char cmd[] = "bench";
 
 typedef struct bench_opts {
   const char *device, *json, *model, *src;
-  int quick, reps, ablate, cold, max_steps, batch;
+  int quick, reps, ablate, cold, max_steps, batch, beam, grid;
   int steps; /* decoder steps per decode run */
   int device_given; /* --device, not SEQCL_DEVICE */
 } bench_opts;
@@ -45,16 +45,22 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: seqcl bench [--device SEL] [--quick] [--reps N] [--ablate] [--no-cold]\n"
           "                   [--json FILE]\n"
+          "       seqcl bench --grid [--quick] [--reps N] [--device SEL] [--json FILE]\n"
           "       seqcl bench --model DIR --src FILE [--max-steps N] [--batch-size B]\n"
-          "                   [--reps N] [--device SEL] [--json FILE]\n\n"
+          "                   [--beam K] [--reps N] [--device SEL] [--json FILE]\n\n"
           "Throughput and latency on each selected device (default: SEQCL_DEVICE, else all):\n"
           "greedy decoding (batch 1/64, hidden 256/512, source 20/50, additive/general),\n"
           "the encoder, one training step, copy bandwidth, the fused attention and GRU gate\n"
           "kernels against it, GEMM GFLOP/s, and cold start. Medians of --reps runs\n"
           "(default 5, --quick 3 on a subset) after a warm-up.\n"
           "  --ablate       also decode with each optimisation switched off alone\n"
+          "  --grid         decode on the shapes users run instead (one factor at a time\n"
+          "                 around H 256, S 20, V 1000, additive, greedy): tokens/s in-process\n"
+          "                 and as a whole `seqcl decode`, GFLOP/s and its fraction of the\n"
+          "                 GEMM ceiling (16+ rows) or of copy bandwidth over the weights\n"
           "  --no-cold      skip the cold-start runs (they spawn seqcl decode)\n"
-          "  --model/--src  time `decode` of this model and token file only\n");
+          "  --model/--src  time `decode` of this model and token file only (the grid's\n"
+          "                 columns for it; --beam K: beam search)\n");
 }
 
 static int parse(int argc, char **argv, bench_opts *o) {
@@ -74,9 +80,11 @@ static int parse(int argc, char **argv, bench_opts *o) {
       o->ablate = 1;
     } else if (!strcmp(a, "--no-cold")) {
       o->cold = 0;
+    } else if (!strcmp(a, "--grid")) {
+      o->grid = 1;
     } else if (!strcmp(a, "--device") || !strcmp(a, "--json") || !strcmp(a, "--model") ||
                !strcmp(a, "--src") || !strcmp(a, "--reps") || !strcmp(a, "--max-steps") ||
-               !strcmp(a, "--batch-size")) {
+               !strcmp(a, "--batch-size") || !strcmp(a, "--beam")) {
       if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
       const char *v = argv[++i];
       long n = 0;
@@ -88,6 +96,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
         return CLI_USAGE;
       else if (!strcmp(a, "--reps")) o->reps = (int)n;
       else if (!strcmp(a, "--max-steps")) o->max_steps = (int)n;
+      else if (!strcmp(a, "--beam")) o->beam = (int)n;
       else o->batch = (int)n;
     } else {
       cli_usage_error(cmd, "unknown option '%s'", a);
@@ -96,6 +105,9 @@ static int parse(int argc, char **argv, bench_opts *o) {
     }
   }
   if (!o->model != !o->src) return cli_usage_error(cmd, "--model and --src go together");
+  if (o->grid && o->model) return cli_usage_error(cmd, "--grid and --model are separate modes");
+  if (o->beam && !o->model) return cli_usage_error(cmd, "--beam needs --model and --src");
+  if (!o->beam) o->beam = 1;
   if (!o->reps) o->reps = o->quick ? 3 : 5;
   if (!o->device || !*o->device) o->device = o->model ? "auto" : "all";
   return 0;
@@ -247,6 +259,83 @@ static void on_ablation(void *user, const sq_bench_ablation_row *r) {
   json_array_append_new(p->ja, j);
 }
 
+/* ---- the grid's rows (also the peer mode's one row) ---- */
+
+static void point_header(void) {
+  printf("    %-14s %-8s %2s %4s %3s %5s %4s %10s %10s %8s %8s %8s %5s %9s %6s\n", "point",
+         "score", "L", "dirs", "out", "V", "S", "B x beam", "tok/s", "proc tok/s", "step ms",
+         "MFLOP/st", "GF/s", "ceiling", "of it");
+}
+
+static void point_print(const sq_bench_point_row *r) {
+  char bk[24], ceil[24];
+  snprintf(bk, sizeof bk, "%dx%d", r->batch, r->beam);
+  snprintf(ceil, sizeof ceil, "%.1f %s", r->ceiling, !strcmp(r->bound, "gemm") ? "GF" : "GB");
+  printf("    %-14s %-8s %2d %4d %3s %5d %4d %10s %10.0f %10.0f %8.3f %8.2f %5.1f %9s %5.0f%%\n",
+         r->label, r->score, r->enc_layers, r->bidirectional ? 2 : 1,
+         r->state_context ? "s;c" : "s", r->vocab, r->src_len, bk, r->tokens_per_s,
+         r->process_tokens_per_s, r->step_ms, r->step_mflop, r->gflops, ceil,
+         100 * r->fraction);
+  fflush(stdout);
+}
+
+static json_t *point_json(const sq_bench_point_row *r) {
+  json_t *j = json_object();
+  set_str(j, "point", r->label);
+  set_str(j, "score", r->score);
+  set_int(j, "hidden", r->hidden);
+  set_int(j, "enc_hidden", r->enc_hidden);
+  set_int(j, "enc_layers", r->enc_layers);
+  set_int(j, "bidirectional", r->bidirectional);
+  set_str(j, "output", r->state_context ? "state_context" : "state");
+  set_int(j, "vocab", r->vocab);
+  set_int(j, "src_len", r->src_len);
+  set_int(j, "batch", r->batch);
+  set_int(j, "beam", r->beam);
+  set_int(j, "max_steps", r->steps);
+  set_int(j, "lines", (long long)r->lines);
+  set_int(j, "decoder_steps_total", (long long)r->tokens);
+  set_num(j, "decode_seconds", r->seconds);
+  set_num(j, "tokens_per_s", r->tokens_per_s);
+  set_num(j, "process_seconds", r->process_seconds);
+  set_num(j, "process_tokens_per_s", r->process_tokens_per_s);
+  set_num(j, "step_ms", r->step_ms);
+  set_num(j, "step_mflop", r->step_mflop);
+  set_num(j, "step_weight_mb", r->step_weight_mb);
+  set_num(j, "gflops", r->gflops);
+  set_num(j, "weight_gbps", r->weight_gbps);
+  set_str(j, "bound", r->bound);
+  set_num(j, r->bound[0] == 'g' ? "gemm_ceiling_gflops" : "copy_gbps", r->ceiling);
+  set_num(j, "fraction_of_ceiling", r->fraction);
+  return j;
+}
+
+static void on_point(void *user, const sq_bench_point_row *r) {
+  point_print(r);
+  json_array_append_new((json_t *)user, point_json(r));
+}
+
+/* The grid on one device. */
+static seqcl_status grid_device(const seqcl_device_info *d, const sq_bench_cfg *cfg,
+                                json_t *jdev) {
+  seqcl_ctx *ctx = NULL;
+  seqcl_status st = seqcl_ctx_open_info(d, &ctx);
+  if (st != SEQCL_OK) return st;
+  printf("\n== %s: %s (%s)\n", d->selector, d->name, d->platform[0] ? d->platform : "host path");
+  set_str(jdev, "selector", d->selector);
+  set_str(jdev, "name", d->name);
+  set_str(jdev, "platform", d->platform);
+  printf("  grid (H 256, embed 128, A 256, %d steps; bidirectional = 2 x 128; tok/s = lines x "
+         "steps / time; step FLOPs and ceiling: bench/RESULTS.md)\n",
+         cfg->steps);
+  point_header();
+  json_t *jg = json_array();
+  json_object_set_new(jdev, "grid", jg);
+  st = sq_bench_grid(ctx, cfg, on_point, jg);
+  seqcl_ctx_close(ctx);
+  return st;
+}
+
 /* ---- one device ---- */
 
 static seqcl_status bench_device(const seqcl_device_info *d, const bench_opts *o,
@@ -305,16 +394,20 @@ static int bench_file(const bench_opts *o, json_t *root) {
   seqcl_model *m = NULL;
   int rc = cli_open_model(cmd, o->device, o->model, &ctx, &m);
   if (rc != CLI_OK) return rc;
-  sq_bench_file_result r;
-  seqcl_status st = sq_bench_file(m, o->src, o->max_steps, o->batch, o->reps, &r);
+  sq_bench_point_row r;
+  seqcl_status st = sq_bench_file(m, o->model, o->src, o->max_steps, o->batch, o->beam, o->reps,
+                                  "/proc/self/exe", &r);
   if (st == SEQCL_OK) {
     const char *sel = seqcl_ctx_device(ctx)->selector;
+    json_t *j = point_json(&r);
+    json_object_update(root, j);
+    json_decref(j);
     set_str(root, "device", sel);
-    set_num(root, "decode_seconds", r.seconds);
-    set_int(root, "decoder_steps_total", (long long)r.tokens);
-    set_num(root, "tokens_per_s", (double)r.tokens / r.seconds);
-    printf("decode %s: %zu lines, %.6f s (median of %d), %.0f target tokens/s\n", sel, r.lines,
-           r.seconds, o->reps, (double)r.tokens / r.seconds);
+    printf("decode %s: %zu lines, %.6f s (median of %d), %.0f target tokens/s; whole process "
+           "%.0f tokens/s\n",
+           sel, r.lines, r.seconds, o->reps, r.tokens_per_s, r.process_tokens_per_s);
+    point_header();
+    point_print(&r);
   }
   seqcl_model_free(m);
   seqcl_ctx_close(ctx);
@@ -365,10 +458,11 @@ int cmd_bench(int argc, char **argv) {
   json_object_set_new(root, "devices", jdevs);
   set_int(root, "reps", o.reps);
   set_int(root, "quick", o.quick);
+  set_int(root, "grid", o.grid);
   for (size_t i = 0; st == SEQCL_OK && i < n; i++) {
     json_t *jd = json_object();
     json_array_append_new(jdevs, jd);
-    st = bench_device(&devs[i], &o, &cfg, jd);
+    st = o.grid ? grid_device(&devs[i], &cfg, jd) : bench_device(&devs[i], &o, &cfg, jd);
   }
   seqcl_devices_free(devs);
   sq_bench_end(&cfg);

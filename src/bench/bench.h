@@ -22,6 +22,16 @@ double sq_bench_median(double *v, int n); /* sorts v */
 seqcl_status sq_bench_write_model(const char *dir, int D, int H, int A, int V, const char *score,
                                   int block_eos, unsigned seed);
 
+/* The general form: encoder hidden H per direction (H_e = H or 2H), `layers`
+ * encoder layers, decoder hidden Hd, output "state" or "state_context". */
+typedef struct sq_bench_model_spec {
+  int D, H, layers, bidirectional, Hd, A, V;
+  const char *score;
+  int state_context;
+} sq_bench_model_spec;
+seqcl_status sq_bench_write_model_spec(const char *dir, const sq_bench_model_spec *spec,
+                                       int block_eos, unsigned seed);
+
 /* Counters of the context's backend (zero on the host). */
 typedef sq_backend_counts sq_bench_counts;
 void sq_bench_counters(seqcl_ctx *ctx, sq_bench_counts *out);

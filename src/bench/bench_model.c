@@ -51,9 +51,23 @@ static seqcl_status io_fail(const char *path) {
 
 seqcl_status sq_bench_write_model(const char *dir, int D, int H, int A, int V, const char *score,
                                   int block_eos, unsigned seed) {
+  const sq_bench_model_spec sp = {.D = D, .H = H, .layers = 1, .bidirectional = 0, .Hd = H,
+                                  .A = A, .V = V, .score = score, .state_context = 0};
+  return sq_bench_write_model_spec(dir, &sp, block_eos, seed);
+}
+
+seqcl_status sq_bench_write_model_spec(const char *dir, const sq_bench_model_spec *sp,
+                                       int block_eos, unsigned seed) {
+  const int D = sp->D, H = sp->H, Hd = sp->Hd, A = sp->A, V = sp->V;
+  const int dirs = sp->bidirectional ? 2 : 1, He = dirs * H;
+  const char *score = sp->score;
   const int additive = !strcmp(score, "additive");
-  tensor_spec t[20];
+  enum { MAX_T = 12 + 4 * 2 * 4 };
+  tensor_spec t[MAX_T];
   int nt = 0;
+  if (sp->layers < 1 || sp->layers > 4)
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "bench: %d encoder layers (1..4)",
+                   sp->layers);
 #define T_(n, r, c)                                        \
   do {                                                     \
     snprintf(t[nt].name, sizeof t[nt].name, "%s", n);      \
@@ -62,27 +76,36 @@ seqcl_status sq_bench_write_model(const char *dir, int D, int H, int A, int V, c
     nt++;                                                  \
   } while (0)
   T_("encoder.embedding.weight", V, D);
-  T_("encoder.rnn.weight_ih_l0", 3 * H, D);
-  T_("encoder.rnn.weight_hh_l0", 3 * H, H);
-  T_("encoder.rnn.bias_ih_l0", 3 * H, 0);
-  T_("encoder.rnn.bias_hh_l0", 3 * H, 0);
+  for (int l = 0; l < sp->layers; l++)
+    for (int d = 0; d < dirs; d++) {
+      const char *sfx = d ? "_reverse" : "";
+      char n[64];
+      snprintf(n, sizeof n, "encoder.rnn.weight_ih_l%d%s", l, sfx);
+      T_(n, 3 * H, l ? He : D);
+      snprintf(n, sizeof n, "encoder.rnn.weight_hh_l%d%s", l, sfx);
+      T_(n, 3 * H, H);
+      snprintf(n, sizeof n, "encoder.rnn.bias_ih_l%d%s", l, sfx);
+      T_(n, 3 * H, 0);
+      snprintf(n, sizeof n, "encoder.rnn.bias_hh_l%d%s", l, sfx);
+      T_(n, 3 * H, 0);
+    }
   T_("decoder.embedding.weight", V, D);
   if (additive) {
-    T_("decoder.attention.key.weight", A, H);
+    T_("decoder.attention.key.weight", A, He);
     T_("decoder.attention.key.bias", A, 0);
-    T_("decoder.attention.query.weight", A, H);
+    T_("decoder.attention.query.weight", A, Hd);
     T_("decoder.attention.query.bias", A, 0);
     T_("decoder.attention.energy.weight", 1, A);
     T_("decoder.attention.energy.bias", 1, 0);
   } else {
-    T_("decoder.attention.query.weight", H, H);
-    T_("decoder.attention.query.bias", H, 0);
+    T_("decoder.attention.query.weight", He, Hd);
+    T_("decoder.attention.query.bias", He, 0);
   }
-  T_("decoder.rnn.weight_ih", 3 * H, D + H);
-  T_("decoder.rnn.weight_hh", 3 * H, H);
-  T_("decoder.rnn.bias_ih", 3 * H, 0);
-  T_("decoder.rnn.bias_hh", 3 * H, 0);
-  T_("decoder.output.weight", V, H);
+  T_("decoder.rnn.weight_ih", 3 * Hd, D + He);
+  T_("decoder.rnn.weight_hh", 3 * Hd, Hd);
+  T_("decoder.rnn.bias_ih", 3 * Hd, 0);
+  T_("decoder.rnn.bias_hh", 3 * Hd, 0);
+  T_("decoder.output.weight", V, sp->state_context ? Hd + He : Hd);
   T_("decoder.output.bias", V, 0);
 #undef T_
   const int bos = V - 2, eos = V - 1;
@@ -93,12 +116,12 @@ seqcl_status sq_bench_write_model(const char *dir, int D, int H, int A, int V, c
   fprintf(f,
           "{\"format\": \"seqcl.seq2seq\", \"version\": 1, \"src_vocab_size\": %d, "
           "\"tgt_vocab_size\": %d, \"embed_dim\": %d, \"bos_id\": %d, \"eos_id\": %d, "
-          "\"pad_id\": null, \"encoder\": {\"hidden_size\": %d, \"num_layers\": 1, "
-          "\"bidirectional\": false}, \"decoder\": {\"hidden_size\": %d, \"init\": \"zeros\"}, "
+          "\"pad_id\": null, \"encoder\": {\"hidden_size\": %d, \"num_layers\": %d, "
+          "\"bidirectional\": %s}, \"decoder\": {\"hidden_size\": %d, \"init\": \"zeros\"}, "
           "\"attention\": {\"score\": \"%s\"",
-          V, V, D, bos, eos, H, H, score);
+          V, V, D, bos, eos, H, sp->layers, sp->bidirectional ? "true" : "false", Hd, score);
   if (additive) fprintf(f, ", \"dim\": %d", A);
-  fprintf(f, "}, \"output\": \"state\"}\n");
+  fprintf(f, "}, \"output\": \"%s\"}\n", sp->state_context ? "state_context" : "state");
   if (fclose(f) != 0) return io_fail(path);
 
   /* header: {"name": {"dtype": "F32", "shape": [...], "data_offsets": [a, b]}, ...} */
@@ -131,7 +154,7 @@ seqcl_status sq_bench_write_model(const char *dir, int D, int H, int A, int V, c
   int ok = fwrite(n8, 1, 8, f) == 8 && fwrite(hdr, 1, len, f) == len;
   free(hdr);
   uint64_t s = 0x9E3779B97F4A7C15ull ^ seed;
-  const float bound = (float)(1.0 / sqrt((double)H));
+  const float bound = (float)(1.0 / sqrt((double)Hd));
   for (int i = 0; i < nt && ok; i++) {
     size_t n = count_of(&t[i]);
     float *v = malloc(n * sizeof(float));

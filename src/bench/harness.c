@@ -204,34 +204,26 @@ seqcl_status sq_bench_cold(seqcl_ctx *ctx, const sq_bench_cfg *cfg, double *empt
 
 /* ---- the peer mode ---- */
 
-seqcl_status sq_bench_file(seqcl_model *m, const char *src_path, int max_steps, int batch,
-                           int reps, sq_bench_file_result *out) {
-  memset(out, 0, sizeof *out);
+seqcl_status sq_bench_file(seqcl_model *m, const char *model_dir, const char *src_path,
+                           int max_steps, int batch, int beam, int reps, const char *exe,
+                           sq_bench_point_row *row) {
   sq_seqs s;
   memset(&s, 0, sizeof s);
   SQ_TRY(sq_tokens_read(src_path, seqcl_model_src_vocab_size(m), NULL, &s));
   seqcl_seqs v = {s.count, s.ids, s.offsets};
-  seqcl_decode_options opt;
-  seqcl_decode_options_init(&opt);
-  opt.max_steps = max_steps;
-  opt.batch_size = batch ? batch : (int)s.count;
-  double ts[64];
-  if (reps > 64) reps = 64;
-  seqcl_status st = SEQCL_OK;
-  for (int r = -1; r < reps && st == SEQCL_OK; r++) {
-    seqcl_decode_result *res = NULL;
-    double t0 = sq_bench_now();
-    st = seqcl_model_decode(m, &v, &opt, &res);
-    double dt = sq_bench_now() - t0;
-    if (st == SEQCL_OK && r >= 0) ts[r] = dt;
-    if (st == SEQCL_OK) {
-      out->tokens = 0;
-      for (size_t i = 0; i < res->count; i++) out->tokens += (size_t)res->steps[i];
-    }
-    seqcl_decode_result_free(res);
+  if (max_steps <= 0) { /* decode's default, spelled out for the whole-process run */
+    size_t longest = 0;
+    for (size_t i = 0; i < s.count; i++)
+      if (s.offsets[i + 1] - s.offsets[i] > longest) longest = s.offsets[i + 1] - s.offsets[i];
+    max_steps = (int)(2 * longest + 10);
   }
-  if (st == SEQCL_OK) out->seconds = sq_bench_median(ts, reps);
-  out->lines = s.count;
+  const sq_bench_point_in in = {.m = m, .src = &v, .batch = batch ? batch : (int)s.count,
+                                .beam = beam, .steps = max_steps, .reps = reps, .exe = exe,
+                                .model_dir = model_dir, .src_path = src_path};
+  seqcl_status st = s.count ? sq_bench_point(m->ctx, &in, row)
+                            : sq_fail(m->ctx, SEQCL_ERR_INVALID_ARGUMENT, "bench: %s has no lines",
+                                      src_path);
+  if (st == SEQCL_OK) snprintf(row->label, sizeof row->label, "file");
   sq_seqs_free(&s);
   return st;
 }

@@ -99,13 +99,72 @@ seqcl_status sq_bench_train(seqcl_ctx *ctx, const sq_bench_cfg *cfg, int *steps,
 seqcl_status sq_bench_cold(seqcl_ctx *ctx, const sq_bench_cfg *cfg, double *empty_s,
                            double *warm_s);
 
-/* The peer mode: decoding of a token file with model m. */
-typedef struct sq_bench_file_result {
-  size_t lines, tokens; /* tokens: decoder steps over all lines */
-  double seconds;       /* median */
-} sq_bench_file_result;
-seqcl_status sq_bench_file(seqcl_model *m, const char *src_path, int max_steps, int batch,
-                           int reps, sq_bench_file_result *out);
+/* ---- one grid point: a model, a token file, a batch and beam ---- */
+
+/* Rows per step from which a step's products are compared with the GEMM
+ * ceiling; below it, with the copy bandwidth over the weights. */
+enum { SQ_BENCH_GEMM_ROWS = 16 };
+
+typedef struct sq_bench_point_in {
+  seqcl_model *m;
+  const seqcl_seqs *src; /* the lines, decoded in batches of `batch` */
+  int batch, beam, steps, reps;
+  /* the whole-process run: exe decode --model model_dir --src src_path (the
+   * same lines as text); exe NULL: not run */
+  const char *exe, *model_dir, *src_path;
+} sq_bench_point_in;
+
+typedef struct sq_bench_point_row {
+  char label[32]; /* the grid's name for the factor varied ("base", "bi", "V 8000") */
+  const char *score;
+  int hidden, enc_hidden, enc_layers, bidirectional, state_context, vocab, src_len;
+  int batch, beam, steps;
+  size_t lines, tokens; /* tokens: the steps of every line (all steps when EOS is blocked) */
+  double seconds, tokens_per_s;                 /* in this process, median */
+  double process_seconds, process_tokens_per_s; /* a whole `seqcl decode`; 0: not run */
+  double step_ms;        /* a decoder step over one batch, the encoder taken out */
+  double step_mflop;     /* counted from the shapes (sq_bench_step_work) */
+  double step_weight_mb; /* bytes of weights and keys a step reads */
+  double gflops, weight_gbps; /* achieved by the step */
+  const char *bound;     /* "gemm": ceiling in GFLOP/s; "copy": in GB/s */
+  double ceiling, fraction;
+} sq_bench_point_row;
+
+seqcl_status sq_bench_point(seqcl_ctx *ctx, const sq_bench_point_in *in, sq_bench_point_row *row);
+
+/* FLOPs and bytes read (weights, keys) of one decoder step over R rows with
+ * sources of length S: the three products, the attention. */
+void sq_bench_step_work(const seqcl_model *m, int R, int S, double *flops, double *bytes);
+/* A repetition lasts at least this long (a batch-1 decode takes milliseconds:
+ * one scheduler hiccup on a shared machine would otherwise be the median). */
+#define SQ_BENCH_MIN_REP_S 0.25
+/* One decode of src with at most `steps` steps; *tokens (may be NULL): the
+ * steps of every line together, *batch_steps: decoder steps run over all
+ * batches. */
+seqcl_status sq_bench_decode_once(seqcl_model *m, const seqcl_seqs *src, int batch, int beam,
+                                  int steps, size_t *tokens, size_t *batch_steps);
+/* Median seconds of decoding src (warm-up first; short runs repeated); the
+ * warm-up's *tokens and *batch_steps (either may be NULL). */
+seqcl_status sq_bench_time_decode(seqcl_model *m, const seqcl_seqs *src, int batch, int beam,
+                                  int steps, int reps, double *sec, size_t *tokens,
+                                  size_t *batch_steps);
+/* Median seconds of encoding the first n lines of src as one batch. */
+seqcl_status sq_bench_time_encode(seqcl_ctx *ctx, seqcl_model *m, const seqcl_seqs *src, int n,
+                                  int reps, double *sec);
+
+/* The grid (--grid): one factor at a time around the base point (H 256, embed
+ * 128, A = H, S 20, V 1000, one-way one-layer encoder, output "state",
+ * additive, greedy), each at batch 1 and 64 (the base also at 16); --quick a
+ * subset. Each row goes to cb as it is measured. */
+seqcl_status sq_bench_grid(seqcl_ctx *ctx, const sq_bench_cfg *cfg,
+                           void (*cb)(void *user, const sq_bench_point_row *r), void *user);
+
+/* The peer mode: the grid's columns for decoding a token file with model m
+ * (loaded from model_dir; exe runs the whole-process figure). max_steps 0:
+ * decode's default; batch 0: every line in one batch. */
+seqcl_status sq_bench_file(seqcl_model *m, const char *model_dir, const char *src_path,
+                           int max_steps, int batch, int beam, int reps, const char *exe,
+                           sq_bench_point_row *row);
 
 /* A random model of hidden size H with this score under cfg->tmp_root
  * (written once, then loaded). */

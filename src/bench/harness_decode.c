@@ -9,10 +9,6 @@
 #include "core/ctx.h"
 #include "core/error.h"
 
-/* A repetition lasts at least this long (a batch-1 decode takes milliseconds:
- * one scheduler hiccup on a shared machine would otherwise be the median). */
-#define MIN_REP_SECONDS 0.25
-
 /* n random source lines of length S over ids [0, V - 2) (BOS/EOS excluded). */
 typedef struct src_lines {
   int32_t *ids;
@@ -44,59 +40,7 @@ static void free_src(src_lines *s) {
 
 /* One greedy decode of all lines as one batch with a fixed step count. */
 static seqcl_status decode_once(seqcl_model *m, const seqcl_seqs *src, int batch, int steps) {
-  seqcl_decode_options o;
-  seqcl_decode_options_init(&o);
-  o.max_steps = steps;
-  o.batch_size = batch;
-  seqcl_decode_result *r = NULL;
-  seqcl_status st = seqcl_model_decode(m, src, &o, &r);
-  seqcl_decode_result_free(r);
-  return st;
-}
-
-static seqcl_status time_decode(seqcl_model *m, const seqcl_seqs *src, int batch, int steps,
-                                int reps, double *sec) {
-  double t[64];
-  if (reps > 64) reps = 64;
-  double t0 = sq_bench_now();
-  SQ_TRY(decode_once(m, src, batch, steps)); /* warm-up, and the run's length */
-  const double once = sq_bench_now() - t0;
-  int inner = once > 0 && once < MIN_REP_SECONDS ? (int)(MIN_REP_SECONDS / once) + 1 : 1;
-  if (inner > 1000) inner = 1000;
-  for (int r = 0; r < reps; r++) {
-    t0 = sq_bench_now();
-    for (int i = 0; i < inner; i++) SQ_TRY(decode_once(m, src, batch, steps));
-    t[r] = (sq_bench_now() - t0) / inner;
-  }
-  *sec = sq_bench_median(t, reps);
-  return SEQCL_OK;
-}
-
-static seqcl_status time_encode(seqcl_ctx *ctx, seqcl_model *m, const seqcl_seqs *src, int n,
-                                int reps, double *sec) {
-  double t[64];
-  if (reps > 64) reps = 64;
-  int inner = 1;
-  for (int r = -1; r < reps; r++) {
-    double dt = 0;
-    for (int i = 0; i < inner; i++) {
-      sq_encoded e;
-      double t0 = sq_bench_now();
-      SQ_TRY(sq_encode(m, src, 0, n, &e));
-      seqcl_status st = sq_finish(ctx);
-      dt += sq_bench_now() - t0; /* the release is not part of encoding */
-      sq_encoded_free(&e);
-      SQ_TRY(st);
-    }
-    if (r < 0) { /* warm-up: sets how many encodes make one repetition */
-      if (dt > 0 && dt < MIN_REP_SECONDS) inner = (int)(MIN_REP_SECONDS / dt) + 1;
-      if (inner > 1000) inner = 1000;
-    } else {
-      t[r] = dt / inner;
-    }
-  }
-  *sec = sq_bench_median(t, reps);
-  return SEQCL_OK;
+  return sq_bench_decode_once(m, src, batch, 1, steps, NULL, NULL);
 }
 
 /* Counters per decoder step: the difference between runs of 2k and k steps
@@ -136,8 +80,8 @@ seqcl_status sq_bench_decode(seqcl_ctx *ctx, const sq_bench_cfg *cfg, const sq_b
             break;
           }
           double t = 0, te = 0, cnt[3] = {0, 0, 0};
-          st = time_decode(m, &src.view, Bs[b], cfg->steps, cfg->reps, &t);
-          if (st == SEQCL_OK) st = time_encode(ctx, m, &src.view, Bs[b], cfg->reps, &te);
+          st = sq_bench_time_decode(m, &src.view, Bs[b], 1, cfg->steps, cfg->reps, &t, NULL, NULL);
+          if (st == SEQCL_OK) st = sq_bench_time_encode(ctx, m, &src.view, Bs[b], cfg->reps, &te);
           if (st == SEQCL_OK) st = per_step_counts(ctx, m, &src.view, Bs[b], 8, cnt);
           free_src(&src);
           if (st != SEQCL_OK) break;
@@ -220,7 +164,7 @@ seqcl_status sq_bench_ablation(seqcl_ctx *ctx, const sq_bench_cfg *cfg,
     for (int i = 0; i < nb && st == SEQCL_OK; i++) { /* warm-up, run length, counters */
       double once = 0;
       st = timed_decodes(ctx, m, &src.view, Bs[b], cfg->steps, bits[i], 1, &once);
-      inner[i] = once > 0 && once < MIN_REP_SECONDS ? (int)(MIN_REP_SECONDS / once) + 1 : 1;
+      inner[i] = once > 0 && once < SQ_BENCH_MIN_REP_S ? (int)(SQ_BENCH_MIN_REP_S / once) + 1 : 1;
       if (inner[i] > 1000) inner[i] = 1000;
       sq_ctx_set_ablated(ctx, bits[i]);
       if (st == SEQCL_OK) st = per_step_counts(ctx, m, &src.view, Bs[b], 8, cnt[i]);

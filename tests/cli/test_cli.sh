@@ -85,6 +85,18 @@ group_options() {
     --alignments a.st --src src2.txt --line 0
   run_case "demo --steps abc" 2 "--steps: 'abc' is not a positive integer" -- demo --steps abc
   run_case "bench --reps 0" 2 "--reps: '0' is not an integer in [1, 1000000]" -- bench --reps 0
+  run_case "bench --beam without a model" 2 "--beam needs --model and --src" -- bench --beam 2
+  run_case "bench --grid --model" 2 "--grid and --model are separate modes" -- bench --grid \
+    --model "$gold" --src "$gold/src.txt"
+  # the peer mode's columns: the step's FLOPs and bytes counted from the shapes
+  # (H_d = H_e = A = 8, D 6, V 12, 2 lines x beam 2 = 4 rows, S 6: products
+  # 2*4*(32*8 + 24*14 + 12*8) = 5504, attention 4*6*(3*8 + 2*8) = 960)
+  run_case "bench --model --beam" 0 "" -- bench --device cpu --model "$gold" \
+    --src "$gold/src.txt" --batch-size 2 --beam 2 --max-steps 3 --reps 1 --json bench.json
+  grep -q '"step_mflop": 0.006464' bench.json || fail "bench: step FLOPs: $(grep mflop bench.json)"
+  grep -q '"step_weight_mb": 0.004288' bench.json || fail "bench: step bytes: $(grep _mb bench.json)"
+  grep -q '"process_tokens_per_s": [1-9]' bench.json || fail "bench: no whole-process figure"
+  grep -q '"bound": "copy"' bench.json || fail "bench: 4 rows are bound by bandwidth"
   # the decode heatmap options have the heatmap command's names; the old ones stay
   run_case "decode --svg --line" 0 "" -- decode --model "$gold" --src "$gold/src.txt" \
     --svg a.svg --line 2 --out o.txt

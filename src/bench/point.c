@@ -1,0 +1,260 @@
+/* One decode workload measured every way the grid reports it (harness.h):
+ * tokens/s in this process and as a whole `seqcl decode` process, the FLOPs
+ * and weight bytes of a decoder step counted from the model's shapes, and what
+ * the machine allows for the same work: the backend's GEMM at the step's own
+ * products (M = rows, N and K from the weights) when a step has 16 rows or
+ * more, else the copy bandwidth of a buffer as large as the weights a step
+ * reads (one row per line reads every weight once per step, so it is bound by
+ * memory, not arithmetic). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "bench/harness.h"
+#include "core/ctx.h"
+#include "core/error.h"
+
+/* Decoder steps run over all batches: a batch runs until its last line ends. */
+static size_t steps_run(const seqcl_decode_result *r, int batch) {
+  size_t total = 0;
+  for (size_t i = 0; i < r->count; i += (size_t)batch) {
+    int most = 0;
+    for (size_t j = i; j < r->count && j < i + (size_t)batch; j++)
+      if (r->steps[j] > most) most = r->steps[j];
+    total += (size_t)most;
+  }
+  return total;
+}
+
+seqcl_status sq_bench_decode_once(seqcl_model *m, const seqcl_seqs *src, int batch, int beam,
+                                  int steps, size_t *tokens, size_t *batch_steps) {
+  seqcl_decode_options o;
+  seqcl_decode_options_init(&o);
+  o.max_steps = steps;
+  o.batch_size = batch;
+  o.beam = beam;
+  seqcl_decode_result *r = NULL;
+  seqcl_status st = seqcl_model_decode(m, src, &o, &r);
+  if (st == SEQCL_OK && tokens) {
+    *tokens = 0;
+    for (size_t i = 0; i < r->count; i++) *tokens += (size_t)r->steps[i];
+  }
+  if (st == SEQCL_OK && batch_steps) *batch_steps = steps_run(r, batch);
+  seqcl_decode_result_free(r);
+  return st;
+}
+
+seqcl_status sq_bench_time_decode(seqcl_model *m, const seqcl_seqs *src, int batch, int beam,
+                                  int steps, int reps, double *sec, size_t *tokens,
+                                  size_t *batch_steps) {
+  double t[64];
+  if (reps > 64) reps = 64;
+  if (reps < 1) reps = 1;
+  double t0 = sq_bench_now();
+  /* warm-up, the run's length and its work */
+  SQ_TRY(sq_bench_decode_once(m, src, batch, beam, steps, tokens, batch_steps));
+  const double once = sq_bench_now() - t0;
+  int inner = once > 0 && once < SQ_BENCH_MIN_REP_S ? (int)(SQ_BENCH_MIN_REP_S / once) + 1 : 1;
+  if (inner > 1000) inner = 1000;
+  for (int r = 0; r < reps; r++) {
+    t0 = sq_bench_now();
+    for (int i = 0; i < inner; i++)
+      SQ_TRY(sq_bench_decode_once(m, src, batch, beam, steps, NULL, NULL));
+    t[r] = (sq_bench_now() - t0) / inner;
+  }
+  *sec = sq_bench_median(t, reps);
+  return SEQCL_OK;
+}
+
+seqcl_status sq_bench_time_encode(seqcl_ctx *ctx, seqcl_model *m, const seqcl_seqs *src, int n,
+                                  int reps, double *sec) {
+  double t[64];
+  if (reps > 64) reps = 64;
+  if (reps < 1) reps = 1;
+  int inner = 1;
+  for (int r = -1; r < reps; r++) {
+    double dt = 0;
+    for (int i = 0; i < inner; i++) {
+      sq_encoded e;
+      double t0 = sq_bench_now();
+      SQ_TRY(sq_encode(m, src, 0, n, &e));
+      seqcl_status st = sq_finish(ctx);
+      dt += sq_bench_now() - t0; /* the release is not part of encoding */
+      sq_encoded_free(&e);
+      SQ_TRY(st);
+    }
+    if (r < 0) { /* warm-up: sets how many encodes make one repetition */
+      if (dt > 0 && dt < SQ_BENCH_MIN_REP_S) inner = (int)(SQ_BENCH_MIN_REP_S / dt) + 1;
+      if (inner > 1000) inner = 1000;
+    } else {
+      t[r] = dt / inner;
+    }
+  }
+  *sec = sq_bench_median(t, reps);
+  return SEQCL_OK;
+}
+
+/* The three products of a decoder step over R rows (decoder.c): s_{t-1}
+ * against [W_hh ; W_q], [e ; c] against W_ih, and the output over s or
+ * [s ; c]. */
+typedef struct step_gemm {
+  int M, N, K;
+} step_gemm;
+
+static int query_width(const seqcl_model *m) {
+  switch (m->cfg.score) {
+  case SQ_SCORE_ADDITIVE: return m->cfg.attn_dim;
+  case SQ_SCORE_GENERAL: return m->He;
+  default: return 0;
+  }
+}
+
+static void step_gemms(const seqcl_model *m, int R, step_gemm g[3]) {
+  const sq_config *c = &m->cfg;
+  const int Hd = c->dec_hidden, He = m->He;
+  g[0] = (step_gemm){R, 3 * Hd + query_width(m), Hd};
+  g[1] = (step_gemm){R, 3 * Hd, c->embed_dim + He};
+  g[2] = (step_gemm){R, c->tgt_vocab, c->output == SQ_OUTPUT_STATE ? Hd : Hd + He};
+}
+
+void sq_bench_step_work(const seqcl_model *m, int R, int S, double *flops, double *bytes) {
+  step_gemm g[3];
+  step_gemms(m, R, g);
+  double f = 0, w = 0;
+  for (int i = 0; i < 3; i++) {
+    f += 2.0 * g[i].M * g[i].N * g[i].K;
+    w += (double)g[i].N * g[i].K; /* the weights, read once per step */
+  }
+  const int He = m->He, A = m->cfg.score == SQ_SCORE_ADDITIVE ? m->cfg.attn_dim : 0;
+  /* attention per row and position: additive adds the query to the projected
+   * key and takes v . tanh(.) (3A, the tanh not counted), the other scores
+   * one dot product (2He); the context another 2He */
+  f += (double)R * S * (A ? 3.0 * A + 2.0 * He : 4.0 * He);
+  w += (double)R * S * (He + A); /* keys (and projected keys), per row */
+  *flops = f;
+  *bytes = 4.0 * w;
+}
+
+/* Wall seconds of `exe decode` over the model and token file: the whole
+ * process, start-up and model load included. Its standard output (nothing
+ * with --out) goes to /dev/null. */
+static int spawn_decode(const char *exe, const char *selector, const sq_bench_point_in *in,
+                        double *sec) {
+  char steps[32], batch[32], beam[32], out[4200];
+  snprintf(steps, sizeof steps, "%d", in->steps);
+  snprintf(batch, sizeof batch, "%d", in->batch);
+  snprintf(beam, sizeof beam, "%d", in->beam);
+  snprintf(out, sizeof out, "%s.out", in->src_path);
+  const double t0 = sq_bench_now();
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int fd = open("/dev/null", O_WRONLY);
+    if (fd >= 0) dup2(fd, 1);
+    execl(exe, "seqcl", "decode", "--device", selector, "--model", in->model_dir, "--src",
+          in->src_path, "--max-steps", steps, "--batch-size", batch, "--beam", beam, "--out",
+          out, (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  *sec = sq_bench_now() - t0;
+  unlink(out);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static seqcl_status time_process(seqcl_ctx *ctx, const sq_bench_point_in *in, double *sec) {
+  double t[16];
+  int reps = in->reps < 1 ? 1 : in->reps > 16 ? 16 : in->reps;
+  for (int r = 0; r < reps; r++)
+    if (spawn_decode(in->exe, ctx->info.selector, in, &t[r]) != 0)
+      return sq_fail(ctx, SEQCL_ERR_INTERNAL, "bench: %s decode --model %s --src %s failed",
+                     in->exe, in->model_dir, in->src_path);
+  *sec = sq_bench_median(t, reps);
+  return SEQCL_OK;
+}
+
+/* The machine's figure for a step's work: GEMM GFLOP/s over the step's three
+ * products (their FLOPs over the sum of their times), or copy GB/s. */
+static seqcl_status ceiling(seqcl_ctx *ctx, const seqcl_model *m, int R, double bytes, int reps,
+                            sq_bench_point_row *row) {
+  if (R >= SQ_BENCH_GEMM_ROWS) {
+    step_gemm g[3];
+    step_gemms(m, R, g);
+    double f = 0, t = 0;
+    for (int i = 0; i < 3; i++) {
+      double gf = 0, s = 0;
+      SQ_TRY(sq_bench_gemm(ctx, g[i].M, g[i].N, g[i].K, reps, &gf, &s));
+      f += 2.0 * g[i].M * g[i].N * g[i].K;
+      t += s;
+    }
+    row->ceiling = f / t / 1e9;
+    row->bound = "gemm";
+    row->fraction = row->gflops / row->ceiling;
+  } else {
+    double gbps = 0;
+    size_t b = (size_t)bytes;
+    if (b < (1u << 16)) b = 1u << 16;
+    SQ_TRY(sq_bench_copy(ctx, b, reps, &gbps));
+    row->ceiling = gbps;
+    row->bound = "copy";
+    row->fraction = row->weight_gbps / gbps;
+  }
+  return SEQCL_OK;
+}
+
+seqcl_status sq_bench_point(seqcl_ctx *ctx, const sq_bench_point_in *in,
+                            sq_bench_point_row *row) {
+  seqcl_model *m = in->m;
+  const sq_config *c = &m->cfg;
+  const size_t lines = in->src->count;
+  int S = 1;
+  for (size_t i = 0; i < lines; i++) {
+    const int len = (int)(in->src->offsets[i + 1] - in->src->offsets[i]);
+    if (len > S) S = len;
+  }
+  const int batch = in->batch < 1 ? 1 : in->batch;
+  const int first_n = (size_t)batch < lines ? batch : (int)lines;
+  const int R = first_n * in->beam;
+  memset(row, 0, sizeof *row);
+  row->hidden = c->dec_hidden;
+  row->enc_hidden = c->enc_hidden;
+  row->enc_layers = c->enc_layers;
+  row->bidirectional = c->bidirectional;
+  row->state_context = c->output != SQ_OUTPUT_STATE;
+  row->score = sq_score_names[c->score];
+  row->vocab = c->tgt_vocab;
+  row->src_len = S;
+  row->batch = batch;
+  row->beam = in->beam;
+  row->steps = in->steps;
+  row->lines = lines;
+
+  size_t bsteps = 0;
+  SQ_TRY(sq_bench_time_decode(m, in->src, batch, in->beam, in->steps, in->reps, &row->seconds,
+                              &row->tokens, &bsteps));
+  row->tokens_per_s = (double)row->tokens / row->seconds;
+  double te = 0;
+  SQ_TRY(sq_bench_time_encode(ctx, m, in->src, first_n, in->reps, &te));
+  const size_t batches = (lines + (size_t)batch - 1) / (size_t)batch;
+  if (!bsteps) bsteps = 1;
+  double step = (row->seconds - (double)batches * te) / (double)bsteps;
+  if (step <= 0) step = row->seconds / (double)bsteps; /* noise: no encoder share */
+  row->step_ms = 1e3 * step;
+  double flops = 0, bytes = 0;
+  sq_bench_step_work(m, R, S, &flops, &bytes);
+  row->step_mflop = flops / 1e6;
+  row->step_weight_mb = bytes / 1e6;
+  row->gflops = flops / step / 1e9;
+  row->weight_gbps = bytes / step / 1e9;
+  SQ_TRY(ceiling(ctx, m, R, bytes, in->reps, row));
+  if (in->exe) {
+    SQ_TRY(time_process(ctx, in, &row->process_seconds));
+    row->process_tokens_per_s = (double)row->tokens / row->process_seconds;
+  }
+  return SEQCL_OK;
+}
