@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cli_model.h"
 #include "cli_progress.h"
+#include "cli_text.h"
 #include "model/heatmap.h"
 #include "model/safetensors.h"
 
@@ -19,7 +20,8 @@ static void help(FILE *f) {
           "usage: seqcl decode --model DIR --src FILE [--out FILE] [--max-steps N] [--beam K]\n"
           "                    [--length-penalty A] [--nbest N] [--batch-size B]\n"
           "                    [--alignments FILE.safetensors] [--svg OUT.svg [--line I]]\n"
-          "                    [--src-vocab F] [--tgt-vocab F] [--device SEL]\n\n"
+          "                    [--text chars|words|SRC,TGT] [--src-vocab F] [--tgt-vocab F]\n"
+          "                    [--device SEL]\n\n"
           "Writes one line per source line: the produced ids after BOS and before the first\n"
           "EOS (possibly an empty line).\n\n"
           "  --model DIR            model directory (config.json + model.safetensors)\n"
@@ -39,6 +41,12 @@ static void help(FILE *f) {
           "                         (--heatmap and --heatmap-line are older spellings)\n"
           "  --src-vocab F          read source lines as words (one token per line)\n"
           "  --tgt-vocab F          write output lines as words\n"
+          "  --text SPLIT           read --src and write the output as text through the\n"
+          "                         model folder's src.vocab and tgt.vocab (--src-vocab/\n"
+          "                         --tgt-vocab override): chars (every UTF-8 character a\n"
+          "                         token, written without separators; a space is\n"
+          "                         <space>), words (single-spaced), or SRC,TGT of those;\n"
+          "                         unknown tokens map to the config's unknown id\n"
           "  --device SEL           device (SPEC §3; default SEQCL_DEVICE, else auto)\n"
           "  -h, --help             this text\n\n"
           "Output paths are checked before decoding starts. Nothing is left at a regular\n"
@@ -51,7 +59,8 @@ static void help(FILE *f) {
 }
 
 typedef struct dec_args {
-  const char *model, *src, *out, *device, *src_vocab, *tgt_vocab, *align, *svg;
+  const char *model, *src, *out, *device, *src_vocab, *tgt_vocab, *align, *svg, *text;
+  cli_text tx;
   const char *svg_name, *line_name; /* the spellings given: --svg/--heatmap, --line/--heatmap-line */
   long max_steps, beam, nbest, batch, line;
   double lp;
@@ -80,6 +89,7 @@ static int parse(int argc, char **argv, dec_args *a) {
                         : !strcmp(o, "--src-vocab")  ? &a->src_vocab
                         : !strcmp(o, "--tgt-vocab")  ? &a->tgt_vocab
                         : !strcmp(o, "--alignments") ? &a->align
+                        : !strcmp(o, "--text")       ? &a->text
                         : is_svg                     ? &a->svg
                                                      : NULL;
     long *num = !strcmp(o, "--max-steps")    ? &a->max_steps
@@ -107,6 +117,7 @@ static int parse(int argc, char **argv, dec_args *a) {
     }
   }
   if (!a->model || !a->src) return cli_usage_error(cmd, "--model and --src are required (see --help)");
+  if (cli_text_parse(cmd, a->text, &a->tx)) return CLI_USAGE;
   if (a->nbest > a->beam)
     return cli_usage_error(cmd, "--nbest %ld is larger than --beam %ld", a->nbest, a->beam);
   /* options that would change nothing are mistakes, not no-ops */
@@ -130,7 +141,7 @@ static int write_lines(FILE *f, const dec_args *a, size_t first, size_t n,
     for (int k = 0; k < (a->nbest_given ? counts[i] : 1); k++) {
       const seqcl_hypothesis *h = &hyps[i * (size_t)nbest + k];
       if (a->nbest_given) fprintf(f, "%zu\t%.6f\t", first + i + 1, h->score);
-      if (sq_tokens_write_line(f, h->ids, h->len, tv)) return -1;
+      if (cli_write_side(f, &a->tx, h->ids, h->len, tv)) return -1;
     }
   }
   return ferror(f) ? -1 : 0;
@@ -238,9 +249,9 @@ int cmd_decode(int argc, char **argv) {
                               a.svg, NULL)))
     return rc;
   if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
-  if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
-  if ((rc = cli_read_vocab(cmd, a.tgt_vocab, &tv))) goto done;
-  if ((rc = cli_read_tokens(cmd, a.src, &cfg, 0, sv, 0, &src))) goto done;
+  if ((rc = cli_text_vocab(cmd, &a.tx, a.src_vocab, a.model, 0, &sv))) goto done;
+  if ((rc = cli_text_vocab(cmd, &a.tx, a.tgt_vocab, a.model, 1, &tv))) goto done;
+  if ((rc = cli_read_side(cmd, &a.tx, a.src, &cfg, 0, sv, 0, 0, &src))) goto done;
   if (a.svg && (size_t)a.line > src.count) {
     rc = cli_usage_error(cmd, "%s %ld: %s has only %zu lines", a.line_name ? a.line_name : "--line",
                          a.line, a.src, src.count);

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "cli_model.h"
+#include "cli_text.h"
 #include "model/metrics.h"
 #include "model/text.h"
 #include "model/wordtab.h"
@@ -54,7 +55,7 @@ typedef struct eval_args {
   double lp;
   int lp_given;
   unsigned metrics;
-  sq_split split[2]; /* --text: source, target */
+  cli_text tx;
 } eval_args;
 
 static int parse_metrics(const char *cmd, const char *v, unsigned *out) {
@@ -118,17 +119,7 @@ static int parse(int argc, char **argv, eval_args *a) {
     }
   }
   if (!a->ref) return cli_usage_error(cmd, "--ref is required (see --help)");
-  if (a->text) {
-    /* SPLIT for both sides, or SRC,TGT (letters in, phonemes out) */
-    const char *comma = strchr(a->text, ',');
-    const char *t = comma ? comma + 1 : a->text;
-    size_t n = comma ? (size_t)(comma - a->text) : strlen(a->text);
-    int s_ok = (n == 5 && !strncmp(a->text, "chars", 5)) || (n == 5 && !strncmp(a->text, "words", 5));
-    if (!s_ok || (strcmp(t, "chars") && strcmp(t, "words")))
-      return cli_usage_error(cmd, "--text: '%s' is not chars, words or SRC,TGT of those", a->text);
-    a->split[0] = strncmp(a->text, "chars", 5) ? SQ_SPLIT_WORDS : SQ_SPLIT_CHARS;
-    a->split[1] = strcmp(t, "chars") ? SQ_SPLIT_WORDS : SQ_SPLIT_CHARS;
-  }
+  if (cli_text_parse(cmd, a->text, &a->tx)) return CLI_USAGE;
   if (a->text && a->hyp)
     return cli_usage_error(cmd, "--text reads through the model's vocabularies: give it with --model");
   if (a->hyp) {
@@ -183,36 +174,6 @@ static void strip_bos_eos(sq_seqs *ref, int bos, int eos) {
   ref->offsets[ref->count] = w;
 }
 
-/* Reads a --text file through vocab (an exit status), counting unknown tokens
- * as cli_read_tokens does. */
-static int read_text(const char *cmd, const eval_args *a, const char *path, const sq_config *cfg,
-                     int target, const sq_vocab *vocab, unsigned flags, sq_seqs *out) {
-  const int has = target ? cfg->has_tgt_unk : cfg->has_src_unk;
-  const long unk = has ? (target ? cfg->tgt_unk_id : cfg->src_unk_id) : -1;
-  size_t unknown = 0;
-  seqcl_status st = sq_text_read(path, a->split[target], vocab, target ? cfg->tgt_vocab : cfg->src_vocab, unk, flags,
-                                 &unknown, out);
-  if (st != SEQCL_OK) return cli_fail(cmd, st);
-  if (unknown)
-    fprintf(stderr, "seqcl %s: %s: %zu unknown token%s mapped to %s_unk_id %ld\n", cmd,
-            strcmp(path, "-") ? path : "standard input", unknown, unknown == 1 ? "" : "s",
-            target ? "tgt" : "src", unk);
-  return CLI_OK;
-}
-
-/* --text: the vocabulary given, else the model folder's NAME (an exit status). */
-static int text_vocab(const char *cmd, const eval_args *a, const char *given, const char *name,
-                      sq_vocab **out) {
-  if (given || !a->text) return cli_read_vocab(cmd, given, out);
-  size_t n = strlen(a->model) + strlen(name) + 2;
-  char *path = malloc(n);
-  if (!path) return cli_fail(cmd, SEQCL_ERR_OUT_OF_MEMORY);
-  snprintf(path, n, "%s/%s", a->model, name);
-  int rc = cli_read_vocab(cmd, path, out);
-  free(path);
-  return rc;
-}
-
 /* Fills hyp with the decoded lines of --src (an exit status). */
 static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, const sq_vocab *sv,
                   seqcl_decode_result **res) {
@@ -221,8 +182,7 @@ static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, con
   seqcl_model *model = NULL;
   seqcl_status st;
   int rc = CLI_OK;
-  if ((rc = a->text ? read_text(cmd, a, a->src, cfg, 0, sv, 0, &src)
-                    : cli_read_tokens(cmd, a->src, cfg, 0, sv, 0, &src)))
+  if ((rc = cli_read_side(cmd, &a->tx, a->src, cfg, 0, sv, 0, 0, &src)))
     goto done;
   if ((rc = cli_open_model(cmd, a->device, a->model, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src);
@@ -262,11 +222,10 @@ int cmd_eval(int argc, char **argv) {
   } else {
     sq_config cfg;
     if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
-    if ((rc = text_vocab(cmd, &a, a.src_vocab, "src.vocab", &sv))) goto done;
-    if ((rc = text_vocab(cmd, &a, a.tgt_vocab, "tgt.vocab", &tv))) goto done;
+    if ((rc = cli_text_vocab(cmd, &a.tx, a.src_vocab, a.model, 0, &sv))) goto done;
+    if ((rc = cli_text_vocab(cmd, &a.tx, a.tgt_vocab, a.model, 1, &tv))) goto done;
     /* the references before the decoding: a bad file fails at once */
-    if ((rc = a.text ? read_text(cmd, &a, a.ref, &cfg, 1, tv, SQ_TOKENS_EMPTY_OK, &ref)
-                     : cli_read_tokens(cmd, a.ref, &cfg, 1, tv, SQ_TOKENS_EMPTY_OK, &ref)))
+    if ((rc = cli_read_side(cmd, &a.tx, a.ref, &cfg, 1, tv, SQ_TOKENS_EMPTY_OK, 0, &ref)))
       goto done;
     strip_bos_eos(&ref, cfg.bos_id, cfg.eos_id);
     if ((rc = decode(cmd, &a, &cfg, sv, &res))) goto done;

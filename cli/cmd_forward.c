@@ -6,12 +6,14 @@
 #include "cli.h"
 #include "cli_model.h"
 #include "cli_progress.h"
+#include "cli_text.h"
 #include "model/safetensors.h"
 
 static void help(FILE *f) {
   fprintf(f,
           "usage: seqcl forward --model DIR --src FILE --tgt FILE --out FILE.safetensors\n"
-          "                     [--batch-size B] [--device SEL] [--src-vocab F] [--tgt-vocab F]\n\n"
+          "                     [--batch-size B] [--device SEL] [--src-vocab F] [--tgt-vocab F]\n"
+          "                     [--text chars|words|SRC,TGT]\n\n"
           "Teacher-forced forward pass over every line pair: the decoder reads the target\n"
           "line's tokens y_0 .. y_{L-1} (y_0 = BOS) and is scored against y_1 .. y_L.\n"
           "Writes, all float32:\n"
@@ -27,6 +29,10 @@ static void help(FILE *f) {
           "  --batch-size B    lines per device batch (default: all at once); only splits work\n"
           "  --src-vocab F     read source lines as words (one token per line, id = line - 1)\n"
           "  --tgt-vocab F     read target lines as words\n"
+          "  --text SPLIT      read --src and --tgt as text through the model folder's\n"
+          "                    src.vocab and tgt.vocab (--src-vocab/--tgt-vocab override):\n"
+          "                    chars, words or SRC,TGT; target lines then hold the tokens\n"
+          "                    only (BOS and EOS are added)\n"
           "  --device SEL      device (SPEC §3; default SEQCL_DEVICE, else auto)\n"
           "  -q, --quiet       no progress bar (shown on a terminal for runs over a second)\n"
           "  -h, --help        this text\n\n"
@@ -34,8 +40,9 @@ static void help(FILE *f) {
 }
 
 typedef struct fw_args {
-  const char *model, *src, *tgt, *out, *device, *src_vocab, *tgt_vocab;
+  const char *model, *src, *tgt, *out, *device, *src_vocab, *tgt_vocab, *text;
   long batch;
+  cli_text tx;
 } fw_args;
 
 static int parse(int argc, char **argv, fw_args *a) {
@@ -54,6 +61,7 @@ static int parse(int argc, char **argv, fw_args *a) {
                         : !strcmp(o, "--device")    ? &a->device
                         : !strcmp(o, "--src-vocab") ? &a->src_vocab
                         : !strcmp(o, "--tgt-vocab") ? &a->tgt_vocab
+                        : !strcmp(o, "--text")      ? &a->text
                                                     : NULL;
     if (slot) {
       if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
@@ -67,6 +75,7 @@ static int parse(int argc, char **argv, fw_args *a) {
   }
   if (!a->model || !a->src || !a->tgt || !a->out)
     return cli_usage_error(cmd, "--model, --src, --tgt and --out are required (see --help)");
+  if (cli_text_parse(cmd, a->text, &a->tx)) return CLI_USAGE;
   if (!strcmp(a->src, "-") && !strcmp(a->tgt, "-"))
     return cli_usage_error(cmd, "--src and --tgt cannot both read standard input");
   return CLI_OK;
@@ -129,10 +138,10 @@ int cmd_forward(int argc, char **argv) {
   /* Everything the user gave is read and checked before a device is opened. */
   if ((rc = cli_check_outputs(cmd, "--out", a.out, NULL))) return rc;
   if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
-  if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
-  if ((rc = cli_read_vocab(cmd, a.tgt_vocab, &tv))) goto done;
-  if ((rc = cli_read_tokens(cmd, a.src, &cfg, 0, sv, 0, &src))) goto done;
-  if ((rc = cli_read_tokens(cmd, a.tgt, &cfg, 1, tv, 0, &tgt))) goto done;
+  if ((rc = cli_text_vocab(cmd, &a.tx, a.src_vocab, a.model, 0, &sv))) goto done;
+  if ((rc = cli_text_vocab(cmd, &a.tx, a.tgt_vocab, a.model, 1, &tv))) goto done;
+  if ((rc = cli_read_side(cmd, &a.tx, a.src, &cfg, 0, sv, 0, 0, &src))) goto done;
+  if ((rc = cli_read_side(cmd, &a.tx, a.tgt, &cfg, 1, tv, 0, 1, &tgt))) goto done;
   if ((rc = check_pairs(&a, &src, &tgt, cfg.bos_id))) goto done;
   if ((rc = cli_open_model(cmd, a.device, a.model, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src), t = cli_seqs(&tgt);

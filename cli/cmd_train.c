@@ -19,6 +19,7 @@ static void train_help(FILE *f) {
           "                   [--init DIR] [--valid-src FILE --valid-tgt FILE] [--steps 1000]\n"
           "                   [--batch-size 64] [--lr 1e-3] [--clip 0] [--seed 0] [--dropout 0]\n"
           "                   [--checkpoint-every N] [--valid-every N] [--resume DIR]\n"
+          "                   [--text chars|words|SRC,TGT [--src-vocab F] [--tgt-vocab F]]\n"
           "                   [--overwrite] [--device SEL]\n"
           "       seqcl train --task reverse [--length 6] [--score additive|general|dot|scaled_dot]\n"
           "                   [--bidirectional] [--layers 1] [--output state|state_context]\n"
@@ -41,7 +42,16 @@ static void train_help(FILE *f) {
           "greedy exact-match accuracy every --valid-every steps (default: checkpoint\n"
           "interval, else the end). DIR/checkpoint holds the model, Adam's state, the step\n"
           "and the shuffle position (written atomically every --checkpoint-every steps\n"
-          "and at the end; --task reverse writes one at the end too). The checkpoint\n"
+          "and at the end; --task reverse writes one at the end too).\n\n"
+          "--text SPLIT reads the four files as text (chars: every UTF-8 character a\n"
+          "token, a space the token <space>; words: whitespace-separated; SRC,TGT for two\n"
+          "splits, chars,words for letters to phonemes); target lines hold the tokens\n"
+          "only. The vocabularies are --src-vocab/--tgt-vocab, else those of --init DIR,\n"
+          "else built from --src/--tgt (<unk> 0, <s> 1, </s> 2, then by falling count);\n"
+          "a fresh model takes the vocabulary sizes and the bos, eos, pad and unknown ids\n"
+          "from them (the --config's are replaced), one from --init must match them.\n"
+          "Unknown tokens map to <unk> (counted on stderr). DIR gets src.vocab and\n"
+          "tgt.vocab, so decode, forward and eval --text read them from there. The checkpoint\n"
           "records the task, the files, the settings and the total --steps, so\n"
           "--resume DIR alone continues the run bit for bit (same device), saving into\n"
           "DIR; --steps N sets a new total. Options given again must agree with the\n"
@@ -108,6 +118,7 @@ typedef struct train_args {
   const char *src, *tgt, *valid_src, *valid_tgt, *config, *resume;
   const char *init;   /* --task reverse: zeros|bridge|final; files: the model folder to start from */
   const char *output; /* --task reverse: state|state_context */
+  const char *text, *src_vocab, *tgt_vocab;
   long length, steps, batch, seed, ckpt_every, valid_every, layers;
   double lr, clip, dropout;
   int bidirectional, overwrite, length_given, batch_given, seed_given, lr_given, clip_given,
@@ -144,6 +155,9 @@ static int parse(int argc, char **argv, train_args *a) {
                         : !strcmp(o, "--init")      ? &a->init
                         : !strcmp(o, "--output")    ? &a->output
                         : !strcmp(o, "--resume")    ? &a->resume
+                        : !strcmp(o, "--text")      ? &a->text
+                        : !strcmp(o, "--src-vocab") ? &a->src_vocab
+                        : !strcmp(o, "--tgt-vocab") ? &a->tgt_vocab
                                                     : NULL;
     const char *v = cli_value(cmd, argc, argv, &i);
     if (!v) return CLI_USAGE;
@@ -277,6 +291,9 @@ int cmd_train(int argc, char **argv) {
     if (a.task) return cli_usage_error(cmd, "--task and --src exclude each other");
     return train_files(&a);
   }
+  if (a.text || a.src_vocab || a.tgt_vocab)
+    return cli_usage_error(cmd, "--text, --src-vocab and --tgt-vocab read training files: "
+                                "give --src and --tgt (the reversal task makes its own ids)");
   seqcl_train_options o;
   seqcl_train_options_init(&o);
   if (resumed) {
@@ -375,6 +392,7 @@ static int train_files(const train_args *a) {
   o.valid_src_path = a->valid_src, o.valid_tgt_path = a->valid_tgt;
   o.config_path = a->config, o.init_dir = a->init, o.resume_dir = a->resume;
   o.save_dir = a->save;
+  o.text = a->text, o.src_vocab_path = a->src_vocab, o.tgt_vocab_path = a->tgt_vocab;
   if (a->steps_given) o.steps = (int)a->steps;
   if (a->batch_given) o.batch_size = (int)a->batch;
   if (a->seed_given) o.seed = a->seed;
@@ -421,6 +439,15 @@ static int train_files(const train_args *a) {
                                               "lines set the other sizes)",
                                      o.batch_size ? o.batch_size : 64);
   if (st != SEQCL_OK) return cli_fail(cmd, st);
+  static const char *const side[2] = {"source", "target"};
+  for (int k = 0; k < 2; k++)
+    if (r.vocab_built[k])
+      fprintf(stderr, "seqcl train: %s vocabulary built from %s: %d tokens\n", side[k],
+              k ? o.tgt_path : o.src_path, r.vocab_size[k]);
+  for (int k = 0; k < 2; k++)
+    if (r.unknown[k])
+      fprintf(stderr, "seqcl train: %zu unknown %s token%s mapped to <unk>\n", r.unknown[k],
+              side[k], r.unknown[k] == 1 ? "" : "s");
   const int done = r.steps_done - r.start_step;
   printf("trained steps %d..%d on %d lines (longest source %d, target %d) in %.2f s (%.1f "
          "steps/s)\n",

@@ -113,6 +113,21 @@ typedef struct seqcl_train_files_options {
    * decoding. The masks come from Philox4x32-10 keyed by (seed, step, tensor,
    * element), so every device draws the same masks. */
   double dropout;
+  /* Read the four files as text instead of token ids: "chars" (every UTF-8
+   * character a token, a space the token <space>), "words" (whitespace-
+   * separated), or "SRC,TGT" of those ("chars,words": letters in, phonemes
+   * out); NULL = ids (or on resume what the checkpoint was trained on). Target
+   * lines hold the tokens only (BOS and EOS are added). The vocabularies are
+   * src_vocab_path / tgt_vocab_path when set, else init_dir's src.vocab /
+   * tgt.vocab with init_dir, else (resume) the checkpoint's, else built from
+   * the training files (<unk> 0, <s> 1, </s> 2, then by falling count). A
+   * model that starts fresh takes its vocabulary sizes, bos_id, eos_id, pad_id
+   * and unknown ids from them (the config's are replaced); one whose weights
+   * are loaded must match them. Unknown tokens map to <unk> (counted in the
+   * result) or are an error naming the file, line and token. The model folder
+   * and the checkpoint then hold src.vocab and tgt.vocab. */
+  const char *text;
+  const char *src_vocab_path, *tgt_vocab_path;
 } seqcl_train_files_options;
 
 typedef struct seqcl_train_files_result {
@@ -125,6 +140,10 @@ typedef struct seqcl_train_files_result {
   double train_seconds;
   int train_lines, max_src_len, max_tgt_len;
   char save_dir[1024];     /* where the model and the checkpoint went */
+  /* text: unknown tokens mapped to <unk> in the source and target files (the
+   * validation pair included), the vocabulary sizes, and which were built */
+  size_t unknown[2];
+  int vocab_size[2], vocab_built[2];
 } seqcl_train_files_result;
 
 void seqcl_train_files_options_init(seqcl_train_files_options *o);

@@ -147,3 +147,43 @@ write_error:
   sq_fail(NULL, SEQCL_ERR_IO, "writing a text line failed: %s", strerror(errno));
   return -1;
 }
+
+static int split_word(const char *s, size_t n, sq_split *out) {
+  if (n == 5 && !strncmp(s, "chars", 5)) *out = SQ_SPLIT_CHARS;
+  else if (n == 5 && !strncmp(s, "words", 5)) *out = SQ_SPLIT_WORDS;
+  else return -1;
+  return 0;
+}
+
+int sq_text_split_parse(const char *spec, sq_split split[2]) {
+  if (!spec) return -1;
+  const char *comma = strchr(spec, ',');
+  if (!comma) {
+    if (split_word(spec, strlen(spec), &split[0])) return -1;
+    split[1] = split[0];
+    return 0;
+  }
+  return split_word(spec, (size_t)(comma - spec), &split[0]) ||
+                 split_word(comma + 1, strlen(comma + 1), &split[1])
+             ? -1
+             : 0;
+}
+
+seqcl_status sq_seqs_wrap(sq_seqs *s, int32_t bos, int32_t eos) {
+  const size_t n = s->count, total = s->offsets[n] + 2 * n;
+  int32_t *ids = malloc(total * sizeof *ids);
+  if (!ids) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "text lines: out of host memory");
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    const size_t b = s->offsets[i], len = sq_seq_len(s, i);
+    s->offsets[i] = at;
+    ids[at++] = bos;
+    memcpy(ids + at, s->ids + b, len * sizeof *ids);
+    at += len;
+    ids[at++] = eos;
+  }
+  s->offsets[n] = at;
+  free(s->ids);
+  s->ids = ids;
+  return SEQCL_OK;
+}

@@ -22,4 +22,13 @@ seqcl_status sq_text_read(const char *path, sq_split split, const sq_vocab *voca
  * or words joined by single spaces; then '\n'. 0, or -1 after sq_fail. */
 int sq_text_write_line(FILE *f, const int32_t *ids, size_t n, const sq_vocab *vocab, sq_split split);
 
+/* Puts bos before and eos after every line of s (text holds the tokens only;
+ * a training or teacher-forcing target is BOS ... EOS). s is replaced. */
+seqcl_status sq_seqs_wrap(sq_seqs *s, int32_t bos, int32_t eos);
+
+/* "chars", "words" (both sides) or "SRC,TGT" of those (letters in, phonemes
+ * out: "chars,words") into split[0] (source) and split[1] (target); 0, or -1
+ * when spec is none of these. */
+int sq_text_split_parse(const char *spec, sq_split split[2]);
+
 #endif

@@ -104,3 +104,38 @@ seqcl_status sq_vocab_write(FILE *f, const sq_wordtab *t, const sq_vocab_spec *s
   if (ferror(f)) return sq_fail(NULL, SEQCL_ERR_IO, "writing the vocabulary failed: %s", strerror(errno));
   return SEQCL_OK;
 }
+
+seqcl_status sq_vocab_build(const char *const *paths, size_t n, const sq_vocab_spec *spec,
+                            sq_vocab **out, sq_vocab_summary *sum) {
+  *out = NULL;
+  sq_wordtab tab = {0};
+  char *text = NULL;
+  size_t len = 0;
+  seqcl_status st = SEQCL_OK;
+  for (size_t k = 0; k < n && st == SEQCL_OK; k++) st = sq_vocab_count(paths[k], spec->split, &tab);
+  /* the file form, so that a built vocabulary is exactly the one `seqcl vocab
+   * build` writes and sq_vocab_read reads back */
+  FILE *f = st == SEQCL_OK ? open_memstream(&text, &len) : NULL;
+  if (st == SEQCL_OK && !f)
+    st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "vocabulary: out of host memory");
+  if (f) {
+    st = sq_vocab_write(f, &tab, spec, sum);
+    if (fclose(f) != 0 && st == SEQCL_OK)
+      st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "vocabulary: out of host memory");
+  }
+  if (st == SEQCL_OK) st = sq_vocab_parse(text, len, "the built vocabulary", out);
+  free(text);
+  sq_wordtab_free(&tab);
+  return st;
+}
+
+seqcl_status sq_vocab_save(const sq_vocab *v, const char *path) {
+  sq_outfile o;
+  SQ_TRY(sq_outfile_open(path, &o));
+  for (size_t i = 0; i < v->count; i++)
+    if (fputs(v->words[i], o.f) < 0 || fputc('\n', o.f) < 0) {
+      sq_outfile_abort(&o);
+      return sq_fail(NULL, SEQCL_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    }
+  return sq_outfile_commit(&o);
+}

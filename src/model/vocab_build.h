@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "model/tokens.h"
 #include "model/wordtab.h"
 
 /* The special tokens. Their ids: with pad, <pad> 0, <unk> 1, <s> 2, </s> 3;
@@ -43,5 +44,12 @@ typedef struct sq_vocab_summary {
  * special one is that special token. */
 seqcl_status sq_vocab_write(FILE *f, const sq_wordtab *t, const sq_vocab_spec *spec,
                             sq_vocab_summary *sum);
+
+/* Builds the vocabulary of the files paths[0..n) in memory, as
+ * sq_vocab_write would write it (*out is freed with sq_vocab_free). */
+seqcl_status sq_vocab_build(const char *const *paths, size_t n, const sq_vocab_spec *spec,
+                            sq_vocab **out, sq_vocab_summary *sum);
+/* Writes v to path, one token per line, atomically (sq_outfile). */
+seqcl_status sq_vocab_save(const sq_vocab *v, const char *path);
 
 #endif

@@ -13,6 +13,7 @@
 #include "core/fileio.h"
 #include "model/safetensors.h"
 #include "model/tokens.h"
+#include "model/text.h"
 #include "train/checkpoint.h"
 
 static char *join(const char *dir, const char *name) {
@@ -68,6 +69,7 @@ seqcl_status sq_checkpoint_meta_to_json(seqcl_ctx *ctx, const sq_ckpt_meta *m, c
     json_object_set_new(o, "checkpoint_every", json_integer(m->checkpoint_every));
     json_object_set_new(o, "valid_every", json_integer(m->valid_every));
     if (m->length) json_object_set_new(o, "length", json_integer(m->length));
+    if (m->text[0]) json_object_set_new(o, "text", json_string(m->text));
     const char *keys[4] = {"src", "tgt", "valid_src", "valid_tgt"};
     const char *vals[4] = {m->src, m->tgt, m->valid_src, m->valid_tgt};
     for (int i = 0; i < 4; i++)
@@ -242,6 +244,12 @@ seqcl_status sq_checkpoint_parse_meta(seqcl_ctx *ctx, const char *text, size_t l
       (!json_is_integer(v) || (m->length = (int)json_integer_value(v)) < 1 || m->length > 4096))
     bad = "length";
   if (!bad && !strcmp(m->task, "reverse") && !m->length) bad = "length";
+  if (!bad && (v = json_object_get(o, "text"))) {
+    sq_split split[2];
+    const char *t = json_string_value(v);
+    if (!t || strlen(t) >= sizeof m->text || sq_text_split_parse(t, split)) bad = "text";
+    else snprintf(m->text, sizeof m->text, "%s", t);
+  }
   const char *keys[4] = {"src", "tgt", "valid_src", "valid_tgt"};
   char *dst[4] = {m->src, m->tgt, m->valid_src, m->valid_tgt};
   for (int i = 0; !bad && i < 4; i++) {

@@ -28,6 +28,8 @@ typedef struct sq_ckpt_meta {
   int checkpoint_every, valid_every;
   int length;               /* reverse: digits per line */
   char src[1024], tgt[1024], valid_src[1024], valid_tgt[1024]; /* files: absolute paths, "" = none */
+  char text[16];            /* files read as text: "SRC,TGT" splits (chars/words); "" = ids.
+                             * The vocabularies are then in the checkpoint folder */
 } sq_ckpt_meta;
 
 /* The absolute form of path (realpath, else path itself) into buf. */

@@ -11,6 +11,7 @@
 #include "model/safetensors.h"
 #include "model/tokens.h"
 #include "train/save_dir.h"
+#include "train/text_data.h"
 #include "train/tmodel.h"
 
 seqcl_status sq_tlayout_save(seqcl_ctx *ctx, const sq_tlayout *L, const float *params,
@@ -51,6 +52,7 @@ seqcl_status sq_tlayout_save(seqcl_ctx *ctx, const sq_tlayout *L, const float *p
     snprintf(path, cap, "%s/model.safetensors", dir);
     st = sq_st_write(path, t, (size_t)L->nparams);
   }
+  if (st == SEQCL_OK && L->vocab[0]) st = sq_train_text_save(ctx, L->vocab, dir);
   free(path);
   return st;
 }

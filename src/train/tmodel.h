@@ -30,6 +30,10 @@ typedef struct sq_tlayout {
   int nparams;
   sq_tparam p[SQ_TPARAM_MAX];
   size_t total;
+  /* the vocabularies of a model trained on text (else NULL): saved with the
+   * weights as src.vocab / tgt.vocab, in the model folder and the checkpoint;
+   * sq_tlayout_make leaves them NULL */
+  const struct sq_vocab *vocab[2];
   /* offsets (elements) into the flat buffer; (size_t)-1 when absent */
   size_t enc_emb;
   size_t enc_wih[SQ_TRAIN_MAX_LAYERS][2], enc_whh[SQ_TRAIN_MAX_LAYERS][2];
@@ -45,7 +49,8 @@ seqcl_status sq_tlayout_make(seqcl_ctx *ctx, const sq_config *cfg, sq_tlayout *o
  * seeded generator: embeddings N(0,1); GRU U(-1/sqrt(H), 1/sqrt(H)); Linear
  * weight and bias U(-1/sqrt(in), 1/sqrt(in)). */
 void sq_tlayout_init(const sq_tlayout *L, uint64_t seed, float *params);
-/* Writes DIR/config.json and DIR/model.safetensors (creating DIR). */
+/* Writes DIR/config.json and DIR/model.safetensors (creating DIR), and the
+ * vocabularies when L has them. */
 seqcl_status sq_tlayout_save(seqcl_ctx *ctx, const sq_tlayout *L, const float *params,
                              const char *dir);
 

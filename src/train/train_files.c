@@ -18,6 +18,7 @@
 #include "train/checkpoint.h"
 #include "train/optim.h"
 #include "train/save_dir.h"
+#include "train/text_data.h"
 #include "train/tmodel.h"
 
 #define SHUFFLE_SALT 0x5EED0DA7A5EED0DAull
@@ -43,11 +44,21 @@ typedef struct dataset {
   sq_seqs src, tgt;
 } dataset;
 
-static seqcl_status load_pair(seqcl_ctx *ctx, const sq_config *c, const char *src_path,
-                              const char *tgt_path, dataset *d) {
+/* tx: read as text through its vocabularies (unknown tokens counted into
+ * unknown[side]); NULL: token ids. */
+static seqcl_status load_pair(seqcl_ctx *ctx, const sq_config *c, const sq_train_text *tx,
+                              const char *src_path, const char *tgt_path, dataset *d,
+                              size_t unknown[2]) {
   d->src_name = src_path, d->tgt_name = tgt_path;
-  SQ_TRY(sq_tokens_read(src_path, c->src_vocab, NULL, &d->src));
-  SQ_TRY(sq_tokens_read(tgt_path, c->tgt_vocab, NULL, &d->tgt));
+  if (tx) {
+    size_t u[2] = {0, 0};
+    SQ_TRY(sq_train_text_read(tx, c, 0, src_path, &d->src, &u[0]));
+    SQ_TRY(sq_train_text_read(tx, c, 1, tgt_path, &d->tgt, &u[1]));
+    unknown[0] += u[0], unknown[1] += u[1];
+  } else {
+    SQ_TRY(sq_tokens_read(src_path, c->src_vocab, NULL, &d->src));
+    SQ_TRY(sq_tokens_read(tgt_path, c->tgt_vocab, NULL, &d->tgt));
+  }
   if (d->src.count != d->tgt.count)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s has %zu lines but %s has %zu", src_path,
                    d->src.count, tgt_path, d->tgt.count);
@@ -153,6 +164,8 @@ typedef struct run {
   char *ckdir, *save_alloc;
   sq_ckpt_meta meta;
   sq_save_plan save;
+  sq_train_text text;
+  char text_spec[16]; /* "SRC,TGT" when training on text, else "" */
   int B, S, T;
   uint64_t seed, hash;
   double lr, clip, dropout;
@@ -249,6 +262,7 @@ static seqcl_status save_checkpoint(seqcl_ctx *ctx, const seqcl_train_files_opti
   m.steps_total = o->steps;
   m.checkpoint_every = o->checkpoint_every;
   m.valid_every = o->valid_every;
+  snprintf(m.text, sizeof m.text, "%s", R->text_spec);
   sq_ckpt_abspath(o->src_path, m.src, sizeof m.src);
   sq_ckpt_abspath(o->tgt_path, m.tgt, sizeof m.tgt);
   if (o->valid_src_path) sq_ckpt_abspath(o->valid_src_path, m.valid_src, sizeof m.valid_src);
@@ -343,6 +357,12 @@ static seqcl_status resume_options(seqcl_ctx *ctx, const seqcl_train_files_optio
     SQ_TRY(resume_path(ctx, "--valid-src", &eff->valid_src_path, m->valid_src, ckdir, 0));
     SQ_TRY(resume_path(ctx, "--valid-tgt", &eff->valid_tgt_path, m->valid_tgt, ckdir, 0));
   }
+  if (o->src_vocab_path || o->tgt_vocab_path)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: --src-vocab/--tgt-vocab: a resumed run keeps the checkpoint's "
+                   "vocabularies (in %s); leave them out",
+                   ckdir);
+  if (!o->text && m->text[0]) eff->text = m->text;
   if (!eff->steps) eff->steps = m->steps_total ? (int)m->steps_total : 1000;
   if (!eff->checkpoint_every) eff->checkpoint_every = m->checkpoint_every;
   if (!eff->valid_every) eff->valid_every = m->valid_every;
@@ -359,6 +379,40 @@ static seqcl_status resume_options(seqcl_ctx *ctx, const seqcl_train_files_optio
     if (!*save_alloc) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
     eff->save_dir = *save_alloc;
   }
+  return SEQCL_OK;
+}
+
+/* --text: the splits (on resume the checkpoint's; one given again must agree),
+ * the vocabularies and the config keys that follow from them. */
+static seqcl_status settle_text(seqcl_ctx *ctx, const seqcl_train_files_options *o,
+                                const sq_ckpt_meta *m, run *R, seqcl_train_files_result *res) {
+  if (!o->text) {
+    if (o->src_vocab_path || o->tgt_vocab_path)
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                     "train: --src-vocab/--tgt-vocab read the files as text: give --text too");
+    if (m && m->text[0])
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: the checkpoint was trained on text");
+    return SEQCL_OK;
+  }
+  sq_train_text *t = &R->text;
+  if (sq_text_split_parse(o->text, t->split))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: --text '%s' is not chars, words or SRC,TGT of those", o->text);
+  snprintf(R->text_spec, sizeof R->text_spec, "%s,%s",
+           t->split[0] == SQ_SPLIT_CHARS ? "chars" : "words",
+           t->split[1] == SQ_SPLIT_CHARS ? "chars" : "words");
+  if (m && strcmp(R->text_spec, m->text[0] ? m->text : "(token ids)"))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: --text %s differs from the checkpoint's %s (leave it out)", o->text,
+                   m->text[0] ? m->text : "token ids");
+  const char *given[2] = {o->src_vocab_path, o->tgt_vocab_path};
+  const char *train[2] = {o->src_path, o->tgt_path};
+  const char *from = m ? R->ckdir : o->init_dir;
+  SQ_TRY(sq_train_text_vocabs(ctx, t, given, from, train));
+  SQ_TRY(sq_train_text_config(ctx, t, &R->cfg, m || o->init_dir,
+                              m ? R->ckdir : o->init_dir ? o->init_dir : o->config_path));
+  for (int k = 0; k < 2; k++)
+    res->vocab_size[k] = (int)t->vocab[k]->count, res->vocab_built[k] = t->built[k];
   return SEQCL_OK;
 }
 
@@ -399,10 +453,14 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
   }
   snprintf(res->save_dir, sizeof res->save_dir, "%s", o->save_dir ? o->save_dir : "");
   SQ_TRY(settle_options(ctx, o, m, R));
+  SQ_TRY(settle_text(ctx, o, m, R, res));
+  const sq_train_text *tx = R->text_spec[0] ? &R->text : NULL;
   SQ_TRY(sq_tlayout_make(ctx, &R->cfg, &R->L));
-  SQ_TRY(load_pair(ctx, &R->cfg, o->src_path, o->tgt_path, &R->train));
+  if (tx) R->L.vocab[0] = tx->vocab[0], R->L.vocab[1] = tx->vocab[1];
+  SQ_TRY(load_pair(ctx, &R->cfg, tx, o->src_path, o->tgt_path, &R->train, res->unknown));
   if (o->valid_src_path) {
-    SQ_TRY(load_pair(ctx, &R->cfg, o->valid_src_path, o->valid_tgt_path, &R->valid));
+    SQ_TRY(load_pair(ctx, &R->cfg, tx, o->valid_src_path, o->valid_tgt_path, &R->valid,
+                     res->unknown));
     R->have_valid = 1;
   }
   R->hash = data_hash(&R->train);
@@ -527,6 +585,7 @@ seqcl_status seqcl_train_files(seqcl_ctx *ctx, const seqcl_train_files_options *
   sq_buf_free(R.scratch);
   free_pair(&R.train);
   free_pair(&R.valid);
+  sq_train_text_free(&R.text);
   free(R.idx);
   free(R.src);
   free(R.host);
