@@ -42,73 +42,13 @@ static inline float sq_host_fast_tanhf(float x) {
 /* Scratch of at least n floats owned by the backend (valid until the next call). */
 seqcl_status sq_host_scratch(sq_backend *be, size_t n, float **out);
 
-/* The slots, one file per op family (host_<family>.c); host_backend.c puts
- * them in the table. */
+/* The slots, one file per op family (host_<family>.c, backend/slots.def);
+ * host_backend.c puts them in the table. */
+#define SQ_SLOT(name, params) seqcl_status sq_host_##name params;
+#include "backend/slots.def"
+#undef SQ_SLOT
 
-/* host_linear.c */
-seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, float alpha,
-                          sq_ref A, int lda, size_t sa, sq_ref B, int ldb, size_t sb, float beta,
-                          sq_ref C, int ldc, size_t sc, int batch);
-seqcl_status sq_host_add_bias(sq_backend *be, int rows, int cols, sq_ref y, int ld, sq_ref bias);
-seqcl_status sq_host_bias_grad(sq_backend *be, int rows, int cols, sq_ref dy, int ld, sq_ref db);
-seqcl_status sq_host_tanh_inplace(sq_backend *be, size_t count, sq_ref x);
-seqcl_status sq_host_tanh_bwd(sq_backend *be, size_t count, sq_ref y, sq_ref dy, sq_ref dx);
-
-/* host_attention.c */
-seqcl_status sq_host_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref scores);
-seqcl_status sq_host_masked_softmax(sq_backend *be, int N, int S, sq_ref x, sq_ref lens,
-                                    sq_ref mask, sq_ref y);
-seqcl_status sq_host_context(sq_backend *be, int N, int S, int He, sq_ref alpha, sq_ref keys,
-                             sq_ref c, int ld_c);
-seqcl_status sq_host_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
-                                sq_ref alpha);
-seqcl_status sq_host_attn_fwd(sq_backend *be, const sq_attn_args *a, sq_ref u, sq_ref c, int ld_c,
-                              sq_ref alpha);
-seqcl_status sq_host_attn_bwd(sq_backend *be, const sq_attn_args *a, sq_ref alpha, sq_ref u,
-                              sq_ref dc, int ld_dc, sq_ref dqp, int ld_dqp, sq_ref dkeys,
-                              sq_ref dpkeys, sq_ref dv, sq_ref dbv);
-
-/* host_gru.c */
-seqcl_status sq_host_gru_gates(sq_backend *be, const sq_gru_args *g);
-seqcl_status sq_host_gru_fwd(sq_backend *be, const sq_gru_args *g, sq_ref saved, size_t sv_sn,
-                             size_t sv_st);
-seqcl_status sq_host_gru_gates_bwd(sq_backend *be, const sq_gru_bwd_args *g);
-
-/* host_embedding.c */
-seqcl_status sq_host_embedding(sq_backend *be, int N, int D, sq_ref ids, sq_ref table, sq_ref out,
-                               int ld_out);
-seqcl_status sq_host_embedding_bwd(sq_backend *be, int N, int D, sq_ref ids, sq_ref dy, int ld_dy,
-                                   int pad_id, sq_ref dtable);
-
-/* host_loss.c */
-seqcl_status sq_host_log_softmax(sq_backend *be, int N, int V, sq_ref x, sq_ref y);
-seqcl_status sq_host_cross_entropy(sq_backend *be, int N, int V, sq_ref x, sq_ref labels,
-                                   sq_ref loss);
-seqcl_status sq_host_cross_entropy_bwd(sq_backend *be, int N, int V, sq_ref x, sq_ref labels,
-                                       float scale, sq_ref dx);
-
-/* host_decode.c */
-seqcl_status sq_host_argmax(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
-                            sq_ref ids);
-seqcl_status sq_host_greedy_update(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
-                                   sq_ref hist);
-
-/* host_beam.c */
-seqcl_status sq_host_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, int K,
-                               sq_ref vals, sq_ref ids);
-seqcl_status sq_host_beam_select(sq_backend *be, const sq_beam_args *a);
-seqcl_status sq_host_gather_rows(sq_backend *be, int N, int D, sq_ref src, sq_ref idx,
-                                 sq_ref dst);
-
-/* host_dropout.c */
-seqcl_status sq_host_dropout(sq_backend *be, const sq_dropout_args *a);
-/* The generator behind it (exposed for the known-answer test). */
+/* The generator behind host_dropout.c (exposed for the known-answer test). */
 void sq_host_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
-
-/* host_optim.c */
-seqcl_status sq_host_sum_squares(sq_backend *be, size_t count, sq_ref x, sq_ref out);
-seqcl_status sq_host_scale(sq_backend *be, size_t count, sq_ref x, float s);
-seqcl_status sq_host_adam(sq_backend *be, size_t count, sq_ref p, sq_ref g, sq_ref m, sq_ref v,
-                          float b1, float b2, float eps, float step_size, float bc2_sqrt);
 
 #endif

@@ -151,43 +151,11 @@ static const sq_backend_ops host_ops = {
     .fill = host_fill,
     .fill_i32 = host_fill_i32,
     .finish = host_finish,
-    /* linear */
-    .gemm = sq_host_gemm,
-    .add_bias = sq_host_add_bias,
-    .bias_grad = sq_host_bias_grad,
-    .tanh_inplace = sq_host_tanh_inplace,
-    .tanh_bwd = sq_host_tanh_bwd,
-    /* attention */
-    .attn_scores = sq_host_attn_scores,
-    .masked_softmax = sq_host_masked_softmax,
-    .context = sq_host_context,
-    .attn_fused = sq_host_attn_fused,
-    .attn_fwd = sq_host_attn_fwd,
-    .attn_bwd = sq_host_attn_bwd,
-    /* gru */
-    .gru_gates = sq_host_gru_gates,
-    .gru_fwd = sq_host_gru_fwd,
-    .gru_gates_bwd = sq_host_gru_gates_bwd,
-    /* embedding */
-    .embedding = sq_host_embedding,
-    .embedding_bwd = sq_host_embedding_bwd,
-    /* loss */
-    .log_softmax = sq_host_log_softmax,
-    .cross_entropy = sq_host_cross_entropy,
-    .cross_entropy_bwd = sq_host_cross_entropy_bwd,
-    /* decode (no argmax_greedy: on the host the two slots cost no extra launch) */
-    .argmax = sq_host_argmax,
-    .greedy_update = sq_host_greedy_update,
-    /* beam */
-    .beam_topk = sq_host_beam_topk,
-    .beam_select = sq_host_beam_select,
-    .gather_rows = sq_host_gather_rows,
-    /* optim */
-    .sum_squares = sq_host_sum_squares,
-    .scale = sq_host_scale,
-    .adam = sq_host_adam,
-    /* dropout */
-    .dropout = sq_host_dropout,
+    /* the op slots: sq_host_<name> of every line of backend/slots.def (no
+     * argmax_greedy: on the host the two slots cost no extra launch) */
+#define SQ_SLOT(name, params) .name = sq_host_##name,
+#include "backend/slots.def"
+#undef SQ_SLOT
     .destroy = host_destroy,
 };
 

@@ -204,45 +204,12 @@ static const sq_backend_ops opencl_ops = {
     .fill = buf_fill,
     .fill_i32 = buf_fill_i32,
     .finish = finish,
-    /* linear */
-    .gemm = sq_ocl_gemm,
+    /* the op slots: sq_ocl_<name> of every line of backend/slots.def */
+#define SQ_SLOT(name, params) .name = sq_ocl_##name,
+#include "backend/slots.def"
+#undef SQ_SLOT
     .gemm_paths = sq_ocl_gemm_paths,
-    .add_bias = sq_ocl_add_bias,
-    .bias_grad = sq_ocl_bias_grad,
-    .tanh_inplace = sq_ocl_tanh_inplace,
-    .tanh_bwd = sq_ocl_tanh_bwd,
-    /* attention */
-    .attn_scores = sq_ocl_attn_scores,
-    .masked_softmax = sq_ocl_masked_softmax,
-    .context = sq_ocl_context,
-    .attn_fused = sq_ocl_attn_fused,
-    .attn_fwd = sq_ocl_attn_fwd,
-    .attn_bwd = sq_ocl_attn_bwd,
-    /* gru */
-    .gru_gates = sq_ocl_gru_gates,
-    .gru_fwd = sq_ocl_gru_step, /* kernels/gru.cl, keeping the gates */
-    .gru_gates_bwd = sq_ocl_gru_gates_bwd,
-    /* embedding */
-    .embedding = sq_ocl_embedding,
-    .embedding_bwd = sq_ocl_embedding_bwd,
-    /* loss */
-    .log_softmax = sq_ocl_log_softmax,
-    .cross_entropy = sq_ocl_cross_entropy,
-    .cross_entropy_bwd = sq_ocl_cross_entropy_bwd,
-    /* decode */
-    .argmax = sq_ocl_argmax,
-    .greedy_update = sq_ocl_greedy_update,
     .argmax_greedy = sq_ocl_argmax_greedy,
-    /* beam */
-    .beam_topk = sq_ocl_beam_topk,
-    .beam_select = sq_ocl_beam_select,
-    .gather_rows = sq_ocl_gather_rows,
-    /* optim */
-    .sum_squares = sq_ocl_sum_squares,
-    .scale = sq_ocl_scale,
-    .adam = sq_ocl_adam,
-    /* dropout */
-    .dropout = sq_ocl_dropout,
     .destroy = destroy,
 };
 

@@ -32,73 +32,15 @@ seqcl_status sq_ocl_launch_rows(sq_ocl *o, cl_kernel k, size_t rows, size_t wg, 
 /* ---- memory (opencl_backend.c) ---- */
 seqcl_status sq_ocl_fill_bits(sq_backend *be, sq_ref dst, size_t count, uint32_t bits);
 
-/* ---- linear (gemm_clblast.c, ops_linear.c) ---- */
-seqcl_status sq_ocl_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, float alpha,
-                         sq_ref A, int lda, size_t sa, sq_ref B, int ldb, size_t sb, float beta,
-                         sq_ref C, int ldc, size_t sc, int batch);
-seqcl_status sq_ocl_add_bias(sq_backend *be, int rows, int cols, sq_ref y, int ld, sq_ref bias);
-seqcl_status sq_ocl_bias_grad(sq_backend *be, int rows, int cols, sq_ref dy, int ld, sq_ref db);
-seqcl_status sq_ocl_tanh_inplace(sq_backend *be, size_t count, sq_ref x);
-seqcl_status sq_ocl_tanh_bwd(sq_backend *be, size_t count, sq_ref y, sq_ref dy, sq_ref dx);
+/* ---- the op slots both backends fill (backend/slots.def), one file per
+ * family: ops_<family>.c (the product: gemm_clblast.c) ---- */
+#define SQ_SLOT(name, params) seqcl_status sq_ocl_##name params;
+#include "backend/slots.def"
+#undef SQ_SLOT
 
-/* ---- attention (ops_attention.c) ---- */
-seqcl_status sq_ocl_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref scores);
-seqcl_status sq_ocl_masked_softmax(sq_backend *be, int N, int S, sq_ref x, sq_ref lens,
-                                   sq_ref mask, sq_ref y);
-seqcl_status sq_ocl_context(sq_backend *be, int N, int S, int He, sq_ref alpha, sq_ref keys,
-                            sq_ref c, int ld_c);
-seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
-                               sq_ref alpha);
-seqcl_status sq_ocl_attn_fwd(sq_backend *be, const sq_attn_args *a, sq_ref u, sq_ref c, int ld_c,
-                             sq_ref alpha);
-seqcl_status sq_ocl_attn_bwd(sq_backend *be, const sq_attn_args *a, sq_ref alpha, sq_ref u,
-                             sq_ref dc, int ld_dc, sq_ref dqp, int ld_dqp, sq_ref dkeys,
-                             sq_ref dpkeys, sq_ref dv, sq_ref dbv);
-
-/* ---- gru (ops_gru.c) ---- */
-seqcl_status sq_ocl_gru_gates(sq_backend *be, const sq_gru_args *g);
-/* The same step, also keeping r, z, n and W_hn h + b_hn of each active row at
- * saved + n*sv_sn + t*sv_st (4H each) when saved is present: training's gru_fwd. */
-seqcl_status sq_ocl_gru_step(sq_backend *be, const sq_gru_args *g, sq_ref saved, size_t sv_sn,
-                             size_t sv_st);
-seqcl_status sq_ocl_gru_gates_bwd(sq_backend *be, const sq_gru_bwd_args *g);
-
-/* ---- embedding (ops_embedding.c) ---- */
-seqcl_status sq_ocl_embedding(sq_backend *be, int N, int D, sq_ref ids, sq_ref table, sq_ref out,
-                              int ld_out);
-seqcl_status sq_ocl_embedding_bwd(sq_backend *be, int N, int D, sq_ref ids, sq_ref dy, int ld_dy,
-                                  int pad_id, sq_ref dtable);
-
-/* ---- loss (ops_loss.c) ---- */
-seqcl_status sq_ocl_log_softmax(sq_backend *be, int N, int V, sq_ref x, sq_ref y);
-seqcl_status sq_ocl_cross_entropy(sq_backend *be, int N, int V, sq_ref x, sq_ref labels,
-                                  sq_ref loss);
-seqcl_status sq_ocl_cross_entropy_bwd(sq_backend *be, int N, int V, sq_ref x, sq_ref labels,
-                                      float scale, sq_ref dx);
-
-/* ---- decode (ops_decode.c) ---- */
-seqcl_status sq_ocl_argmax(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
-                           sq_ref ids);
-seqcl_status sq_ocl_greedy_update(sq_backend *be, int N, sq_ref ids, sq_ref finished, int eos,
-                                  sq_ref hist);
+/* ---- the slot only this backend fills (ops_decode.c) ---- */
 seqcl_status sq_ocl_argmax_greedy(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
                                   sq_ref ids, sq_ref finished, int eos, sq_ref hist);
-
-/* ---- beam (ops_beam.c) ---- */
-seqcl_status sq_ocl_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, int K, sq_ref vals,
-                              sq_ref ids);
-seqcl_status sq_ocl_beam_select(sq_backend *be, const sq_beam_args *a);
-seqcl_status sq_ocl_gather_rows(sq_backend *be, int N, int D, sq_ref src, sq_ref idx,
-                                sq_ref dst);
-
-/* ---- dropout (ops_dropout.c) ---- */
-seqcl_status sq_ocl_dropout(sq_backend *be, const sq_dropout_args *a);
-
-/* ---- optim (ops_optim.c) ---- */
-seqcl_status sq_ocl_sum_squares(sq_backend *be, size_t count, sq_ref x, sq_ref out);
-seqcl_status sq_ocl_scale(sq_backend *be, size_t count, sq_ref x, float s);
-seqcl_status sq_ocl_adam(sq_backend *be, size_t count, sq_ref p, sq_ref g, sq_ref m, sq_ref v,
-                         float b1, float b2, float eps, float step_size, float bc2_sqrt);
 
 /* Sets arguments i (the cl_mem, or the dummy when r is absent) and i + 1 (the
  * int element offset), following the convention of ocl.h. */
