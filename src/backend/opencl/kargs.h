@@ -27,6 +27,15 @@ static inline kargs kargs_start(sq_ocl *o, cl_kernel k, const char *name) {
   kargs a = {o, k, name, 0, SEQCL_OK};
   return a;
 }
+/* A training kernel (sq_ocl_train_kernel) and the start of its arguments;
+ * acc_bytes (optional) receives the size of its accumulator type acc_t. */
+static inline seqcl_status train_args(sq_ocl *o, const char *file, const char *name, kargs *a,
+                                      size_t *acc_bytes) {
+  cl_kernel k;
+  SQ_TRY(sq_ocl_train_kernel(o, file, name, &k, acc_bytes));
+  *a = kargs_start(o, k, name);
+  return SEQCL_OK;
+}
 static inline void arg_raw(kargs *a, size_t size, const void *value) {
   if (a->st == SEQCL_OK) a->st = sq_ocl_arg(a->o, a->k, a->i, size, value, a->name);
   a->i++;
@@ -63,6 +72,13 @@ static inline seqcl_status launch3(kargs *a, size_t x, size_t y, size_t z, size_
   const size_t local[3] = {wg, 1, 1};
   const size_t global[3] = {sq_round_up(x, wg), y, z};
   return sq_ocl_launch(a->o, a->k, 3, global, local, a->name);
+}
+
+/* groups work-groups of wg work-items each (a reduction's group size) */
+static inline seqcl_status launch_groups(kargs *a, size_t groups, size_t wg) {
+  SQ_TRY(a->st);
+  size_t global = groups * wg;
+  return sq_ocl_launch(a->o, a->k, 1, &global, &wg, a->name);
 }
 
 #endif

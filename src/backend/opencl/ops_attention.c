@@ -175,6 +175,45 @@ seqcl_status sq_ocl_context(sq_backend *be, int N, int S, int He, sq_ref alpha, 
   return sq_ocl_launch(o, context, 2, global, local, "attn_context");
 }
 
+/* Where the fused step writes: the context c (row stride ld_c) and, when
+ * alpha is given, the weights. attn_fused_combine takes the same tail. */
+typedef struct fused_out {
+  cl_mem c, alpha;
+  int c_off, alpha_off, has_alpha;
+} fused_out;
+
+static seqcl_status set_out_args(sq_ocl *o, cl_kernel k, cl_uint *i, const fused_out *out,
+                                 int ld_c) {
+  SQ_ARG(o, k, (*i)++, out->c);
+  SQ_ARG(o, k, (*i)++, out->c_off);
+  SQ_ARG(o, k, (*i)++, ld_c);
+  SQ_ARG(o, k, (*i)++, out->alpha);
+  SQ_ARG(o, k, (*i)++, out->alpha_off);
+  SQ_ARG(o, k, (*i)++, out->has_alpha);
+  return SEQCL_OK;
+}
+
+/* The arguments attn_fused_row and attn_fused_chunk share, from *i: the score
+ * list, the optional mask (+flag), then the outputs; *out keeps the outputs
+ * for attn_fused_combine. */
+static seqcl_status set_fused_args(sq_ocl *o, cl_kernel k, cl_uint *i, const sq_attn_args *a,
+                                   sq_ref c, int ld_c, sq_ref alpha, fused_out *out) {
+  int mask_off;
+  SQ_TRY(set_score_args(o, k, i, a));
+  SQ_TRY(ref_off(o, c, "attention context", &out->c_off));
+  SQ_TRY(ref_off(o, alpha, "attention weights", &out->alpha_off));
+  SQ_TRY(ref_off(o, a->mask, "attention mask", &mask_off));
+  cl_mem mm = sq_ocl_mem_or_dummy(o, a->mask);
+  int has_mask = a->mask.buf != NULL;
+  out->c = sq_ocl_mem(c);
+  out->alpha = sq_ocl_mem_or_dummy(o, alpha);
+  out->has_alpha = alpha.buf != NULL;
+  SQ_ARG(o, k, (*i)++, mm);
+  SQ_ARG(o, k, (*i)++, mask_off);
+  SQ_ARG(o, k, (*i)++, has_mask);
+  return set_out_args(o, k, i, out, ld_c);
+}
+
 /* The fused step on CPU-type devices (o->cpu_device): attn_fused_row, a
  * work-item per row (attention.cl says why); elsewhere attn_fused_chunk (+
  * attn_fused_combine), a row split over work-groups. */
@@ -183,23 +222,8 @@ static seqcl_status attn_fused_row(sq_ocl *o, const sq_attn_args *a, sq_ref c, i
   cl_kernel k; /* attention.cl's row form: a program of its own */
   SQ_TRY(sq_ocl_kernel(o, ATTN_FILE, "-DATTN_ROW_FORM", "attn_fused_row", &k));
   cl_uint i = 0;
-  int c_off, alpha_off, mask_off;
-  SQ_TRY(set_score_args(o, k, &i, a));
-  SQ_TRY(ref_off(o, c, "attention context", &c_off));
-  SQ_TRY(ref_off(o, alpha, "attention weights", &alpha_off));
-  SQ_TRY(ref_off(o, a->mask, "attention mask", &mask_off));
-  cl_mem mm = sq_ocl_mem_or_dummy(o, a->mask), cm = sq_ocl_mem(c);
-  cl_mem am = sq_ocl_mem_or_dummy(o, alpha);
-  int has_mask = a->mask.buf != NULL, has_alpha = alpha.buf != NULL;
-  SQ_ARG(o, k, i++, mm);
-  SQ_ARG(o, k, i++, mask_off);
-  SQ_ARG(o, k, i++, has_mask);
-  SQ_ARG(o, k, i++, cm);
-  SQ_ARG(o, k, i++, c_off);
-  SQ_ARG(o, k, i++, ld_c);
-  SQ_ARG(o, k, i++, am);
-  SQ_ARG(o, k, i++, alpha_off);
-  SQ_ARG(o, k, i++, has_alpha);
+  fused_out out;
+  SQ_TRY(set_fused_args(o, k, &i, a, c, ld_c, alpha, &out));
   /* one work-item per group: a CPU device hands whole groups to its cores,
    * so N rows keep min(N, cores) cores busy */
   const size_t local[1] = {1};
@@ -245,23 +269,9 @@ seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, 
   cl_mem part;
   SQ_TRY(sq_ocl_scratch(o, part_floats * sizeof(float), &part));
   cl_uint i = 0;
-  int c_off, alpha_off, mask_off, part_off = 0;
-  SQ_TRY(set_score_args(o, chunk, &i, a));
-  SQ_TRY(ref_off(o, c, "attention context", &c_off));
-  SQ_TRY(ref_off(o, alpha, "attention weights", &alpha_off));
-  SQ_TRY(ref_off(o, a->mask, "attention mask", &mask_off));
-  cl_mem mm = sq_ocl_mem_or_dummy(o, a->mask), cm = sq_ocl_mem(c);
-  cl_mem am = sq_ocl_mem_or_dummy(o, alpha);
-  int has_mask = a->mask.buf != NULL, has_alpha = alpha.buf != NULL;
-  SQ_ARG(o, chunk, i++, mm);
-  SQ_ARG(o, chunk, i++, mask_off);
-  SQ_ARG(o, chunk, i++, has_mask);
-  SQ_ARG(o, chunk, i++, cm);
-  SQ_ARG(o, chunk, i++, c_off);
-  SQ_ARG(o, chunk, i++, ld_c);
-  SQ_ARG(o, chunk, i++, am);
-  SQ_ARG(o, chunk, i++, alpha_off);
-  SQ_ARG(o, chunk, i++, has_alpha);
+  int part_off = 0;
+  fused_out out;
+  SQ_TRY(set_fused_args(o, chunk, &i, a, c, ld_c, alpha, &out));
   SQ_ARG(o, chunk, i++, part);
   SQ_ARG(o, chunk, i++, part_off);
   SQ_ARG(o, chunk, i++, direct);
@@ -281,12 +291,7 @@ seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, 
   SQ_ARG(o, combine, i++, inch);
   SQ_ARG(o, combine, i++, part);
   SQ_ARG(o, combine, i++, part_off);
-  SQ_ARG(o, combine, i++, cm);
-  SQ_ARG(o, combine, i++, c_off);
-  SQ_ARG(o, combine, i++, ld_c);
-  SQ_ARG(o, combine, i++, am);
-  SQ_ARG(o, combine, i++, alpha_off);
-  SQ_ARG(o, combine, i++, has_alpha);
+  SQ_TRY(set_out_args(o, combine, &i, &out, ld_c));
   const size_t local[2] = {cwg, 1};
   const size_t global[2] = {cwg, (size_t)a->N};
   return sq_ocl_launch(o, combine, 2, global, local, "attn_fused_combine");
@@ -302,9 +307,8 @@ seqcl_status sq_ocl_attn_fwd(sq_backend *be, const sq_attn_args *at, sq_ref u, s
   SQ_TRY(sq_ocl_attn_fused(be, at, c, ld_c, alpha));
   if (at->kind != SQ_SCORE_ADDITIVE || !u.buf) return SEQCL_OK;
   SQ_TRY(sq_ocl_fits_int(o, (size_t)at->N * (size_t)at->S * (size_t)at->A, "attn_fwd"));
-  cl_kernel k;
-  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_keep_u", &k, NULL));
-  kargs a = kargs_start(o, k, "attn_keep_u");
+  kargs a;
+  SQ_TRY(train_args(o, ATTN_FILE, "attn_keep_u", &a, NULL));
   arg_int(&a, at->N);
   arg_int(&a, at->S);
   arg_int(&a, at->A);
@@ -328,15 +332,13 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
                                       sq_ref dpkeys, sq_ref dv, sq_ref dbv, cl_mem de) {
   const int N = at->N, S = at->S, He = at->He, A = at->A;
   const int additive = at->kind == SQ_SCORE_ADDITIVE;
-  cl_kernel k;
   /* 1. de[n, j]. CPU-type devices: the products dalpha one work-item each,
    * then a work-item per row for the row sums (no work-item loops over a
    * row's S He products: llvmpipe would cut that loop short, KNOWN_ISSUES.md).
    * Elsewhere: a work-group per row (attention.cl, attn_bwd_de_wg). */
   kargs a;
   if (o->cpu_device) {
-    SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_dalpha", &k, NULL));
-    a = kargs_start(o, k, "attn_bwd_dalpha");
+    SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_dalpha", &a, NULL));
     arg_int(&a, N);
     arg_int(&a, S);
     arg_int(&a, He);
@@ -347,8 +349,7 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
     arg_mem(&a, de);
     arg_int(&a, 0);
     SQ_TRY(launch3(&a, (size_t)S, (size_t)N, 1, COL_WG));
-    SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_de", &k, NULL));
-    a = kargs_start(o, k, "attn_bwd_de");
+    SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_de", &a, NULL));
     arg_int(&a, N);
     arg_int(&a, S);
     arg_ref(&a, alpha);
@@ -359,8 +360,7 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
     SQ_TRY(launch1(&a, (size_t)N, COL_WG));
   } else {
     size_t acc_bytes;
-    SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_de_wg", &k, &acc_bytes));
-    a = kargs_start(o, k, "attn_bwd_de_wg");
+    SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_de_wg", &a, &acc_bytes));
     arg_int(&a, N);
     arg_int(&a, S);
     arg_int(&a, He);
@@ -372,17 +372,14 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
     arg_float(&a, at->scale);
     arg_mem(&a, de);
     arg_int(&a, 0);
-    size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
+    size_t wg = sq_ocl_wg_size(o, a.k, ROW_WG);
     arg_local(&a, wg * sizeof(float));
     arg_local(&a, wg * acc_bytes);
-    SQ_TRY(a.st);
-    const size_t global = (size_t)N * wg;
-    SQ_TRY(sq_ocl_launch(o, k, 1, &global, &wg, "attn_bwd_de_wg"));
+    SQ_TRY(launch_groups(&a, (size_t)N, wg));
   }
 
   /* 2. dkeys: the context path, and the score path of dot-type scores */
-  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_keys", &k, NULL));
-  a = kargs_start(o, k, "attn_bwd_keys");
+  SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_keys", &a, NULL));
   arg_int(&a, N);
   arg_int(&a, S);
   arg_int(&a, He);
@@ -399,8 +396,7 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   SQ_TRY(launch3(&a, (size_t)He, (size_t)S, (size_t)N, COL_WG));
 
   if (!additive) { /* 3. dqp of dot-type scores */
-    SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_dqp", &k, NULL));
-    a = kargs_start(o, k, "attn_bwd_dqp");
+    SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_dqp", &a, NULL));
     arg_int(&a, N);
     arg_int(&a, S);
     arg_int(&a, He);
@@ -413,8 +409,7 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
     return launch3(&a, (size_t)He, (size_t)N, 1, COL_WG);
   }
   /* 3. additive: dpkeys and dqp, then dv and dbv */
-  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_additive", &k, NULL));
-  a = kargs_start(o, k, "attn_bwd_additive");
+  SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_additive", &a, NULL));
   arg_int(&a, N);
   arg_int(&a, S);
   arg_int(&a, A);
@@ -435,8 +430,7 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
    * driver would cut that loop short (llvmpipe): then the chunked form */
   if (o->cpu_device &&
       sq_ocl_loops_ok(o, (unsigned long long)N * (unsigned long long)S + (unsigned long long)N)) {
-    SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_energy", &k, NULL));
-    a = kargs_start(o, k, "attn_bwd_energy");
+    SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_energy", &a, NULL));
     arg_int(&a, N);
     arg_int(&a, S);
     arg_int(&a, A);
@@ -456,8 +450,7 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   SQ_TRY(sq_ocl_fits_int(o, chunks * ((size_t)A + 1), "attn_bwd energy partial sums"));
   cl_mem part;
   SQ_TRY(sq_ocl_scratch(o, chunks * ((size_t)A + 1) * sizeof(float), &part));
-  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_energy_part", &k, NULL));
-  a = kargs_start(o, k, "attn_bwd_energy_part");
+  SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_energy_part", &a, NULL));
   arg_int(&a, N);
   arg_int(&a, S);
   arg_int(&a, A);
@@ -471,8 +464,7 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   arg_int(&a, dbv.buf != NULL);
   arg_mem(&a, part);
   SQ_TRY(launch3(&a, (size_t)A + 1, chunks, 1, COL_WG));
-  SQ_TRY(sq_ocl_train_kernel(o, ATTN_FILE, "attn_bwd_energy_sum", &k, NULL));
-  a = kargs_start(o, k, "attn_bwd_energy_sum");
+  SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_energy_sum", &a, NULL));
   arg_int(&a, A);
   arg_int(&a, (int)chunks);
   arg_mem(&a, part);

@@ -28,9 +28,8 @@ seqcl_status sq_ocl_embedding_bwd(sq_backend *be, int N, int D, sq_ref ids, sq_r
   SQ_TRY(sq_ocl_fits_int(o, (size_t)N * (size_t)ld_dy, "embedding_bwd"));
   SQ_TRY(sq_ocl_loops_fit(o, (unsigned long long)N, "embedding_bwd"));
   SQ_TRY(sq_ocl_fits_int(o, dtable.buf->bytes / sizeof(float), "embedding_bwd"));
-  cl_kernel k;
-  SQ_TRY(sq_ocl_train_kernel(o, EMB_FILE, "embedding_bwd", &k, NULL));
-  kargs a = kargs_start(o, k, "embedding_bwd");
+  kargs a;
+  SQ_TRY(train_args(o, EMB_FILE, "embedding_bwd", &a, NULL));
   arg_int(&a, N);
   arg_int(&a, D);
   arg_ref(&a, ids);

@@ -32,8 +32,8 @@ static seqcl_status gru_stride(sq_ocl *o, size_t s, const char *what, int *out) 
 
 /* Without lens every row is active and the time index is `step` itself, in
  * both directions: the caller walks the steps backwards for a reverse pass. */
-seqcl_status sq_ocl_gru_step(sq_backend *be, const sq_gru_args *g, sq_ref saved, size_t sv_sn,
-                             size_t sv_st) {
+seqcl_status sq_ocl_gru_fwd(sq_backend *be, const sq_gru_args *g, sq_ref saved, size_t sv_sn,
+                            size_t sv_st) {
   sq_ocl *o = sq_ocl_of(be);
   /* CPU-type devices run 16 hidden units per work-item as float16 vectors
    * (gru.cl, GRU_VEC): PoCL does not vectorise the one-unit form across work-
@@ -114,7 +114,7 @@ seqcl_status sq_ocl_gru_step(sq_backend *be, const sq_gru_args *g, sq_ref saved,
 }
 
 seqcl_status sq_ocl_gru_gates(sq_backend *be, const sq_gru_args *g) {
-  return sq_ocl_gru_step(be, g, sq_none(), 0, 0);
+  return sq_ocl_gru_fwd(be, g, sq_none(), 0, 0);
 }
 
 /* ---- training: the forward pass that keeps its activations, and the backward ---- */
@@ -131,9 +131,8 @@ seqcl_status sq_ocl_gru_gates_bwd(sq_backend *be, const sq_gru_bwd_args *g) {
   sq_ocl *o = sq_ocl_of(be);
   SQ_TRY(check_strides(o, "gru_gates_bwd", g->gi_sn, g->gi_st, g->dout_sn, g->dout_st));
   SQ_TRY(check_strides(o, "gru_gates_bwd", g->sv_sn, g->sv_st, 0, 0));
-  cl_kernel k;
-  SQ_TRY(sq_ocl_train_kernel(o, GRU_FILE, "gru_bwd", &k, NULL));
-  kargs a = kargs_start(o, k, "gru_bwd");
+  kargs a;
+  SQ_TRY(train_args(o, GRU_FILE, "gru_bwd", &a, NULL));
   arg_int(&a, g->N);
   arg_int(&a, g->H);
   arg_ref(&a, g->gi);

@@ -42,9 +42,8 @@ seqcl_status sq_ocl_bias_grad(sq_backend *be, int rows, int cols, sq_ref dy, int
   sq_ocl *o = sq_ocl_of(be);
   SQ_TRY(sq_ocl_fits_int(o, (size_t)rows * (size_t)ld, "bias_grad"));
   SQ_TRY(sq_ocl_loops_fit(o, (unsigned long long)rows, "bias_grad"));
-  cl_kernel k;
-  SQ_TRY(sq_ocl_train_kernel(o, LINEAR_FILE, "bias_grad", &k, NULL));
-  kargs a = kargs_start(o, k, "bias_grad");
+  kargs a;
+  SQ_TRY(train_args(o, LINEAR_FILE, "bias_grad", &a, NULL));
   arg_int(&a, rows);
   arg_int(&a, cols);
   arg_ref(&a, dy);
@@ -56,9 +55,8 @@ seqcl_status sq_ocl_bias_grad(sq_backend *be, int rows, int cols, sq_ref dy, int
 seqcl_status sq_ocl_tanh_bwd(sq_backend *be, size_t count, sq_ref y, sq_ref dy, sq_ref dx) {
   sq_ocl *o = sq_ocl_of(be);
   SQ_TRY(sq_ocl_fits_int(o, count, "tanh_bwd"));
-  cl_kernel k;
-  SQ_TRY(sq_ocl_train_kernel(o, LINEAR_FILE, "tanh_bwd", &k, NULL));
-  kargs a = kargs_start(o, k, "tanh_bwd");
+  kargs a;
+  SQ_TRY(train_args(o, LINEAR_FILE, "tanh_bwd", &a, NULL));
   arg_size(&a, count);
   arg_ref(&a, y);
   arg_ref(&a, dy);

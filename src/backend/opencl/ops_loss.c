@@ -71,11 +71,10 @@ seqcl_status sq_ocl_cross_entropy_bwd(sq_backend *be, int N, int V, sq_ref x, sq
                                         float scale, sq_ref dx) {
   sq_ocl *o = sq_ocl_of(be);
   SQ_TRY(sq_ocl_fits_int(o, (size_t)N * (size_t)V, "cross_entropy_bwd"));
-  cl_kernel k;
+  kargs a;
   size_t acc;
-  SQ_TRY(sq_ocl_train_kernel(o, LOSS_FILE, "ce_bwd", &k, &acc));
-  size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
-  kargs a = kargs_start(o, k, "ce_bwd");
+  SQ_TRY(train_args(o, LOSS_FILE, "ce_bwd", &a, &acc));
+  size_t wg = sq_ocl_wg_size(o, a.k, ROW_WG);
   arg_int(&a, N);
   arg_int(&a, V);
   arg_ref(&a, x);
@@ -83,7 +82,5 @@ seqcl_status sq_ocl_cross_entropy_bwd(sq_backend *be, int N, int V, sq_ref x, sq
   arg_float(&a, scale);
   arg_ref(&a, dx);
   arg_local(&a, wg * acc);
-  SQ_TRY(a.st);
-  size_t global = (size_t)N * wg;
-  return sq_ocl_launch(o, k, 1, &global, &wg, "ce_bwd");
+  return launch_groups(&a, (size_t)N, wg);
 }

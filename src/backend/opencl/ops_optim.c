@@ -11,28 +11,23 @@
 
 static seqcl_status sumsq_launches(sq_ocl *o, int count, sq_ref x, sq_ref out, cl_mem partial,
                                    size_t groups) {
-  cl_kernel k;
+  kargs a;
   size_t acc;
-  SQ_TRY(sq_ocl_train_kernel(o, OPTIM_FILE, "sumsq_partial", &k, &acc));
-  size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
-  kargs a = kargs_start(o, k, "sumsq_partial");
+  SQ_TRY(train_args(o, OPTIM_FILE, "sumsq_partial", &a, &acc));
+  size_t wg = sq_ocl_wg_size(o, a.k, ROW_WG);
   arg_int(&a, count);
   arg_ref(&a, x);
   arg_mem(&a, partial);
   arg_local(&a, wg * acc);
-  SQ_TRY(a.st);
-  size_t global = groups * wg;
-  SQ_TRY(sq_ocl_launch(o, k, 1, &global, &wg, "sumsq_partial"));
+  SQ_TRY(launch_groups(&a, groups, wg));
 
-  SQ_TRY(sq_ocl_train_kernel(o, OPTIM_FILE, "sumsq_final", &k, &acc));
-  wg = sq_ocl_wg_size(o, k, SUMSQ_GROUPS);
-  a = kargs_start(o, k, "sumsq_final");
+  SQ_TRY(train_args(o, OPTIM_FILE, "sumsq_final", &a, &acc));
+  wg = sq_ocl_wg_size(o, a.k, SUMSQ_GROUPS);
   arg_int(&a, (int)groups);
   arg_mem(&a, partial);
   arg_ref(&a, out);
   arg_local(&a, wg * acc);
-  SQ_TRY(a.st);
-  return sq_ocl_launch(o, k, 1, &wg, &wg, "sumsq_final");
+  return launch_groups(&a, 1, wg);
 }
 
 seqcl_status sq_ocl_sum_squares(sq_backend *be, size_t count, sq_ref x, sq_ref out) {
@@ -54,9 +49,8 @@ seqcl_status sq_ocl_sum_squares(sq_backend *be, size_t count, sq_ref x, sq_ref o
 seqcl_status sq_ocl_scale(sq_backend *be, size_t count, sq_ref x, float s) {
   sq_ocl *o = sq_ocl_of(be);
   SQ_TRY(sq_ocl_fits_int(o, count, "scale"));
-  cl_kernel k;
-  SQ_TRY(sq_ocl_train_kernel(o, OPTIM_FILE, "scale_inplace", &k, NULL));
-  kargs a = kargs_start(o, k, "scale_inplace");
+  kargs a;
+  SQ_TRY(train_args(o, OPTIM_FILE, "scale_inplace", &a, NULL));
   arg_size(&a, count);
   arg_ref(&a, x);
   arg_float(&a, s);
@@ -67,9 +61,8 @@ seqcl_status sq_ocl_adam(sq_backend *be, size_t count, sq_ref p, sq_ref g, sq_re
                            float b1, float b2, float eps, float step_size, float bc2_sqrt) {
   sq_ocl *o = sq_ocl_of(be);
   SQ_TRY(sq_ocl_fits_int(o, count, "adam"));
-  cl_kernel k;
-  SQ_TRY(sq_ocl_train_kernel(o, OPTIM_FILE, "adam_step", &k, NULL));
-  kargs a = kargs_start(o, k, "adam_step");
+  kargs a;
+  SQ_TRY(train_args(o, OPTIM_FILE, "adam_step", &a, NULL));
   arg_size(&a, count);
   arg_ref(&a, p);
   arg_ref(&a, g);
