@@ -213,30 +213,37 @@ static void on_gemm(void *user, const sq_bench_gemm_row *r) {
   json_array_append_new(p->jg, j);
 }
 
+/* The per-step counters a decode and an ablation row both carry. */
+static void set_step_counts(json_t *j, double launches, double blas_calls, double syncs) {
+  set_num(j, "launches_per_step", launches);
+  set_num(j, "clblast_calls_per_step", blas_calls);
+  set_num(j, "blocking_syncs_per_step", syncs);
+}
+
+/* A decode row's shape, the key of its decode and its encoder object. */
+static json_t *decode_shape(const sq_bench_decode_row *r) {
+  json_t *j = json_object();
+  set_str(j, "score", r->score);
+  set_int(j, "hidden", r->hidden);
+  set_int(j, "src_len", r->src_len);
+  set_int(j, "batch", r->batch);
+  return j;
+}
+
 static void on_decode(void *user, const sq_bench_decode_row *r) {
   printer *p = user;
   printf("    %-8s %4d %3d %5d %12.0f %10.3f %9.2f %8.2f %6.2f %9.0f\n", r->score, r->hidden,
          r->src_len, r->batch, r->tokens_per_s, r->step_ms, r->launches, r->blas_calls, r->syncs,
          r->enc_tokens_per_s);
   fflush(stdout);
-  json_t *j = json_object();
-  set_str(j, "score", r->score);
-  set_int(j, "hidden", r->hidden);
-  set_int(j, "src_len", r->src_len);
-  set_int(j, "batch", r->batch);
+  json_t *j = decode_shape(r);
   set_int(j, "steps", r->steps);
   set_num(j, "seconds", r->seconds);
   set_num(j, "tokens_per_s", r->tokens_per_s);
   set_num(j, "step_ms", r->step_ms);
-  set_num(j, "launches_per_step", r->launches);
-  set_num(j, "clblast_calls_per_step", r->blas_calls);
-  set_num(j, "blocking_syncs_per_step", r->syncs);
+  set_step_counts(j, r->launches, r->blas_calls, r->syncs);
   json_array_append_new(p->jdec, j);
-  json_t *je = json_object();
-  set_str(je, "score", r->score);
-  set_int(je, "hidden", r->hidden);
-  set_int(je, "src_len", r->src_len);
-  set_int(je, "batch", r->batch);
+  json_t *je = decode_shape(r);
   set_num(je, "seconds", r->enc_seconds);
   set_num(je, "src_tokens_per_s", r->enc_tokens_per_s);
   json_array_append_new(p->jenc, je);
@@ -253,9 +260,7 @@ static void on_ablation(void *user, const sq_bench_ablation_row *r) {
   set_int(j, "batch", r->batch);
   set_num(j, "tokens_per_s", r->tokens_per_s);
   set_num(j, "ratio_to_all_on", r->ratio_to_all_on);
-  set_num(j, "launches_per_step", r->launches);
-  set_num(j, "clblast_calls_per_step", r->blas_calls);
-  set_num(j, "blocking_syncs_per_step", r->syncs);
+  set_step_counts(j, r->launches, r->blas_calls, r->syncs);
   json_array_append_new(p->ja, j);
 }
 
