@@ -22,6 +22,23 @@ int32_t *sq_gen_lens(sq_case *c, sq_rng *r, const char *name, int N, int S, int 
   return lens;
 }
 
+int32_t *sq_gen_mask(sq_case *c, sq_rng *r, int N, int S) {
+  const int32_t *lens = sq_case_ini(c, "lens");
+  int32_t *mask = sq_case_i(c, "mask", (size_t)N * S);
+  if (!mask) return NULL;
+  for (int n = 0; n < N; n++) {
+    for (int j = 0; j < S; j++) mask[(size_t)n * S + j] = sq_rng_int(r, 0, 2) != 0;
+    mask[(size_t)n * S + sq_rng_int(r, 0, lens[n] - 1)] = 1;
+  }
+  return mask;
+}
+
+int sq_attn_valid(const sq_case *c, int S, int n, int j) {
+  const int32_t *lens = sq_case_ini(c, "lens"), *mask = sq_case_ini(c, "mask");
+  if (j >= lens[n]) return 0;
+  return !mask || mask[(size_t)n * S + j] != 0;
+}
+
 int sq_ceil_log2(long x) {
   int k = 0;
   while ((1L << k) < x) k++;

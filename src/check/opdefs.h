@@ -33,6 +33,12 @@ float *sq_gen_f(sq_case *c, sq_rng *r, const char *name, size_t n, float scale);
 /* Lengths in [1, S]; vary = 0: all S; vary = 1: row 0 has S, the last row 1 (when
  * N > 1), the rest random. */
 int32_t *sq_gen_lens(sq_case *c, sq_rng *r, const char *name, int N, int S, int vary);
+/* The attention mask "mask" [N, S] (int32, 0/1) drawn at random, with at least
+ * one valid position inside each row's length (the input "lens"). */
+int32_t *sq_gen_mask(sq_case *c, sq_rng *r, int N, int S);
+/* 1 when position j of row n takes part in an attention softmax: inside the
+ * input "lens" of row n and not masked out by the optional input "mask". */
+int sq_attn_valid(const sq_case *c, int S, int n, int j);
 int sq_ceil_log2(long x);
 
 /* Worst-case error factor of a K-term float dot product plus a bias and a scaling:

@@ -30,25 +30,6 @@ static void attn_dims_of(const sq_case *c, attn_dims *d) {
   d->pad = sq_shape_int(s, "pad", 0);
 }
 
-/* 1 when position j of row n takes part in the softmax. */
-static int attn_valid(const sq_case *c, int S, int n, int j) {
-  const int32_t *lens = sq_case_ini(c, "lens"), *mask = sq_case_ini(c, "mask");
-  if (j >= lens[n]) return 0;
-  return !mask || mask[(size_t)n * S + j] != 0;
-}
-
-/* A random mask with at least one valid position inside each row's length. */
-static seqcl_status gen_mask(sq_case *c, sq_rng *r, int N, int S) {
-  const int32_t *lens = sq_case_ini(c, "lens");
-  int32_t *mask = sq_case_i(c, "mask", (size_t)N * S);
-  SQ_NEED(mask);
-  for (int n = 0; n < N; n++) {
-    for (int j = 0; j < S; j++) mask[(size_t)n * S + j] = sq_rng_int(r, 0, 2) != 0;
-    mask[(size_t)n * S + sq_rng_int(r, 0, lens[n] - 1)] = 1;
-  }
-  return SEQCL_OK;
-}
-
 static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r) {
   SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, S, "S", 1, 1, SQ_MAXDIM);
@@ -77,7 +58,7 @@ static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r) {
     if (sq_shape_int(s, "bq", 1)) SQ_NEED(sq_gen_f(c, r, "bq", (size_t)d.He, 0.5f));
   }
   SQ_NEED(sq_gen_lens(c, r, "lens", d.N, d.S, sq_shape_int(s, "lens", 1)));
-  if (sq_shape_int(s, "mask", 0)) SQ_TRY(gen_mask(c, r, d.N, d.S));
+  if (sq_shape_int(s, "mask", 0)) SQ_NEED(sq_gen_mask(c, r, d.N, d.S));
   return SEQCL_OK;
 }
 
@@ -263,7 +244,7 @@ static seqcl_status softmax_gen(sq_case *c, sq_rng *r) {
       for (int j = 0; j < S; j++) x[S + j] += sq_rng_int(r, 0, 1) ? 1e4f : -1e4f;
   }
   SQ_NEED(sq_gen_lens(c, r, "lens", N, S, sq_shape_int(&c->shape, "lens", 1)));
-  if (sq_shape_int(&c->shape, "mask", 0)) SQ_TRY(gen_mask(c, r, N, S));
+  if (sq_shape_int(&c->shape, "mask", 0)) SQ_NEED(sq_gen_mask(c, r, N, S));
   SQ_NEED(sq_case_out(c, "y", (size_t)N * S, 0) >= 0);
   return SEQCL_OK;
 }
@@ -285,7 +266,7 @@ static void softmax_tol(const sq_case *c, int k, double *const *ref, double *tol
   int N = sq_shape_int(&c->shape, "N", 1), S = sq_shape_int(&c->shape, "S", 1);
   const float *x = sq_case_inf(c, "x");
   for (int n = 0; n < N; n++)
-    softmax_tol_row(x + (size_t)n * S, S, attn_valid, c, n, ref[k] + (size_t)n * S,
+    softmax_tol_row(x + (size_t)n * S, S, sq_attn_valid, c, n, ref[k] + (size_t)n * S,
                     tol + (size_t)n * S);
 }
 
@@ -407,13 +388,13 @@ static void fused_alpha_tol(const sq_case *c, const attn_dims *d, int n, const d
                             double *tol) {
   double emax = 0;
   for (int j = 0; j < d->S; j++)
-    if (attn_valid(c, d->S, n, j)) {
+    if (sq_attn_valid(c, d->S, n, j)) {
       double t = score_tol(c, d, n, j);
       if (t > emax) emax = t;
     }
   double rel = (8 + 2 * sq_ceil_log2(d->S)) * SQ_EPS + 2 * emax;
   for (int j = 0; j < d->S; j++)
-    tol[j] = attn_valid(c, d->S, n, j) ? rel * fabs(alpha[j]) + SQ_EPS : 0;
+    tol[j] = sq_attn_valid(c, d->S, n, j) ? rel * fabs(alpha[j]) + SQ_EPS : 0;
 }
 
 static void fused_tol(const sq_case *c, int k, double *const *ref, double *tol) {

@@ -36,12 +36,6 @@ static gattn gattn_of(const sq_case *c) {
   return d;
 }
 
-static int gattn_valid(const sq_case *c, int S, int n, int j) {
-  const int32_t *lens = sq_case_ini(c, "lens"), *mask = sq_case_ini(c, "mask");
-  if (j >= lens[n]) return 0;
-  return !mask || mask[(size_t)n * S + j] != 0;
-}
-
 static seqcl_status gattn_gen_inputs(sq_case *c, sq_rng *r, gattn *d) {
   SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, S, "S", 1, 1, SQ_MAXDIM);
@@ -57,16 +51,8 @@ static seqcl_status gattn_gen_inputs(sq_case *c, sq_rng *r, gattn *d) {
     SQ_NEED(sq_gen_f(c, r, "v", (size_t)d->A, 1.0f));
     if (SH("bv", 1)) SQ_NEED(sq_gen_f(c, r, "bv", 1, 1.0f));
   }
-  int32_t *lens = sq_gen_lens(c, r, "lens", d->N, d->S, SH("lens", 1));
-  SQ_NEED(lens);
-  if (SH("mask", 0)) {
-    int32_t *mask = sq_case_i(c, "mask", (size_t)d->N * d->S);
-    SQ_NEED(mask);
-    for (int n = 0; n < d->N; n++) {
-      for (int j = 0; j < d->S; j++) mask[(size_t)n * d->S + j] = sq_rng_int(r, 0, 2) != 0;
-      mask[(size_t)n * d->S + sq_rng_int(r, 0, lens[n] - 1)] = 1;
-    }
-  }
+  SQ_NEED(sq_gen_lens(c, r, "lens", d->N, d->S, SH("lens", 1)));
+  if (SH("mask", 0)) SQ_NEED(sq_gen_mask(c, r, d->N, d->S));
   return SEQCL_OK;
 }
 
@@ -157,14 +143,14 @@ static void gfw_alpha_tol(const sq_case *c, const gattn *d, int n, const double 
                           double *tol) {
   double emax = 0, hi = -INFINITY, lo = INFINITY;
   for (int j = 0; j < d->S; j++)
-    if (gattn_valid(c, d->S, n, j)) {
+    if (sq_attn_valid(c, d->S, n, j)) {
       double t, e = gattn_e(c, d, n, j, &t);
       emax = t > emax ? t : emax;
       hi = e > hi ? e : hi, lo = e < lo ? e : lo;
     }
   double rel = (8 + 2 * sq_ceil_log2(d->S)) * SQ_EPS + 2 * emax + 2 * SQ_U * (hi - lo);
   for (int j = 0; j < d->S; j++)
-    tol[j] = gattn_valid(c, d->S, n, j) ? rel * fabs(alpha[j]) + SQ_EPS : 0;
+    tol[j] = sq_attn_valid(c, d->S, n, j) ? rel * fabs(alpha[j]) + SQ_EPS : 0;
 }
 
 static void gfw_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -180,7 +166,7 @@ static void gfw_tol(const sq_case *c, int k, double *const *ref, double *tol) {
         for (int a = 0; a < d.A; a++) {
           double du;
           gattn_u(c, &d, n, j, a, &du);
-          tol[((size_t)n * d.S + j) * d.A + a] = gattn_valid(c, d.S, n, j) ? du : INFINITY;
+          tol[((size_t)n * d.S + j) * d.A + a] = sq_attn_valid(c, d.S, n, j) ? du : INFINITY;
         }
     } else if (!at) {
       for (int i = 0; i < d.He; i++) tol[(size_t)n * d.He + i] = 1e-2; /* out of memory */
@@ -236,8 +222,8 @@ static seqcl_status gbw_gen(sq_case *c, sq_rng *r) {
   for (int n = 0; n < d.N; n++) {
     double s = 0;
     float *an = alpha + (size_t)n * d.S;
-    for (int j = 0; j < d.S; j++) s += gattn_valid(c, d.S, n, j) ? fabsf(an[j]) : 0;
-    for (int j = 0; j < d.S; j++) an[j] = gattn_valid(c, d.S, n, j) ? (float)(fabsf(an[j]) / s) : 0;
+    for (int j = 0; j < d.S; j++) s += sq_attn_valid(c, d.S, n, j) ? fabsf(an[j]) : 0;
+    for (int j = 0; j < d.S; j++) an[j] = sq_attn_valid(c, d.S, n, j) ? (float)(fabsf(an[j]) / s) : 0;
   }
   SQ_NEED(sq_gen_f(c, r, "dc", (size_t)d.N * (d.He + d.pad), 1.0f));
   if (add && SH("u", 0)) SQ_NEED(sq_gen_f(c, r, "u", (size_t)d.N * d.S * d.A, 0.999f));
@@ -296,7 +282,7 @@ static void gbw_de(const sq_case *c, const gattn *d, int n, double *Ede, double 
   double Es = 0, Ms = 0;
   for (int j = 0; j < d->S; j++) {
     Ede[j] = Mde[j] = 0;
-    if (!gattn_valid(c, d->S, n, j)) continue;
+    if (!sq_attn_valid(c, d->S, n, j)) continue;
     double Ma = 0, da = 0;
     for (int k = 0; k < d->He; k++) {
       Ma += fabs(dc[k] * keys[(size_t)j * d->He + k]);
@@ -308,7 +294,7 @@ static void gbw_de(const sq_case *c, const gattn *d, int n, double *Ede, double 
   }
   Es += sq_dot_factor(d->S) * Ms;
   for (int j = 0; j < d->S; j++) {
-    if (!gattn_valid(c, d->S, n, j)) continue;
+    if (!sq_attn_valid(c, d->S, n, j)) continue;
     double Ma = Mde[j];
     Ede[j] = d->scale * al[j] * (sq_dot_factor(d->He) * Ma + Es + 3 * SQ_EPS * (Ma + Ms));
     Mde[j] = d->scale * al[j] * (Ma + Ms);
@@ -346,7 +332,7 @@ static void gbw_tol(const sq_case *c, int k, double *const *ref, double *tol) {
       for (int w = 0; w < d.W; w++) {
         double M = fabs(start[(size_t)n * (d.W + d.pad) + w]), E = 0;
         for (int j = 0; j < d.S; j++) {
-          if (!gattn_valid(c, d.S, n, j)) continue;
+          if (!sq_attn_valid(c, d.S, n, j)) continue;
           if (add) {
             double du = 0, u = us ? us[((size_t)n * d.S + j) * d.A + w] : gattn_u(c, &d, n, j, w, &du);
             if (us) du = 0;
@@ -365,7 +351,7 @@ static void gbw_tol(const sq_case *c, int k, double *const *ref, double *tol) {
       for (int j = 0; j < d.S; j++)
         for (int i = 0; i < d.He; i++) {
           size_t e = ((size_t)n * d.S + j) * d.He + i;
-          if (!gattn_valid(c, d.S, n, j)) {
+          if (!sq_attn_valid(c, d.S, n, j)) {
             tol[e] = 0; /* invalid positions contribute nothing */
             continue;
           }
@@ -376,7 +362,7 @@ static void gbw_tol(const sq_case *c, int k, double *const *ref, double *tol) {
         }
     } else {
       for (int j = 0; j < d.S; j++) {
-        int valid = gattn_valid(c, d.S, n, j);
+        int valid = sq_attn_valid(c, d.S, n, j);
         if (k == 4) {
           if (valid) mag_b += Mde[j], sumE += Ede[j];
           continue;
