@@ -70,3 +70,21 @@ seqcl_status sq_cache_clear(size_t *removed) {
   if (removed) *removed = n;
   return st;
 }
+
+int sq_cache_entry_path(const char *stem, const char *suffix, int create, char *path,
+                        size_t cap) {
+  if (!sq_cache_enabled()) return 0;
+  char dir[4096];
+  int ok = sq_cache_dir(dir, sizeof dir, create) == SEQCL_OK;
+  if (ok && create) {
+    char sub[4096 + 32];
+    snprintf(sub, sizeof sub, "%s/%s", dir, SQ_PROGRAMS_SUBDIR);
+    ok = mkdir(sub, 0755) == 0 || errno == EEXIST;
+  }
+  if (!ok) {
+    sq_clear_message();
+    return 0;
+  }
+  int n = snprintf(path, cap, "%s/%s/%s%s", dir, SQ_PROGRAMS_SUBDIR, stem, suffix);
+  return n > 0 && (size_t)n < cap;
+}

@@ -16,6 +16,12 @@
  * too, so `seqcl cache clear` makes the next context measure again. */
 #define SQ_POLICY_SUFFIX ".policy"
 
+/* <cache>/programs/<stem><suffix> into path, the folders made first when
+ * create; 0 when the cache is off or has no usable folder (the message is
+ * cleared: an unusable cache only costs speed, so it never becomes a failure).
+ * The program binaries and the kept GEMM choices are found this way. */
+int sq_cache_entry_path(const char *stem, const char *suffix, int create, char *path, size_t cap);
+
 typedef struct sq_cache_summary {
   char dir[4096];    /* the cache folder (sq_cache_dir) */
   int enabled;       /* 0 when SEQCL_CACHE=0 */

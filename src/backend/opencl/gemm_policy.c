@@ -20,17 +20,17 @@
  * A measurement that fails (a build error, no memory) is not kept, and leaves
  * the product to CLBlast, the choice before measurements existed.
  * SEQCL_GEMM=small|clblast pins the choice and skips all of this. */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backend/opencl/gemm_small.h"
 #include "backend/opencl/ops_internal.h"
+#include "core/fileio.h"
+#include "core/hash.h"
 #include "core/paths.h"
 #include "device/cache_files.h"
 #include "seqcl/seqcl.h"
@@ -58,29 +58,11 @@ static void policy_key(const sq_ocl *o, char *buf, size_t cap) {
     if (*p == '\n' || *p == '\r') *p = ' ';
 }
 
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
-/* <cache>/programs/<hash>.policy; 0 when the cache is off or unusable. */
+/* <cache>/programs/<hash of key>.policy; 0 when the cache is off or unusable. */
 static int policy_path(const char *key, int create, char *path, size_t cap) {
-  if (!sq_cache_enabled()) return 0;
-  char dir[4096];
-  int ok = sq_cache_dir(dir, sizeof dir, create) == SEQCL_OK;
-  if (ok && create) {
-    char sub[4096 + 32];
-    snprintf(sub, sizeof sub, "%s/%s", dir, SQ_PROGRAMS_SUBDIR);
-    ok = mkdir(sub, 0755) == 0 || errno == EEXIST;
-  }
-  if (!ok) {
-    sq_clear_message();
-    return 0;
-  }
-  int n = snprintf(path, cap, "%s/%s/%016llx%s", dir, SQ_PROGRAMS_SUBDIR,
-                   (unsigned long long)fnv1a(key), SQ_POLICY_SUFFIX);
-  return n > 0 && (size_t)n < cap;
+  char stem[24];
+  snprintf(stem, sizeof stem, "%016llx", (unsigned long long)sq_hash_str(0, key));
+  return sq_cache_entry_path(stem, SQ_POLICY_SUFFIX, create, path, cap);
 }
 
 /* Reads a kept choice into o->gemm_choice; a missing, foreign or malformed
@@ -115,18 +97,21 @@ static void store_choice(const sq_ocl *o, const char *key, const double *t_small
                          const double *t_blas) {
   char path[4200];
   if (!policy_path(key, 1, path, sizeof path)) return;
-  char tmp[4300];
-  snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f) return;
-  fprintf(f, "seqcl-gemm-policy 1\nkey=%s\n", key);
+  /* the shared writer (core/fileio.h): a concurrent context reads the old
+   * choice or the new one, never half of one; a failure only costs a
+   * measurement next time, so it stays silent */
+  sq_outfile f;
+  if (sq_outfile_open(path, &f) != SEQCL_OK) {
+    sq_clear_message();
+    return;
+  }
+  fprintf(f.f, "seqcl-gemm-policy 1\nkey=%s\n", key);
   for (int b = 0; b < BUCKETS; b++)
-    fprintf(f, "%s=%s own %.1f us clblast %.1f us (M=%d N=%d K=%d)\n", bucket_key[b],
+    fprintf(f.f, "%s=%s own %.1f us clblast %.1f us (M=%d N=%d K=%d)\n", bucket_key[b],
             o->gemm_choice[b] == 1 ? "small" : "clblast", t_small[b] * 1e6, t_blas[b] * 1e6,
             bucket_rows[b], PROBE_N, PROBE_K);
-  int ok = fflush(f) == 0;
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+  if (ferror(f.f)) sq_outfile_abort(&f);
+  else if (sq_outfile_commit(&f) != SEQCL_OK) sq_clear_message();
 }
 
 static double now_s(void) {

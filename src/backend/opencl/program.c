@@ -5,14 +5,12 @@
  * fsync'ed and renamed, so a concurrent process sees either nothing or a whole
  * entry; each entry also carries a checksum, and anything that fails to load
  * falls back to building from source. */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend/opencl/program.h"
@@ -108,24 +106,12 @@ typedef struct entry_header {
   uint64_t sum_a, sum_b;   /* hash of the binary, against corruption */
 } entry_header;
 
-/* <cache>/programs/<key>.clbin; 0 when the cache is off or has no usable folder
- * (an unusable cache folder only costs speed, so it never becomes a failure). */
+/* <cache>/programs/<key>.clbin; 0 when the cache is off or unusable. */
 static int entry_path(hash128 key, int create, char *path, size_t cap) {
-  if (!sq_cache_enabled()) return 0;
-  char dir[4096];
-  int ok = sq_cache_dir(dir, sizeof dir, create) == SEQCL_OK;
-  if (ok && create) {
-    char sub[4096 + 32];
-    snprintf(sub, sizeof sub, "%s/%s", dir, SQ_PROGRAMS_SUBDIR);
-    ok = mkdir(sub, 0755) == 0 || errno == EEXIST;
-  }
-  if (!ok) {
-    sq_clear_message();
-    return 0;
-  }
-  int n = snprintf(path, cap, "%s/%s/%016llx%016llx%s", dir, SQ_PROGRAMS_SUBDIR,
-                   (unsigned long long)key.a, (unsigned long long)key.b, SQ_PROGRAM_SUFFIX);
-  return n > 0 && (size_t)n < cap;
+  char stem[40];
+  snprintf(stem, sizeof stem, "%016llx%016llx", (unsigned long long)key.a,
+           (unsigned long long)key.b);
+  return sq_cache_entry_path(stem, SQ_PROGRAM_SUFFIX, create, path, cap);
 }
 
 /* Tries the cached binary; returns a built program or NULL (counted as miss/reject). */
