@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "core/settings.h"
 
 static int env_error(const char *name, const char *value, const char *want) {
   fprintf(stderr, "seqcl: environment variable %s='%s' is not %s\n", name, value, want);
@@ -29,10 +30,7 @@ int cli_check_env(void) {
     if (!one_of(v, log_levels)) return env_error("SEQCL_LOG", v, "one of error, warn, info, debug");
     if (!strcmp(v, "info") || !strcmp(v, "debug")) cli_verbose = 1;
   }
-  if ((v = getenv("SEQCL_THREADS")) && *v) {
-    long n;
-    if (cli_parse_int(v, 1, 64, &n)) return env_error("SEQCL_THREADS", v, "an integer in [1, 64]");
-  }
+  if (sq_threads_env(&v) < 0) return env_error("SEQCL_THREADS", v, SQ_THREADS_WANT);
   if ((v = getenv("SEQCL_CACHE")) && *v && !one_of(v, switches))
     return env_error("SEQCL_CACHE", v, "0 or 1");
   if ((v = getenv("SEQCL_SELFCHECK")) && *v && !one_of(v, switches))

@@ -1,4 +1,5 @@
 /* Per-context settings from the environment (settings.h). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,13 +34,17 @@ seqcl_status sq_settings_from_env(seqcl_ctx *ctx, sq_settings *out) {
   v = getenv("SEQCL_GEMM");
   if ((i = pick(v, gemms)) < 0) return bad(ctx, "SEQCL_GEMM", v, "auto, small, clblast or measured");
   out->gemm = (sq_gemm_choice)i;
-  v = getenv("SEQCL_THREADS");
-  if (v && *v) {
-    char *end = NULL;
-    long n = strtol(v, &end, 10);
-    if (!end || *end != '\0' || n < 1 || n > 64)
-      return bad(ctx, "SEQCL_THREADS", v, "an integer from 1 to 64");
-    out->threads = (int)n;
-  }
+  if ((out->threads = sq_threads_env(&v)) < 0)
+    return bad(ctx, "SEQCL_THREADS", v, SQ_THREADS_WANT);
   return SEQCL_OK;
+}
+
+int sq_threads_env(const char **value) {
+  const char *v = getenv("SEQCL_THREADS");
+  if (value) *value = v;
+  if (!v || !*v) return 0;
+  char *end = NULL;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  return errno || !end || *end != '\0' || n < 1 || n > 64 ? -1 : (int)n;
 }

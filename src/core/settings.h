@@ -59,6 +59,14 @@ typedef struct sq_settings {
   unsigned ablated; /* the SQ_ABL_* switches now off; set by the benchmark only */
 } sq_settings;
 
+/* What SEQCL_THREADS may hold, for messages. */
+#define SQ_THREADS_WANT "an integer from 1 to 64"
+/* SEQCL_THREADS: 0 when unset or empty, its value when valid (1..64), -1 for
+ * anything else; *value (optional) receives the text. The one reading of the
+ * variable: the settings, the host worker pool and the command line's
+ * start-up check all take it from here. */
+int sq_threads_env(const char **value);
+
 /* Every switch at its default: the same as an empty environment. */
 void sq_settings_default(sq_settings *s);
 

@@ -15,6 +15,7 @@
 #include <cblas.h>
 
 #include "backend/host/host_threads.h"
+#include "core/settings.h"
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static int configured = 1; /* written once under config_once */
@@ -26,12 +27,8 @@ static void read_config(void) {
   n = openblas_get_num_threads();
   if (n < 1) n = 1;
 #endif
-  const char *env = getenv("SEQCL_THREADS");
-  if (env && *env) {
-    char *end = NULL;
-    long v = strtol(env, &end, 10);
-    if (end && *end == '\0' && v >= 1 && v <= 64) n = (int)v;
-  }
+  const int env = sq_threads_env(NULL); /* an invalid value fails at the context */
+  if (env > 0) n = env;
   configured = n;
 #ifdef OPENBLAS_VERSION
   openblas_set_num_threads(1);
