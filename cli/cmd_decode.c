@@ -249,6 +249,12 @@ int cmd_decode(int argc, char **argv) {
                               a.svg, NULL)))
     return rc;
   if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
+  if (cfg.score == SQ_SCORE_NONE && (a.align || a.svg)) {
+    rc = cli_usage_error(cmd, "%s: %s/config.json has attention.score \"none\" (a fixed context): "
+                         "the model has no alignments to write or draw",
+                         a.align ? "--alignments" : a.svg_name ? a.svg_name : "--svg", a.model);
+    goto done;
+  }
   if ((rc = cli_text_vocab(cmd, &a.tx, a.src_vocab, a.model, 0, &sv))) goto done;
   if ((rc = cli_text_vocab(cmd, &a.tx, a.tgt_vocab, a.model, 1, &tv))) goto done;
   if ((rc = cli_read_side(cmd, &a.tx, a.src, &cfg, 0, sv, 0, 0, &src))) goto done;

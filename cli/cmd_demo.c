@@ -199,6 +199,9 @@ int cmd_demo(int argc, char **argv) {
   sq_score score;
   if (sq_score_parse(o.score, &score))
     return cli_usage_error(cmd, "--score: unknown score '%s' (%s)", o.score, SQ_SCORE_CHOICES);
+  if (score == SQ_SCORE_NONE)
+    return cli_usage_error(cmd, "--score none: the demo shows the attention heatmap, and a model "
+                           "with a fixed context has none (train one with seqcl train --score none)");
   /* the outputs first: a bad path fails now, not after the training */
   if (cli_check_outputs(cmd, "--svg", svg, NULL)) return CLI_USAGE;
   sq_save_plan plan;

@@ -18,7 +18,8 @@ static void help(FILE *f) {
           "line's tokens y_0 .. y_{L-1} (y_0 = BOS) and is scored against y_1 .. y_L.\n"
           "Writes, all float32:\n"
           "  logits      [N, T, V_tgt]  (N lines, T = longest target line - 1)\n"
-          "  alignments  [N, T, S]      (S = longest source line)\n"
+          "  alignments  [N, T, S]      (S = longest source line; not written for a model\n"
+          "                             with attention.score \"none\", which has none)\n"
           "  loss        []             mean cross-entropy over every label\n"
           "Entries past a line's own end are 0.\n\n"
           "  --model DIR       model directory (config.json + model.safetensors)\n"
@@ -119,7 +120,9 @@ static int write_result(const char *path, const seqcl_forward_result *r) {
   t[2].name = "loss";
   t[2].ndim = 0;
   t[2].data = &r->loss;
-  seqcl_status st = sq_st_write(path, t, 3);
+  /* score "none": no alignments (SPEC §4), so the file holds logits and loss */
+  if (!r->alignments) t[1] = t[2];
+  seqcl_status st = sq_st_write(path, t, r->alignments ? 3 : 2);
   return st == SEQCL_OK ? CLI_OK : cli_fail("forward", st);
 }
 

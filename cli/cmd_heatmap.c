@@ -73,6 +73,10 @@ static int render(const hm_args *a, const sq_st_file *f, const sq_seqs *src, con
                   const sq_vocab *sv, const sq_vocab *tv) {
   static const char cmd[] = "heatmap";
   const sq_st_tensor *t = sq_st_find(f, "alignments");
+  if (!t && sq_st_find(f, "logits"))
+    return cli_usage_error(cmd, "%s: no 'alignments' tensor: a `seqcl forward` file without one "
+                           "comes from a model with attention.score \"none\", which has no "
+                           "alignments to draw", a->align);
   if (!t || t->ndim != 3)
     return cli_usage_error(cmd, "%s: no 'alignments' tensor of shape [N, T, S]", a->align);
   const size_t N = (size_t)t->shape[0], T = (size_t)t->shape[1], S = (size_t)t->shape[2];

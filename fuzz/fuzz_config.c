@@ -27,7 +27,8 @@ static void check_valid(const sq_config *c) {
   FUZZ_CHECK(c->init == SQ_INIT_ZEROS || c->init == SQ_INIT_BRIDGE);
   FUZZ_CHECK(c->output == SQ_OUTPUT_STATE || c->output == SQ_OUTPUT_STATE_CONTEXT);
   FUZZ_CHECK(c->score == SQ_SCORE_ADDITIVE || c->score == SQ_SCORE_GENERAL ||
-             c->score == SQ_SCORE_DOT || c->score == SQ_SCORE_SCALED_DOT);
+             c->score == SQ_SCORE_DOT || c->score == SQ_SCORE_SCALED_DOT ||
+             c->score == SQ_SCORE_NONE);
   if (c->score == SQ_SCORE_ADDITIVE)
     FUZZ_CHECK(c->attn_dim >= 1 && c->attn_dim <= SQ_CONFIG_MAX_DIM);
   else

@@ -14,13 +14,16 @@ The modules may be laid out the way the seed notebooks lay them out:
 * attention: Bahdanau with ``key``/``query``/``energy`` Linears (seed 000) or
   with ch08's ``w1``/``w2``/``v`` (w1 acts on the decoder state = query, w2 on
   the encoder outputs = key, v = energy); Luong "general" with a ``w`` or
-  ``query`` Linear; ``None`` for ``dot`` / ``scaled_dot``.
+  ``query`` Linear; ``None`` for ``dot`` / ``scaled_dot`` and for ``none``
+  (no attention: seed 000 §01's fixed context c = h_S, the encoder's final
+  state, read at every step; ``FixedContextSeq2Seq`` below is that model).
 
 The safetensors file is written here directly (8-byte little-endian header
 length, JSON header padded with spaces to a multiple of 8, raw little-endian
 data), so the ``safetensors`` package is not needed.
 
     python3 tools/export_pytorch.py --demo OUTDIR [--dtype f32|f16|bf16]
+    python3 tools/export_pytorch.py --demo-none OUTDIR [--dtype ...]
     python3 tools/export_pytorch.py --ch08 STATE_DICT.pt OUTDIR [--dtype ...]
 """
 import argparse
@@ -201,8 +204,8 @@ def _gru_bias(gru, name, rows):
 def _attention_tensors(attention, score):
     """Maps an attention module to (score, {name: tensor}, attention dim)."""
     if attention is None:
-        if score not in ("dot", "scaled_dot"):
-            raise ValueError("an attention module is needed unless score is dot or scaled_dot")
+        if score not in ("dot", "scaled_dot", "none"):
+            raise ValueError("an attention module is needed unless score is dot, scaled_dot or none")
         return score, {}, None
     names = {n for n, _ in attention.named_children()}
     if {"key", "query", "energy"} <= names:
@@ -383,12 +386,79 @@ def build_demo_modules(seed=0):
     )
 
 
+# ----------------------------------------------------------------------------
+# seed 000 §01: the encoder-decoder without attention (score "none")
+
+class FixedContextSeq2Seq(nn.Module):
+    """Seed 000 §01's encoder-decoder with a fixed context, written the seed's
+    way:
+
+        h_s = GRU_enc(x_s, h_{s-1}),  c = h_S
+        s_t = GRU_dec([y_{t-1} ; c], s_{t-1}),  p(y_t) = softmax(W_o s_t + b_o)
+
+    h_S is read from the encoder outputs at each line's last token (and, when
+    bidirectional, the reverse direction's output at its first token: its
+    last step), so c = [h_fwd_final ; h_bwd_final] of the top layer. Optional
+    pieces seqcl also has: a tanh bridge for s_0 and an output over [s_t ; c]."""
+
+    def __init__(self, src_vocab, tgt_vocab, embed, hidden, dec_hidden=None, layers=1,
+                 bidirectional=False, bridge=False, output_context=False):
+        super().__init__()
+        dirs = 2 if bidirectional else 1
+        self.hidden, self.dirs = hidden, dirs
+        self.dec_hidden = dec_hidden or dirs * hidden
+        self.src_embed = nn.Embedding(src_vocab, embed)
+        self.encoder = nn.GRU(embed, hidden, num_layers=layers, batch_first=True,
+                              bidirectional=bidirectional)
+        self.bridge = nn.Linear(dirs * hidden, self.dec_hidden) if bridge else None
+        self.tgt_embed = nn.Embedding(tgt_vocab, embed)
+        self.decoder = nn.GRUCell(embed + dirs * hidden, self.dec_hidden)
+        self.output_context = output_context
+        self.out = nn.Linear(self.dec_hidden + (dirs * hidden if output_context else 0), tgt_vocab)
+
+    def context(self, src, lengths):
+        """src [N,S] ids (padded), lengths [N] -> c = h_S [N, dirs*H]."""
+        from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+        packed = pack_padded_sequence(self.src_embed(src), lengths.cpu(), batch_first=True,
+                                      enforce_sorted=False)
+        out, _ = pad_packed_sequence(self.encoder(packed)[0], batch_first=True)
+        rows = torch.arange(src.shape[0])
+        c = out[rows, lengths - 1, :self.hidden]
+        if self.dirs == 2:
+            c = torch.cat([c, out[:, 0, self.hidden:]], dim=-1)
+        return c
+
+    def forward(self, src, lengths, tgt_in):
+        """Teacher forcing: tgt_in [N,T] decoder inputs (BOS first) -> logits [N,T,V]."""
+        c = self.context(src, lengths)
+        s = (torch.tanh(self.bridge(c)) if self.bridge is not None
+             else torch.zeros(src.shape[0], self.dec_hidden, dtype=c.dtype))
+        logits = []
+        for t in range(tgt_in.shape[1]):
+            s = self.decoder(torch.cat([self.tgt_embed(tgt_in[:, t]), c], dim=-1), s)
+            logits.append(self.out(torch.cat([s, c], dim=-1) if self.output_context else s))
+        return torch.stack(logits, dim=1)
+
+    def modules_for_export(self, bos_id, eos_id, pad_id=None):
+        return dict(encoder_embedding=self.src_embed, encoder_rnn=self.encoder,
+                    decoder_embedding=self.tgt_embed, decoder_rnn=self.decoder, attention=None,
+                    score="none", output=self.out, bridge=self.bridge, bos_id=bos_id,
+                    eos_id=eos_id, pad_id=pad_id)
+
+
+def export_fixed_context(model, out_dir, bos_id, eos_id, pad_id=None, dtype="f32"):
+    """Exports a FixedContextSeq2Seq to the model directory out_dir."""
+    return export_modules(out_dir, dtype=dtype, **model.modules_for_export(bos_id, eos_id, pad_id))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--demo", action="store_true",
                      help="export a small random seed-000-style model")
+    src.add_argument("--demo-none", action="store_true",
+                     help="export a small random seed-000-§01 fixed-context model (score none)")
     src.add_argument("--ch08", metavar="STATE_DICT",
                      help="export a ch08_seq2seq.py Seq2Seq saved with torch.save(model.state_dict())")
     p.add_argument("out_dir", help="model directory to write")
@@ -398,6 +468,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.demo:
         config = export_modules(args.out_dir, dtype=args.dtype, **build_demo_modules(args.seed))
+    elif args.demo_none:
+        torch.manual_seed(args.seed)
+        model = FixedContextSeq2Seq(12, 12, 16, 24, dec_hidden=32, layers=2, bidirectional=True,
+                                    bridge=True, output_context=True)
+        config = export_fixed_context(model, args.out_dir, bos_id=10, eos_id=11, dtype=args.dtype)
     else:
         sd = torch.load(args.ch08, map_location="cpu")
         if isinstance(sd, nn.Module):

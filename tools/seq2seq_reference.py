@@ -27,7 +27,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_pytorch  # noqa: E402
 
-SCORES = ("additive", "general", "dot", "scaled_dot")
+SCORES = ("additive", "general", "dot", "scaled_dot", "none")
 NEAR_TIE = 1e-3  # SPEC §5: two best logits within this are a near-tie
 
 
@@ -64,11 +64,16 @@ class Attention(nn.Module):
             self.energy = nn.Linear(dim, 1, bias=energy_bias)
         elif score == "general":
             self.query = nn.Linear(dec_hidden, enc_width, bias=query_bias)
+        elif score == "none":
+            pass  # no parameters: the context is the encoder's final state
         elif enc_width != dec_hidden:
             raise ValueError(f"{score} attention needs H_e == H_d")
 
-    def forward(self, q, keys, valid):
-        """q [N,H_d], keys [N,S,H_e], valid [N,S] bool -> context [N,H_e], weights [N,S]."""
+    def forward(self, q, keys, valid, final=None):
+        """q [N,H_d], keys [N,S,H_e], valid [N,S] bool -> context [N,H_e], weights [N,S].
+        "none": context = final (the top layer's final state [N,H_e]), weights None."""
+        if self.score == "none":
+            return final, None
         if self.score == "additive":
             e = self.energy(torch.tanh(self.key(keys) + self.query(q)[:, None, :])).squeeze(-1)
         elif self.score == "general":
@@ -95,10 +100,11 @@ class Decoder(nn.Module):
         out_in = dec_hidden + (enc_width if self.output_kind == "state_context" else 0)
         self.output = nn.Linear(out_in, cfg["tgt_vocab_size"])
 
-    def step(self, prev_tokens, state, keys, valid):
+    def step(self, prev_tokens, state, keys, valid, final=None):
         """One decoder step (SPEC §1 order): attention on s_{t-1}, GRUCell on
-        [embed(y_{t-1}) ; c_t], logits from s_t (or [s_t ; c_t])."""
-        context, weights = self.attention(state, keys, valid)
+        [embed(y_{t-1}) ; c_t], logits from s_t (or [s_t ; c_t]). With score
+        "none" c_t = final at every step and the weights are None."""
+        context, weights = self.attention(state, keys, valid, final)
         state = self.rnn(torch.cat([self.embedding(prev_tokens), context], dim=-1), state)
         feats = state if self.output_kind == "state" else torch.cat([state, context], dim=-1)
         return self.output(feats), state, weights
@@ -151,7 +157,7 @@ class Seq2Seq(nn.Module):
         return self.decoder.output.weight.dtype
 
     def encode(self, src_lines):
-        """-> keys [N,S,H_e], valid [N,S], s_0 [N,H_d]."""
+        """-> keys [N,S,H_e], valid [N,S], s_0 [N,H_d], final states [N,H_e]."""
         lengths = torch.tensor([len(l) for l in src_lines], dtype=torch.long)
         if (lengths < 1).any():
             raise ValueError("every source sequence needs at least one token")
@@ -164,17 +170,21 @@ class Seq2Seq(nn.Module):
             s0 = final
         else:
             s0 = torch.zeros(len(src_lines), self.cfg["decoder"]["hidden_size"], dtype=self._dtype())
-        return keys, valid, s0
+        return keys, valid, s0, final
+
+    def has_alignments(self):
+        return self.decoder.attention.score != "none"
 
     # -- teacher forcing ----------------------------------------------------
 
     @torch.no_grad()
     def teacher_forced(self, src_lines, tgt_lines):
         """-> logits [N,T,V], alignments [N,T,S] (0 at steps past each line's
-        end), mean cross-entropy over the valid label positions."""
+        end; None for score "none"), mean cross-entropy over the valid label
+        positions."""
         if len(src_lines) != len(tgt_lines):
             raise ValueError("source and target need the same number of lines")
-        keys, valid, state = self.encode(src_lines)
+        keys, valid, state, final = self.encode(src_lines)
         steps = torch.tensor([len(l) - 1 for l in tgt_lines])
         if (steps < 1).any():
             raise ValueError("every target line needs BOS and at least one label")
@@ -183,14 +193,13 @@ class Seq2Seq(nn.Module):
         labels = _pad([l[1:] for l in tgt_lines], -100)
         logits, aligns = [], []
         for t in range(T):
-            lg, state, w = self.decoder.step(inputs[:, t], state, keys, valid)
+            lg, state, w = self.decoder.step(inputs[:, t], state, keys, valid, final)
             logits.append(lg)
             aligns.append(w)
         logits = torch.stack(logits, dim=1)
-        aligns = torch.stack(aligns, dim=1)
         live = (torch.arange(T)[None, :] < steps[:, None])
         logits = logits * live[:, :, None]
-        aligns = aligns * live[:, :, None]
+        aligns = torch.stack(aligns, dim=1) * live[:, :, None] if self.has_alignments() else None
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
                                ignore_index=-100, reduction="mean")
         return logits, aligns, loss
@@ -210,7 +219,7 @@ class Seq2Seq(nn.Module):
         N = len(src_lines)
         if max_steps is None:
             max_steps = 2 * max(len(l) for l in src_lines) + 10
-        keys, valid, state = self.encode(src_lines)
+        keys, valid, state, final = self.encode(src_lines)
         tokens = torch.full((N,), self.bos_id, dtype=torch.long)
         finished = [False] * N
         produced = [[] for _ in range(N)]
@@ -218,13 +227,14 @@ class Seq2Seq(nn.Module):
         for step in range(1, max_steps + 1):
             if all(finished):
                 break
-            logits, state, w = self.decoder.step(tokens, state, keys, valid)
-            row_w = w.clone()
+            logits, state, w = self.decoder.step(tokens, state, keys, valid, final)
+            row_w = w.clone() if w is not None else None
             nxt = []
             for n in range(N):
                 if finished[n]:
                     nxt.append(self.eos_id)
-                    row_w[n].zero_()
+                    if row_w is not None:
+                        row_w[n].zero_()
                     continue
                 gap = _top2_gap(logits[n])
                 min_gap = min(min_gap, gap)
@@ -239,7 +249,10 @@ class Seq2Seq(nn.Module):
             aligns.append(row_w)
             tokens = torch.tensor(nxt, dtype=torch.long)
         S = keys.shape[1]
-        al = torch.stack(aligns, dim=1) if aligns else torch.zeros(N, 0, S, dtype=keys.dtype)
+        if not self.has_alignments():
+            al = None
+        else:
+            al = torch.stack(aligns, dim=1) if aligns else torch.zeros(N, 0, S, dtype=keys.dtype)
         return produced, al, ties, min_gap
 
     # -- beam search --------------------------------------------------------
@@ -257,13 +270,14 @@ class Seq2Seq(nn.Module):
         unfinished one) with the highest Σ log p / L^A (L = tokens incl. EOS;
         ties to the earlier one in finishing order, else in beam order).
 
-        -> (tokens before EOS, alignments [steps, S] of the chosen hypothesis,
+        -> (tokens before EOS, alignments [steps, S] of the chosen hypothesis
+            (None for score "none"),
             near-ties [(step, gap)]: steps where the last kept and first
             dropped candidate (over all tokens) were within NEAR_TIE, step -1
             for the final choice, the smallest such gap)."""
         if max_steps is None:
             max_steps = 2 * len(src_line) + 10
-        keys, valid, s0 = self.encode([src_line])
+        keys, valid, s0, final = self.encode([src_line])
         # hypothesis: (tokens, sum logp, state [H_d], alignment rows)
         live = [([], 0.0, s0[0], [])]
         finished = []
@@ -273,7 +287,7 @@ class Seq2Seq(nn.Module):
             last = torch.tensor([h[0][-1] if h[0] else self.bos_id for h in live], dtype=torch.long)
             states = torch.stack([h[2] for h in live])
             logits, new_states, w = self.decoder.step(
-                last, states, keys.expand(k, -1, -1), valid.expand(k, -1))
+                last, states, keys.expand(k, -1, -1), valid.expand(k, -1), final.expand(k, -1))
             logp = torch.log_softmax(logits, dim=-1)
             cands = []
             all_scores = []
@@ -294,7 +308,7 @@ class Seq2Seq(nn.Module):
             new_live = []
             for score, v, i in cands[:keep]:
                 toks, _, _, rows = live[i]
-                hyp = (toks + [v], score, new_states[i], rows + [w[i]])
+                hyp = (toks + [v], score, new_states[i], rows + [w[i] if w is not None else None])
                 (finished if v == self.eos_id else new_live).append(hyp)
             live = new_live
             if len(finished) >= beam or not live:
@@ -312,7 +326,7 @@ class Seq2Seq(nn.Module):
                 ties.append((-1, gap))
         best = pool[ranked[0]]
         toks = best[0][:-1] if best[0] and best[0][-1] == self.eos_id else best[0]
-        return toks, torch.stack(best[3]), ties, min_gap
+        return toks, torch.stack(best[3]) if self.has_alignments() else None, ties, min_gap
 
 
 def attention_biases(tensors):

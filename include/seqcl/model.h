@@ -24,7 +24,9 @@ typedef enum seqcl_attention_score {
   SEQCL_SCORE_ADDITIVE = 0,  /* Bahdanau: v . tanh(W_k h + b_k + W_q q + b_q) + b_v */
   SEQCL_SCORE_GENERAL = 1,   /* Luong: h . (W_q q + b_q) */
   SEQCL_SCORE_DOT = 2,       /* h . q */
-  SEQCL_SCORE_SCALED_DOT = 3 /* h . q / sqrt(H_e) */
+  SEQCL_SCORE_SCALED_DOT = 3, /* h . q / sqrt(H_e) */
+  SEQCL_SCORE_NONE = 4        /* no attention: the fixed context c = the top encoder layer's
+                                 final state ([fwd ; bwd]) at every step, no alignments */
 } seqcl_attention_score;
 
 /* The model's config.json, as numbers. */
@@ -90,7 +92,7 @@ typedef struct seqcl_forward_result {
   int T, S, V;
   int *steps;        /* [N] */
   float *logits;     /* [N, T, V] */
-  float *alignments; /* [N, T, S] */
+  float *alignments; /* [N, T, S]; NULL for a model with score "none" (no alignments) */
   float loss;        /* mean cross-entropy over every label of every line */
   size_t labels;     /* how many labels the mean is over */
 } seqcl_forward_result;
@@ -123,7 +125,8 @@ typedef struct seqcl_decode_options {
                           * >= 1 given explicitly the beam path runs even for
                           * K = 1 so that scores are computed. */
   int batch_size;        /* sentences decoded together; 0 = 64 */
-  int want_alignments;   /* fill seqcl_decode_result.alignments */
+  int want_alignments;   /* fill seqcl_decode_result.alignments (SEQCL_ERR_INVALID_ARGUMENT
+                          * for a model with score "none", which has none) */
   /* Called after each batch, in input order (may be NULL): lines [first,
    * first + n) are final, their hypotheses hyps[i * nbest + k] (i from 0 for
    * line first, k < hyp_counts[i], best first), so a caller can write them out

@@ -53,19 +53,23 @@ static inline sq_ref sq_none(void) {
  *   additive:   v . tanh(W_k h + b_k + W_q q + b_q) + b_v   (Bahdanau)
  *   general:    h . (W_q q + b_q)                           (Luong)
  *   dot:        h . q
- *   scaled_dot: h . q / sqrt(H_e) */
+ *   scaled_dot: h . q / sqrt(H_e)
+ *   none:       no scores; the context is the top encoder layer's final state
+ *               (model code only: the attention ops never see this kind) */
 typedef seqcl_attention_score sq_score;
 #define SQ_SCORE_ADDITIVE SEQCL_SCORE_ADDITIVE
 #define SQ_SCORE_GENERAL SEQCL_SCORE_GENERAL
 #define SQ_SCORE_DOT SEQCL_SCORE_DOT
 #define SQ_SCORE_SCALED_DOT SEQCL_SCORE_SCALED_DOT
+#define SQ_SCORE_NONE SEQCL_SCORE_NONE
 #define SQ_SCORE_TABLE(X)                                                                   \
   X(SQ_SCORE_ADDITIVE, "additive")                                                          \
-  X(SQ_SCORE_GENERAL, "general") X(SQ_SCORE_DOT, "dot") X(SQ_SCORE_SCALED_DOT, "scaled_dot")
-#define SQ_SCORE_COUNT 4
+  X(SQ_SCORE_GENERAL, "general") X(SQ_SCORE_DOT, "dot") X(SQ_SCORE_SCALED_DOT, "scaled_dot") \
+  X(SQ_SCORE_NONE, "none")
+#define SQ_SCORE_COUNT 5
 /* sq_score_names[kind] (backend/score.c). */
 extern const char *const sq_score_names[SQ_SCORE_COUNT];
-/* "additive, general, dot, scaled_dot", for messages. */
+/* "additive, general, dot, scaled_dot, none", for messages. */
 #define SQ_SCORE_CHOICE_(kind, name) ", " name
 #define SQ_SCORE_CHOICES (&(SQ_SCORE_TABLE(SQ_SCORE_CHOICE_))[2]) /* past the first ", " */
 /* 0 with *out set when name is one of the names, else -1 (*out untouched). */

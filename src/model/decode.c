@@ -125,6 +125,10 @@ seqcl_status seqcl_model_decode(seqcl_model *m, const seqcl_seqs *src,
   else
     seqcl_decode_options_init(&o);
   SQ_TRY(check_options(ctx, &o));
+  if (o.want_alignments && m->cfg.score == SQ_SCORE_NONE)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "decode: alignments were asked for, but the model's attention.score is "
+                   "\"none\" (a fixed context): it has no alignments");
   if (src->count == 0) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "decode: no lines");
   SQ_TRY(sq_check_seqs(ctx, src, m->cfg.src_vocab, 1, "source"));
   const size_t N = src->count;

@@ -5,7 +5,9 @@
  * Launches per step on OpenCL (additive, output "state"): embedding 1, the
  * stacked GEMM s_{t-1} [W_hh ; W_q]^T 1, fused attention 1, the input GEMM
  * W_ih [e ; c] 1, the gates 1, the output GEMM 1 = 6, plus the caller's argmax
- * (and greedy_update). Every buffer comes from the workspace, sized once. */
+ * (and greedy_update). Score "none" (a fixed context, in the input buffer since
+ * sq_dec_start) drops the attention launch: 5. Every buffer comes from the
+ * workspace, sized once. */
 #include <math.h>
 #include <string.h>
 
@@ -59,7 +61,14 @@ seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws) {
 }
 
 seqcl_status sq_dec_start(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws) {
-  return sq_copy(m->ctx, sq_at(ws->h, 0), sq_at(e->s0, 0), (size_t)ws->n * m->cfg.dec_hidden);
+  SQ_TRY(sq_copy(m->ctx, sq_at(ws->h, 0), sq_at(e->s0, 0), (size_t)ws->n * m->cfg.dec_hidden));
+  if (m->cfg.score != SQ_SCORE_NONE) return SEQCL_OK;
+  /* The fixed context goes into the GRU input's context columns once: the
+   * steps write only the embedding columns, so it stays there (beam search
+   * reorders hypotheses only among rows of the same sentence, same context). */
+  const int D = m->cfg.embed_dim, X = D + m->He;
+  return sq_embedding_device_ids(m->ctx, ws->n, m->He, e->n, sq_at(e->rows, 0),
+                                 sq_at(e->fixed, 0), sq_at(ws->xin, (size_t)D), X);
 }
 
 /* Ablation only: the key projection redone at every step, as seed 000's
@@ -87,21 +96,16 @@ static seqcl_status attention_unfused(seqcl_model *m, const sq_encoded *e, sq_de
   return sq_context(ctx, ws->n, e->S, a->He, al, a->keys, ctxv, ld_c);
 }
 
-seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ids,
-                         const int32_t *ids_host, sq_ref alpha, sq_ref logits, int with_bias) {
+/* The attention of one step: projected query (from ghq when the GEMMs are
+ * stacked), then scores, masked softmax and context into ctxv. */
+static seqcl_status attend(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ctxv,
+                           sq_ref alpha) {
   seqcl_ctx *ctx = m->ctx;
   const sq_config *c = &m->cfg;
-  const int n = ws->n, D = c->embed_dim, He = m->He, Hd = c->dec_hidden, V = c->tgt_vocab;
-  const int X = D + He, Hd3 = 3 * Hd;
+  const int n = ws->n, He = m->He, Hd = c->dec_hidden, X = c->embed_dim + He, Hd3 = 3 * Hd;
   const unsigned off = sq_ablated(ctx);
-  sq_ref h = sq_at(ws->h, 0), xin = sq_at(ws->xin, 0), ctxv = sq_at(ws->xin, (size_t)D);
-  if (ids_host) {
-    SQ_TRY(sq_embedding(ctx, n, D, V, ids, ids_host, m->dec_emb, xin, X));
-  } else {
-    /* Greedy and beam decoding: the ids were written on the device. */
-    SQ_TRY(sq_embedding_device_ids(ctx, n, D, V, ids, m->dec_emb, xin, X));
-  }
-
+  const int q = query_width(m);
+  sq_ref h = sq_at(ws->h, 0);
   sq_attn_args a;
   memset(&a, 0, sizeof a);
   a.kind = c->score;
@@ -112,25 +116,12 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
   a.lens = sq_at(e->lens, 0);
   a.mask = sq_none();
   a.scale = c->score == SQ_SCORE_SCALED_DOT ? (float)(1.0 / sqrt((double)He)) : 1.0f;
-  const int q = query_width(m);
   /* additive: b_q was folded into the projected keys (encoder.c) */
   sq_ref bq = c->score == SQ_SCORE_ADDITIVE ? sq_none() : m->query_b;
-  const int stacked = ws->wstack != NULL;
-  if (stacked) {
-    /* ghq = s_{t-1} [W_hh ; W_q]^T: the recurrent half of the GRU and the query
-     * in one GEMM (the GRU reads s_{t-1} only through W_hh s, and s is not
-     * updated before the gates run). */
-    const int ld = Hd3 + q;
-    SQ_TRY(sq_gemm(ctx, 0, 1, n, ld, Hd, 1.0f, h, Hd, 0, sq_at(ws->wstack, 0), Hd, 0, 0.0f,
-                   sq_at(ws->ghq, 0), ld, 0, 1));
-    if (q) {
-      a.qp = sq_at(ws->ghq, (size_t)Hd3);
-      a.ld_qp = ld;
-      if (bq.buf) SQ_TRY(sq_add_bias(ctx, n, q, a.qp, ld, bq));
-    } else {
-      a.qp = h;
-      a.ld_qp = Hd;
-    }
+  if (ws->wstack && q) {
+    a.qp = sq_at(ws->ghq, (size_t)Hd3);
+    a.ld_qp = Hd3 + q;
+    if (bq.buf) SQ_TRY(sq_add_bias(ctx, n, q, a.qp, a.ld_qp, bq));
   } else if (q) {
     SQ_TRY(sq_linear(ctx, n, Hd, q, h, Hd, m->query_w, bq, sq_at(ws->qp, 0), q));
     a.qp = sq_at(ws->qp, 0);
@@ -148,10 +139,40 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
   } else {
     a.pkeys = a.v = a.bv = sq_none();
   }
-  if (off & SQ_ABL_FUSED_ATTN)
-    SQ_TRY(attention_unfused(m, e, ws, &a, ctxv, X, alpha));
-  else
-    SQ_TRY(sq_attn_fused(ctx, &a, e->lens_host, NULL, ctxv, X, alpha));
+  if (off & SQ_ABL_FUSED_ATTN) return attention_unfused(m, e, ws, &a, ctxv, X, alpha);
+  return sq_attn_fused(ctx, &a, e->lens_host, NULL, ctxv, X, alpha);
+}
+
+seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ids,
+                         const int32_t *ids_host, sq_ref alpha, sq_ref logits, int with_bias) {
+  seqcl_ctx *ctx = m->ctx;
+  const sq_config *c = &m->cfg;
+  const int n = ws->n, D = c->embed_dim, He = m->He, Hd = c->dec_hidden, V = c->tgt_vocab;
+  const int X = D + He, Hd3 = 3 * Hd, q = query_width(m);
+  sq_ref h = sq_at(ws->h, 0), xin = sq_at(ws->xin, 0), ctxv = sq_at(ws->xin, (size_t)D);
+  if (ids_host) {
+    SQ_TRY(sq_embedding(ctx, n, D, V, ids, ids_host, m->dec_emb, xin, X));
+  } else {
+    /* Greedy and beam decoding: the ids were written on the device. */
+    SQ_TRY(sq_embedding_device_ids(ctx, n, D, V, ids, m->dec_emb, xin, X));
+  }
+
+  const int stacked = ws->wstack != NULL;
+  if (stacked) {
+    /* ghq = s_{t-1} [W_hh ; W_q]^T: the recurrent half of the GRU and the query
+     * in one GEMM (the GRU reads s_{t-1} only through W_hh s, and s is not
+     * updated before the gates run). */
+    const int ld = Hd3 + q;
+    SQ_TRY(sq_gemm(ctx, 0, 1, n, ld, Hd, 1.0f, h, Hd, 0, sq_at(ws->wstack, 0), Hd, 0, 0.0f,
+                   sq_at(ws->ghq, 0), ld, 0, 1));
+  }
+  if (c->score != SQ_SCORE_NONE)
+    SQ_TRY(attend(m, e, ws, ctxv, alpha));
+  else if (alpha.buf)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "decoder step: a model with attention.score \"none\" has no alignments");
+  /* (score "none": the context columns of xin hold the fixed context since
+   * sq_dec_start; nothing to compute) */
 
   if (stacked) {
     sq_ref gi = sq_at(ws->gru_ws, 0);

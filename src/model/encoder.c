@@ -14,6 +14,8 @@ void sq_encoded_free(sq_encoded *e) {
   sq_buf_free(e->keys);
   sq_buf_free(e->pkeys);
   sq_buf_free(e->s0);
+  sq_buf_free(e->fixed);
+  sq_buf_free(e->rows);
   memset(e, 0, sizeof *e);
 }
 
@@ -51,6 +53,33 @@ static seqcl_status final_state(seqcl_model *m, int n, sq_buf *hfin, sq_buf *s0)
     for (int i = 0; i < n; i++)
       SQ_TRY(sq_copy(ctx, sq_at(s0, (size_t)i * 2 * H + (size_t)d * H),
                      sq_at(hfin, ((size_t)d * n + (size_t)i) * H), (size_t)H));
+  return SEQCL_OK;
+}
+
+/* rows = 0 .. n-1 on the device: the identity gather that moves whole rows
+ * between buffers of different row strides (an embedding lookup whose table
+ * is the source buffer). */
+static seqcl_status identity_rows(seqcl_ctx *ctx, int n, sq_buf **rows) {
+  int32_t *ids = malloc((size_t)n * sizeof(int32_t));
+  if (!ids) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "encoder: out of memory");
+  for (int i = 0; i < n; i++) ids[i] = i;
+  seqcl_status st = sq_buf_alloc(ctx, (size_t)n * sizeof(int32_t), rows);
+  if (st == SEQCL_OK) st = sq_write(ctx, sq_at(*rows, 0), ids, (size_t)n * sizeof(int32_t));
+  free(ids);
+  return st;
+}
+
+/* Score "none": fixed = [h_fwd_final ; h_bwd_final] [n, He] from hfin
+ * [dirs][n][H] (the final states of the top layer, as the bridge reads them). */
+static seqcl_status fixed_context(seqcl_model *m, sq_encoded *e, sq_buf *hfin) {
+  seqcl_ctx *ctx = m->ctx;
+  const int n = e->n, H = m->cfg.enc_hidden, He = m->He;
+  SQ_TRY(alloc_f32(ctx, (size_t)n * He, &e->fixed));
+  SQ_TRY(identity_rows(ctx, n, &e->rows));
+  if (!m->cfg.bidirectional) return sq_copy(ctx, sq_at(e->fixed, 0), sq_at(hfin, 0), (size_t)n * H);
+  for (int d = 0; d < 2; d++)
+    SQ_TRY(sq_embedding_device_ids(ctx, n, H, n, sq_at(e->rows, 0), sq_at(hfin, (size_t)d * n * H),
+                                   sq_at(e->fixed, (size_t)d * H), He));
   return SEQCL_OK;
 }
 
@@ -102,6 +131,7 @@ static seqcl_status encode_batch(seqcl_model *m, const seqcl_seqs *src, size_t f
     if (m->query_b.buf)
       SQ_TRY(sq_add_bias(ctx, (int)NS, c->attn_dim, sq_at(e->pkeys, 0), c->attn_dim, m->query_b));
   }
+  if (c->score == SQ_SCORE_NONE) SQ_TRY(fixed_context(m, e, *hfin));
   SQ_TRY(alloc_f32(ctx, (size_t)n * c->dec_hidden, &e->s0));
   if (c->init == SQ_INIT_BRIDGE) return bridge(m, n, *hfin, e->s0);
   if (c->init == SQ_INIT_FINAL) return final_state(m, n, *hfin, e->s0);
@@ -150,6 +180,9 @@ seqcl_status sq_encoded_repeat(seqcl_model *m, const sq_encoded *e, int k, sq_en
   if ((st = alloc_f32(ctx, (size_t)n * S * He, &out->keys))) goto done;
   if (A && (st = alloc_f32(ctx, (size_t)n * S * A, &out->pkeys))) goto done;
   if ((st = alloc_f32(ctx, (size_t)n * Hd, &out->s0))) goto done;
+  const int fixed = e->fixed != NULL;
+  if (fixed && (st = alloc_f32(ctx, (size_t)n * He, &out->fixed))) goto done;
+  if (fixed && (st = identity_rows(ctx, n, &out->rows))) goto done;
   for (int i = 0; i < n && st == SEQCL_OK; i++) {
     const size_t from = (size_t)(i / k), to = (size_t)i;
     st = sq_copy(ctx, sq_at(out->keys, to * S * He), sq_at(e->keys, from * S * He),
@@ -159,6 +192,8 @@ seqcl_status sq_encoded_repeat(seqcl_model *m, const sq_encoded *e, int k, sq_en
                    (size_t)S * A);
     if (st == SEQCL_OK)
       st = sq_copy(ctx, sq_at(out->s0, to * Hd), sq_at(e->s0, from * Hd), (size_t)Hd);
+    if (st == SEQCL_OK && fixed)
+      st = sq_copy(ctx, sq_at(out->fixed, to * He), sq_at(e->fixed, from * He), (size_t)He);
   }
 done:
   if (st != SEQCL_OK) sq_encoded_free(out);

@@ -31,7 +31,7 @@ static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const seqcl
                               size_t first, int n, seqcl_forward_result *r, double *loss_sum,
                               sq_encoded *e, sq_dec_ws *ws, fw_batch *b) {
   seqcl_ctx *ctx = m->ctx;
-  const int V = m->cfg.tgt_vocab;
+  const int V = m->cfg.tgt_vocab, align = r->alignments != NULL;
   SQ_TRY(sq_encode(m, src, first, n, e));
   SQ_TRY(sq_dec_ws_init(m, n, ws));
   const int S = e->S;
@@ -42,8 +42,8 @@ static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const seqcl
   b->in_host = malloc(rows * sizeof(int32_t));
   b->lab_host = malloc(rows * sizeof(int32_t));
   b->logits_host = malloc(rows * V * sizeof(float));
-  b->alpha_host = malloc(rows * S * sizeof(float));
-  if (!b->in_host || !b->lab_host || !b->logits_host || !b->alpha_host)
+  b->alpha_host = align ? malloc(rows * S * sizeof(float)) : NULL;
+  if (!b->in_host || !b->lab_host || !b->logits_host || (align && !b->alpha_host))
     return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "forward: out of host memory");
   size_t labels = 0;
   for (int i = 0; i < n; i++) {
@@ -60,7 +60,7 @@ static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const seqcl
   SQ_TRY(sq_buf_alloc(ctx, rows * sizeof(int32_t), &b->ids));
   SQ_TRY(sq_buf_alloc(ctx, rows * sizeof(int32_t), &b->labels));
   SQ_TRY(sq_buf_alloc(ctx, rows * V * sizeof(float), &b->logits));
-  SQ_TRY(sq_buf_alloc(ctx, rows * S * sizeof(float), &b->alpha));
+  if (align) SQ_TRY(sq_buf_alloc(ctx, rows * S * sizeof(float), &b->alpha));
   SQ_TRY(sq_buf_alloc(ctx, sizeof(float), &b->loss));
   SQ_TRY(sq_write(ctx, sq_at(b->ids, 0), b->in_host, rows * sizeof(int32_t)));
   SQ_TRY(sq_write(ctx, sq_at(b->labels, 0), b->lab_host, rows * sizeof(int32_t)));
@@ -69,7 +69,8 @@ static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const seqcl
   for (int t = 0; t < T; t++) {
     const size_t row0 = (size_t)t * n;
     SQ_TRY(sq_dec_step(m, e, ws, sq_at(b->ids, row0), b->in_host + row0,
-                       sq_at(b->alpha, row0 * S), sq_at(b->logits, row0 * V), 1));
+                       align ? sq_at(b->alpha, row0 * S) : sq_none(), sq_at(b->logits, row0 * V),
+                       1));
     /* lines of this batch counted as done in proportion to its steps */
     SQ_TRY(sq_model_progress(m, first + (size_t)n * (size_t)(t + 1) / (size_t)T, r->N));
   }
@@ -78,7 +79,7 @@ static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const seqcl
   float loss = 0.0f;
   SQ_TRY(sq_read(ctx, sq_at(b->loss, 0), &loss, sizeof loss));
   SQ_TRY(sq_read(ctx, sq_at(b->logits, 0), b->logits_host, rows * V * sizeof(float)));
-  SQ_TRY(sq_read(ctx, sq_at(b->alpha, 0), b->alpha_host, rows * S * sizeof(float)));
+  if (align) SQ_TRY(sq_read(ctx, sq_at(b->alpha, 0), b->alpha_host, rows * S * sizeof(float)));
   *loss_sum += (double)loss * (double)labels;
 
   for (int i = 0; i < n; i++) {
@@ -86,8 +87,9 @@ static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const seqcl
     for (int t = 0; t < r->steps[line]; t++) {
       const size_t row = (size_t)t * n + i;
       memcpy(r->logits + (line * r->T + t) * V, b->logits_host + row * V, (size_t)V * sizeof(float));
-      memcpy(r->alignments + (line * r->T + t) * r->S, b->alpha_host + row * S,
-             (size_t)S * sizeof(float));
+      if (align)
+        memcpy(r->alignments + (line * r->T + t) * r->S, b->alpha_host + row * S,
+               (size_t)S * sizeof(float));
     }
   }
   return SEQCL_OK;
@@ -104,8 +106,8 @@ static seqcl_status check_finite(seqcl_ctx *ctx, const seqcl_forward_result *r) 
           return sq_fail(ctx, SEQCL_ERR_NON_FINITE,
                          "forward: logits of line %zu, step %d, id %d are not finite (%g)", n + 1,
                          t + 1, v, (double)l[v]);
-      const float *a = r->alignments + (n * r->T + t) * r->S;
-      for (int j = 0; j < r->S; j++)
+      const float *a = r->alignments ? r->alignments + (n * r->T + t) * r->S : NULL;
+      for (int j = 0; a && j < r->S; j++)
         if (!isfinite(a[j]))
           return sq_fail(ctx, SEQCL_ERR_NON_FINITE,
                          "forward: alignments of line %zu, step %d, source position %d are not "
@@ -145,11 +147,13 @@ seqcl_status seqcl_model_forward(seqcl_model *m, const seqcl_seqs *src, const se
     if (t > r->T) r->T = t;
     r->labels += (size_t)t;
   }
+  /* score "none" has no alignments: the result holds none (SPEC §4) */
+  const int align = m->cfg.score != SQ_SCORE_NONE;
   if (r->steps) {
     r->logits = calloc(N * r->T * (size_t)r->V, sizeof(float));
-    r->alignments = calloc(N * r->T * (size_t)r->S, sizeof(float));
+    r->alignments = align ? calloc(N * r->T * (size_t)r->S, sizeof(float)) : NULL;
   }
-  if (!r->steps || !r->logits || !r->alignments) {
+  if (!r->steps || !r->logits || (align && !r->alignments)) {
     seqcl_forward_result_free(r);
     return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "forward: out of host memory for the result");
   }

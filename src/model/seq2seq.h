@@ -44,6 +44,10 @@ typedef struct sq_encoded {
   sq_buf *keys;       /* encoder outputs H [n, S, He], exactly 0 past each length */
   sq_buf *pkeys;      /* additive: W_k H + b_k [n, S, A], else NULL */
   sq_buf *s0;         /* decoder initial state [n, H_d] */
+  /* score "none": the fixed context c = [h_fwd_final ; h_bwd_final] of the top
+   * layer [n, He], and rows = int32 0..n-1, the gather index that copies it
+   * into the decoder's input once per batch (sq_dec_start); else NULL */
+  sq_buf *fixed, *rows;
 } sq_encoded;
 
 /* Encodes sequences first..first+n-1 of src (lengths >= 1 already checked). */
@@ -71,12 +75,13 @@ typedef struct sq_dec_ws {
 
 seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws);
 void sq_dec_ws_free(sq_dec_ws *ws);
-/* ws->h = e->s0. */
+/* ws->h = e->s0; score "none": the context columns of ws->xin = e->fixed, which
+ * no step overwrites, so a step costs no attention at all. */
 seqcl_status sq_dec_start(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws);
 
 /* One decoder step for every row: reads y_{t-1} from ids (int32 [n]; ids_host,
  * when not NULL, is its host copy for validation), s_{t-1} from ws->h.
- * Writes alpha_t [n, S] (optional), updates ws->h to s_t and writes logits_t
+ * Writes alpha_t [n, S] (optional; must be absent for score "none"), updates ws->h to s_t and writes logits_t
  * [n, V_tgt] (without the output bias unless with_bias). Launches: embedding 1,
  * s_{t-1} [W_hh ; W_q]^T 1 (+1 for general's query bias), attention 1, the
  * GRU's input GEMM and gates 2, output 1-3 (decoder.c). */

@@ -63,6 +63,10 @@ seqcl_status sq_tlayout_make(seqcl_ctx *ctx, const sq_config *c, sq_tlayout *L) 
     return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED,
                    "training: encoder.num_layers %d is outside 1..%d", c->enc_layers,
                    SQ_TRAIN_MAX_LAYERS);
+  if (c->score == SQ_SCORE_NONE)
+    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED,
+                   "training: attention.score \"none\" cannot be trained yet (decode and forward "
+                   "run it)");
   L->cfg = *c;
   memset(&L->enc_emb, 0xff, sizeof *L - offsetof(sq_tlayout, enc_emb));
   const int D = c->embed_dim, H = c->enc_hidden, He = sq_config_enc_width(c), Hd = c->dec_hidden;

@@ -20,6 +20,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 gold=$src_root/tests/golden/uni1_additive_zeros_state
 gold_bf16=$src_root/tests/golden/bf16_bi1_general_bridge_ctx
+gold_none=$src_root/tests/golden/uni1_none_zeros_state # attention.score "none"
 export SEQCL_DEVICE=cpu
 unset SEQCL_LOG SEQCL_THREADS SEQCL_KERNEL_DIR
 failures=0
@@ -145,6 +146,22 @@ group_errors() {
     --alignments al.st --src src2.txt --svg h1.svg
   absent h1.svg
   run_case "heatmap, matching source" 0 "" -- heatmap --alignments al.st --src "$gold/src.txt"
+  # a fixed-context model has no alignments: asking for them is a usage error
+  run_case "decode --alignments, score none" 2 "--alignments|none|$gold_none/config.json" -- \
+    decode --model "$gold_none" --src "$gold_none/src.txt" --alignments al5.st --out o5.txt
+  absent al5.st o5.txt
+  run_case "decode --svg, score none" 2 "--svg|none|alignments" -- decode --model "$gold_none" \
+    --src "$gold_none/src.txt" --svg h5.svg
+  absent h5.svg
+  run_case "decode --heatmap, score none" 2 "--heatmap|none" -- decode --model "$gold_none" \
+    --src "$gold_none/src.txt" --heatmap h6.svg
+  absent h6.svg
+  run_case "forward, score none" 0 "" -- forward --model "$gold_none" --src "$gold_none/src.txt" \
+    --tgt "$gold_none/tgt.txt" --out f5.st
+  { grep -qF '"logits"' f5.st && ! grep -qF '"alignments"' f5.st; } ||
+    fail "forward of a score none model: want logits and no alignments tensor"
+  run_case "heatmap of a score none forward file" 2 "f5.st|alignments|none" -- heatmap \
+    --alignments f5.st --src "$gold_none/src.txt"
   run_case "train --valid-src alone" 2 "--valid-src|--valid-tgt" -- train --src src2.txt \
     --tgt tgt2.txt --config "$gold/config.json" --valid-src src2.txt --save m1
   absent m1

@@ -41,6 +41,14 @@ def V7_8():
     return dict(src_vocab_size=7, tgt_vocab_size=8, bos_id=6, eos_id=7)
 
 
+def none_fixture(name, seed, vocab, pad, D, H, layers, bi, Hd, init, output, src_lens, steps):
+    """A FIXTURES row for a score "none" model (no attention tensors, F32)."""
+    return (name, seed,
+            dict(vocab, pad_id=pad, embed_dim=D, enc_hidden=H, enc_layers=layers, bidirectional=bi,
+                 dec_hidden=Hd, init=init, score="none", attn_dim=None, output=output),
+            (False, False, False), "f32", src_lens, steps, None)
+
+
 # name, base seed, config, attention biases (key, query, energy), storage dtype,
 # source lengths, target step counts (labels per line), max_steps (None = default)
 FIXTURES = [
@@ -105,6 +113,16 @@ FIXTURES = [
      dict(V9_13(), pad_id=None, embed_dim=5, enc_hidden=8, enc_layers=2, bidirectional=False,
           dec_hidden=8, init="final", score="general", attn_dim=None, output="state"),
      (False, True, False), "f32", [4, 1, 5, 2, 3], [3, 1, 5, 2, 4], None),
+    # score "none" (seed 000 §01's fixed context): expected logits come from
+    # export_pytorch.FixedContextSeq2Seq, the seed's c = h_S formulation
+    *(none_fixture(*row) for row in (
+        # name, base seed, vocabularies, pad, D, H, layers, bi, H_d, init, output, S lens, T steps
+        ("uni1_none_zeros_state", 1400, V12(), None, 6, 8, 1, False, 8, "zeros", "state",
+         [4, 1, 6, 3, 5], [4, 1, 6, 3, 2]),
+        ("bi2_none_bridge_ctx", 1500, V9_13(), 2, 5, 5, 2, True, 7, "bridge", "state_context",
+         [3, 5, 2, 6, 1], [2, 5, 3, 4, 1]),
+        ("uni2_none_bridge_ctx", 1600, V7_8(), None, 5, 6, 2, False, 9, "bridge", "state_context",
+         [2, 6, 4, 1, 3], [3, 6, 4, 2, 1]))),
 ]
 
 STORAGE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -150,6 +168,37 @@ def draw_model(cfg_kwargs, biases, storage, seed):
         for p in model.parameters():
             p.copy_(p.to(STORAGE[storage]).to(torch.float64))
     return model.eval()
+
+
+def seed_style_logits(model, src, tgt):
+    """Score "none": the teacher-forced logits and loss of the same weights in
+    export_pytorch.FixedContextSeq2Seq (the seed's c = h_S, read from the
+    encoder outputs), after checking that its export names are exactly the
+    reference model's tensors and that the two models agree."""
+    cfg = model.cfg
+    enc, dec = cfg["encoder"], cfg["decoder"]
+    seed = export_pytorch.FixedContextSeq2Seq(
+        cfg["src_vocab_size"], cfg["tgt_vocab_size"], cfg["embed_dim"], enc["hidden_size"],
+        dec["hidden_size"], enc["num_layers"], enc["bidirectional"], dec["init"] == "bridge",
+        cfg["output"] == "state_context").double()
+    _, named = export_pytorch.collect_tensors(**seed.modules_for_export(cfg["bos_id"], cfg["eos_id"]))
+    sd = model.state_dict()
+    assert set(named) == set(sd), (sorted(named), sorted(sd))
+    with torch.no_grad():
+        for k, t in named.items():
+            t.copy_(sd[k])  # shares storage with the seed module's parameter
+        lengths = torch.tensor([len(l) for l in src])
+        steps = torch.tensor([len(l) - 1 for l in tgt])
+        logits = seed(ref._pad(src, 0), lengths, ref._pad([l[:-1] for l in tgt], cfg["bos_id"]))
+        logits = logits * (torch.arange(logits.shape[1])[None, :] < steps[:, None])[:, :, None]
+        labels = ref._pad([l[1:] for l in tgt], -100)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 labels.reshape(-1), ignore_index=-100)
+    mine, _, mine_loss = model.teacher_forced(src, tgt)
+    err = float((mine - logits).abs().max())
+    assert err <= 1e-12 * float(logits.abs().max()), f"seed-style model disagrees: {err}"
+    assert abs(float(mine_loss - loss)) <= 1e-12 * abs(float(loss))
+    return logits, loss
 
 
 def draw_lines(seed, src_lens, tgt_steps, cfg):
@@ -226,6 +275,9 @@ def make_fixture(out_root, spec):
             break
     key, seed, model, src, tgt, max_steps, decoded = best
     logits, aligns, loss = model.teacher_forced(src, tgt)
+    has_align = aligns is not None
+    if not has_align:
+        logits, loss = seed_style_logits(model, src, tgt)
 
     d = os.path.join(out_root, name)
     if os.path.isdir(d):
@@ -235,15 +287,20 @@ def make_fixture(out_root, spec):
     write_lines(os.path.join(d, "src.txt"), src)
     write_lines(os.path.join(d, "tgt.txt"), tgt)
     f32 = torch.float32
-    export_pytorch.write_safetensors(os.path.join(d, "expected.safetensors"), {
-        "logits": logits.to(f32), "alignments": aligns.to(f32), "loss": loss.to(f32)})
+    expected = {"logits": logits.to(f32)}
+    if has_align:
+        expected["alignments"] = aligns.to(f32)
+    expected["loss"] = loss.to(f32)
+    export_pytorch.write_safetensors(os.path.join(d, "expected.safetensors"), expected)
     S = max(src_lens)
     dec_al = {}
     for kind in ("greedy", "beam3", "beam3_lp"):
         lines, al, ties, _ = decoded[kind]
         write_lines(os.path.join(d, kind + ".txt"), lines)
-        dec_al[kind] = (al if kind == "greedy" else pad_alignments(al, S)).to(f32)
-    export_pytorch.write_safetensors(os.path.join(d, "decode_alignments.safetensors"), dec_al)
+        if has_align:
+            dec_al[kind] = (al if kind == "greedy" else pad_alignments(al, S)).to(f32)
+    if has_align:
+        export_pytorch.write_safetensors(os.path.join(d, "decode_alignments.safetensors"), dec_al)
     with open(os.path.join(d, "near_ties.txt"), "w") as f:
         for kind in ("greedy", "beam3", "beam3_lp"):
             for n, step, gap in decoded[kind][2]:
@@ -254,6 +311,7 @@ def make_fixture(out_root, spec):
         "attention_biases": ({"key": biases[0], "query": biases[1], "energy": biases[2]}
                              if cfg_kwargs["score"] == "additive" else
                              {"query": biases[1]} if cfg_kwargs["score"] == "general" else {}),
+        "alignments": has_align,
         "max_steps": max_steps,
         "max_steps_is_default": max_steps_opt is None,
         "decode": {

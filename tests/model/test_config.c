@@ -105,6 +105,16 @@ static void test_valid_variants(void **state) {
   assert_int_equal(c.score, SQ_SCORE_GENERAL);
   free(t);
 
+  /* "none" (a fixed context): no dimension and no H_e = H_d rule (here H_e 64,
+   * H_d 48); a "dim" is still checked, then ignored. */
+  t = edit("{\"score\": \"additive\", \"dim\": 48}", "{\"score\": \"none\", \"dim\": 7}",
+           "\"hidden_size\": 64, \"init\"", "\"hidden_size\": 48, \"init\"");
+  assert_int_equal(parse_text(t, &c), SEQCL_OK);
+  assert_int_equal(c.score, SQ_SCORE_NONE);
+  assert_int_equal(c.attn_dim, 0);
+  assert_int_equal(c.dec_hidden, 48);
+  free(t);
+
   /* An absent pad_id means null. */
   t = edit("\"pad_id\": null,", "", NULL, NULL);
   assert_int_equal(parse_text(t, &c), SEQCL_OK);
@@ -204,7 +214,7 @@ static const bad_case BAD[] = {
     {"\"init\": \"zeros\"", "\"init\": \"final\"", "\"bidirectional\": false", "\"bidirectional\": true",
      "decoder.init \"final\" needs the encoder output width H_e (128 = 2 x encoder.hidden_size) to equal decoder.hidden_size (64)"},
     {", \"init\": \"zeros\"", "", 0, 0, "required key 'decoder.init'"},
-    {"\"score\": \"additive\"", "\"score\": \"cosine\"", 0, 0, "attention.score must be one of \"additive\", \"general\", \"dot\", \"scaled_dot\", got \"cosine\""},
+    {"\"score\": \"additive\"", "\"score\": \"cosine\"", 0, 0, "attention.score must be one of \"additive\", \"general\", \"dot\", \"scaled_dot\", \"none\", got \"cosine\""},
     {"\"score\": \"additive\"", "\"score\": 2", 0, 0, "attention.score must be one of"},
     {"\"score\": \"additive\", ", "", 0, 0, "required key 'attention.score'"},
     {"{\"score\": \"additive\", \"dim\": 48}", "{\"score\": \"additive\"}", 0, 0, "required key 'attention.dim'"},
@@ -259,7 +269,7 @@ static void test_bad_catalogue(void **state) {
 
 static void test_round_trip(void **state) {
   (void)state;
-  sq_config configs[4] = {
+  sq_config configs[5] = {
       /* the last four: src_unk_id, tgt_unk_id and whether each is set */
       {12, 13, 32, 10, 11, -1, 64, 1, 0, 64, SQ_INIT_ZEROS, SQ_SCORE_ADDITIVE, 48, SQ_OUTPUT_STATE,
        0, 0, 0, 0},
@@ -269,8 +279,10 @@ static void test_round_trip(void **state) {
        0, 199, 0, 1},
       {9, 9, 4, 1, 2, -1, 5, 2, 1, 10, SQ_INIT_FINAL, SQ_SCORE_ADDITIVE, 6, SQ_OUTPUT_STATE,
        0, 0, 0, 0},
+      {9, 8, 5, 7, 6, -1, 6, 2, 1, 7, SQ_INIT_BRIDGE, SQ_SCORE_NONE, 0, SQ_OUTPUT_STATE_CONTEXT,
+       0, 0, 0, 0},
   };
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     char *text = NULL;
     assert_int_equal(sq_config_to_json(&configs[i], &text), SEQCL_OK);
     sq_config back;

@@ -100,16 +100,18 @@ static void track(worst *w, double got, double ref) {
 }
 static int agrees(const worst *w) { return w->err <= REL_TOL * w->ref; }
 
+/* A fixture of a model with score "none" (fixture.json "alignments": false)
+ * has no alignments anywhere: forward returns none, decode refuses them. */
 static void check_forward(const char *dir, const char *dev, seqcl_model *m, const sq_seqs *src,
-                          const sq_seqs *tgt) {
+                          const sq_seqs *tgt, int has_align) {
   char path[600];
   snprintf(path, sizeof path, "%s/expected.safetensors", dir);
   sq_st_file *ef = NULL;
   if (sq_st_read(path, 0, &ef) != SEQCL_OK) fail_msg("%s", seqcl_last_message());
-  float *lg, *al, *ls;
-  const sq_st_tensor *tl, *ta, *tlo;
+  float *lg, *al = NULL, *ls;
+  const sq_st_tensor *tl, *ta = NULL, *tlo;
   tensor_f32(ef, "logits", &lg, &tl);
-  tensor_f32(ef, "alignments", &al, &ta);
+  if (has_align) tensor_f32(ef, "alignments", &al, &ta);
   tensor_f32(ef, "loss", &ls, &tlo);
   seqcl_seqs s = {src->count, src->ids, src->offsets}, t = {tgt->count, tgt->ids, tgt->offsets};
   seqcl_forward_result *r = NULL;
@@ -118,14 +120,19 @@ static void check_forward(const char *dir, const char *dev, seqcl_model *m, cons
   assert_int_equal(tl->shape[0], (int64_t)r->N);
   assert_int_equal(tl->shape[1], r->T);
   assert_int_equal(tl->shape[2], r->V);
-  assert_int_equal(ta->shape[2], r->S);
+  if (has_align) {
+    assert_int_equal(ta->shape[2], r->S);
+  } else {
+    assert_null(sq_st_find(ef, "alignments"));
+    assert_null(r->alignments);
+  }
   worst wl = {0, 0}, wa = {0, 0};
   for (size_t n = 0; n < r->N; n++) {
     const int L = (int)sq_seq_len(src, n);
     for (int st = 0; st < r->steps[n]; st++) {
       const size_t row = n * r->T + st;
       for (int v = 0; v < r->V; v++) track(&wl, r->logits[row * r->V + v], lg[row * r->V + v]);
-      for (int j = 0; j < r->S; j++) {
+      for (int j = 0; has_align && j < r->S; j++) {
         if (j < L)
           track(&wa, r->alignments[row * r->S + j], al[row * r->S + j]);
         else
@@ -134,9 +141,13 @@ static void check_forward(const char *dir, const char *dev, seqcl_model *m, cons
     }
   }
   const double dloss = fabs((double)r->loss - ls[0]);
-  print_message("  %-9s %-34s logits %.1e (rel %.1e)  alignments %.1e (rel %.1e)  loss %.1e\n",
-                dev, strrchr(dir, '/') + 1, wl.err, wl.err / wl.ref, wa.err, wa.err / wa.ref,
-                dloss / fabs(ls[0]));
+  if (has_align)
+    print_message("  %-9s %-34s logits %.1e (rel %.1e)  alignments %.1e (rel %.1e)  loss %.1e\n",
+                  dev, strrchr(dir, '/') + 1, wl.err, wl.err / wl.ref, wa.err, wa.err / wa.ref,
+                  dloss / fabs(ls[0]));
+  else
+    print_message("  %-9s %-34s logits %.1e (rel %.1e)  no alignments (score none)  loss %.1e\n",
+                  dev, strrchr(dir, '/') + 1, wl.err, wl.err / wl.ref, dloss / fabs(ls[0]));
   if (!agrees(&wl) || !agrees(&wa) || !(dloss <= REL_TOL * fabs(ls[0])))
     fail_msg("%s on %s: forward disagrees with PyTorch", dir, dev);
   seqcl_forward_result_free(r);
@@ -159,15 +170,23 @@ static void check_decode(const char *dir, const char *dev, seqcl_model *m, const
   o.beam = (int)json_integer_value(json_object_get(spec, "beam"));
   o.length_penalty = json_number_value(json_object_get(spec, "length_penalty"));
   o.max_steps = max_steps;
-  o.want_alignments = 1;
+  o.want_alignments = af != NULL;
   seqcl_seqs s = {src->count, src->ids, src->offsets};
   seqcl_decode_result *r = NULL;
+  if (!af) {
+    /* no alignments to give: asking for them is an error, not zeros */
+    o.want_alignments = 1;
+    assert_int_equal(seqcl_model_decode(m, &s, &o, &r), SEQCL_ERR_INVALID_ARGUMENT);
+    assert_null(r);
+    assert_non_null(strstr(seqcl_last_message(), "none"));
+    o.want_alignments = 0;
+  }
   if (seqcl_model_decode(m, &s, &o, &r) != SEQCL_OK)
     fail_msg("%s %s %s: decode: %s", dir, dev, kind, seqcl_last_message());
-  float *ral;
-  const sq_st_tensor *ta;
-  tensor_f32(af, kind, &ral, &ta);
-  const int Tr = (int)ta->shape[1], Sr = (int)ta->shape[2];
+  float *ral = NULL;
+  const sq_st_tensor *ta = NULL;
+  if (af) tensor_f32(af, kind, &ral, &ta);
+  const int Tr = ta ? (int)ta->shape[1] : 0, Sr = ta ? (int)ta->shape[2] : 0;
   int same = 0, tied = 0;
   worst wa = {0, 0};
   for (size_t n = 0; n < r->count; n++) {
@@ -177,7 +196,7 @@ static void check_decode(const char *dir, const char *dev, seqcl_model *m, const
     while (diff < len && diff < wlen && got[diff] == ref[diff]) diff++;
     if (diff == len && diff == wlen) {
       same++;
-      const int L = (int)sq_seq_len(src, n);
+      const int L = af ? (int)sq_seq_len(src, n) : 0;
       for (int t = 0; t < r->steps[n]; t++)
         for (int j = 0; j < L; j++)
           track(&wa, r->alignments[((size_t)n * r->T + t) * r->S + j],
@@ -211,9 +230,11 @@ static void run_fixture(const char *dir) {
   tie ties[256];
   snprintf(path, sizeof path, "%s/near_ties.txt", dir);
   const int nties = read_ties(path, ties, 256);
+  const json_t *ha = json_object_get(fx, "alignments");
+  const int has_align = !ha || json_is_true(ha);
   sq_st_file *af = NULL;
   snprintf(path, sizeof path, "%s/decode_alignments.safetensors", dir);
-  if (sq_st_read(path, 0, &af) != SEQCL_OK) fail_msg("%s", seqcl_last_message());
+  if (has_align && sq_st_read(path, 0, &af) != SEQCL_OK) fail_msg("%s", seqcl_last_message());
 
   for (size_t d = 0; d < device_count; d++) {
     const char *dev = devices[d].selector;
@@ -228,7 +249,7 @@ static void run_fixture(const char *dir) {
     snprintf(path, sizeof path, "%s/tgt.txt", dir);
     if (sq_tokens_read(path, seqcl_model_tgt_vocab_size(m), NULL, &tgt) != SEQCL_OK)
       fail_msg("%s", seqcl_last_message());
-    check_forward(dir, dev, m, &src, &tgt);
+    check_forward(dir, dev, m, &src, &tgt, has_align);
     const char *kind;
     json_t *spec;
     json_object_foreach(decode, kind, spec) {
