@@ -8,5 +8,6 @@
 #include "device.h"
 #include "model.h"
 #include "train.h"
+#include "check.h"
 
 #endif

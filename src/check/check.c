@@ -20,9 +20,8 @@ static int alloc_arrays(const sq_case *c, double **a) {
   return 0;
 }
 
-/* Runs the case's op on ctx in an arena of its own (the guarded buffers). */
-static seqcl_status run_case(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
+seqcl_status sq_case_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+                         size_t cap) {
   sq_arena a;
   sq_arena_init(&a, ctx);
   seqcl_status st = c->op->run(&a, c, got, fault, cap);
@@ -33,7 +32,7 @@ static seqcl_status run_case(seqcl_ctx *ctx, const sq_case *c, double *const *go
 static seqcl_status host_reference(void *user, const sq_case *c, double *const *ref) {
   seqcl_ctx *host = user;
   char fault[256] = "";
-  SQ_TRY(run_case(host, c, ref, fault, sizeof fault));
+  SQ_TRY(sq_case_run(host, c, ref, fault, sizeof fault));
   if (*fault)
     return sq_fail(host, SEQCL_ERR_CHECK_FAILED, "the host reference itself failed: %s", fault);
   return SEQCL_OK;
@@ -58,7 +57,7 @@ seqcl_status sq_check_case(seqcl_ctx *dev, const sq_op *op, const char *shape_te
                    op->name, shape_text);
   }
   char fault[256] = "";
-  seqcl_status st = run_case(dev, &c, got, fault, sizeof fault);
+  seqcl_status st = sq_case_run(dev, &c, got, fault, sizeof fault);
   if (st == SEQCL_ERR_UNSUPPORTED) {
     res->verdict = SQ_SKIP;
     snprintf(res->message, sizeof res->message, "not supported: %s", seqcl_last_message());

@@ -124,6 +124,11 @@ int sq_op_matches(const sq_op *op, const char *pattern);
  * SEQCL_ERR_INVALID_ARGUMENT for a malformed shape. */
 seqcl_status sq_case_make(const sq_op *op, const char *shape_text, uint64_t seed, sq_case *c);
 
+/* Runs the case's op on ctx in an arena of its own (the guarded buffers);
+ * got[k] receives output k. A guard or input fault is described in fault. */
+seqcl_status sq_case_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
+                         size_t cap);
+
 /* ---- references and results ---- */
 /* Fills ref[k] (c->out[k].n values each) with the reference outputs of the case. */
 typedef seqcl_status (*sq_reference_fn)(void *user, const sq_case *c, double *const *ref);

@@ -1,0 +1,96 @@
+"""decode and forward through the Python API against the PyTorch fixtures of
+tests/golden (made by tests/golden/make_golden.py), on the host and PoCL.
+SPEC §5: logits and alignments within 1e-4 x max |torch| over valid
+positions, exact zeros at invalid ones, identical decoded lines."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import seqcl
+from conftest import GOLDEN, golden_names, read_lines, read_safetensors
+
+NAMES = golden_names()
+
+
+def load(ctx, name):
+    d = os.path.join(GOLDEN, name)
+    with open(os.path.join(d, "fixture.json")) as f:
+        fx = json.load(f)
+    return d, fx, seqcl.Model.load(d, ctx)
+
+
+def close(got, want):
+    scale = float(np.max(np.abs(want))) if want.size else 0.0
+    return float(np.max(np.abs(got - want))) <= 1e-4 * scale if want.size else True
+
+
+def test_enough_configurations():
+    assert len(NAMES) >= 6
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_forward(ctx, name):
+    d, fx, m = load(ctx, name)
+    src, tgt = read_lines(os.path.join(d, "src.txt")), read_lines(os.path.join(d, "tgt.txt"))
+    exp = read_safetensors(os.path.join(d, "expected.safetensors"))
+    out = m.forward(src, tgt)
+    assert out.logits.shape == exp["logits"].shape
+    assert out.logits.dtype == np.float32
+    assert close(out.logits, exp["logits"])
+    assert close(out.alignments, exp["alignments"])
+    # exact zeros where the reference has them at invalid positions
+    for n, (s, t) in enumerate(zip(src, tgt)):
+        assert not out.alignments[n, :, len(s):].any()
+        assert not out.logits[n, len(t) - 1:].any()
+    assert abs(out.loss - float(exp["loss"])) <= 1e-4 * abs(float(exp["loss"]))
+    assert list(out.steps) == [len(t) - 1 for t in tgt]
+    m.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_decode(ctx, name):
+    d, fx, m = load(ctx, name)
+    src = read_lines(os.path.join(d, "src.txt"))
+    aligns = read_safetensors(os.path.join(d, "decode_alignments.safetensors"))
+    for key, beam, lp in (("greedy", 1, 0.0), ("beam3", 3, 0.0), ("beam3_lp", 3, 1.0)):
+        want = read_lines(os.path.join(d, key + ".txt"))
+        got = m.decode(src, beam=beam, length_penalty=lp, max_steps=fx["max_steps"])
+        tokens, scores, al = got
+        assert tokens == want, key
+        for n, a in enumerate(al):
+            ref = aligns[key][n, :a.shape[0], :a.shape[1]]
+            assert a.shape[1] == len(src[n])
+            assert close(a, ref), (key, n)
+            assert not aligns[key][n, a.shape[0]:].any()  # nothing after the EOS step
+        if beam > 1:
+            assert np.all(np.isfinite(scores))
+    # beam 1 with scores: the greedy lines, with finite scores
+    g = m.decode(src, max_steps=fx["max_steps"], scores=True)
+    assert g.tokens == read_lines(os.path.join(d, "greedy.txt"))
+    assert np.all(np.isfinite(g.scores)) and np.all(g.scores <= 0)
+    # batch size only splits the work
+    assert m.decode(src, max_steps=fx["max_steps"], batch_size=2).tokens == g.tokens
+    m.close()
+
+
+def test_nbest(ctx):
+    d, fx, m = load(ctx, NAMES[0])
+    src = read_lines(os.path.join(d, "src.txt"))
+    out = m.decode(src, beam=3, nbest=3, max_steps=fx["max_steps"])
+    assert out.tokens == read_lines(os.path.join(d, "beam3.txt"))
+    for line, hyps in zip(out.tokens, out.hypotheses):
+        assert 1 <= len(hyps) <= 3 and hyps[0].tokens == line
+        assert all(a.score >= b.score for a, b in zip(hyps, hyps[1:]))
+
+
+def test_inputs_as_arrays_and_tensors(ctx):
+    d, fx, m = load(ctx, NAMES[0])
+    src = read_lines(os.path.join(d, "src.txt"))
+    want = m.decode(src, max_steps=fx["max_steps"]).tokens
+    as_np = [np.array(s, dtype=np.int64) for s in src]
+    assert m.decode(as_np, max_steps=fx["max_steps"]).tokens == want
+    same = [s for s in src if len(s) == len(src[0])]
+    grid = np.array(same, dtype=np.int32)
+    assert len(m.decode(grid, max_steps=fx["max_steps"]).tokens) == len(same)
