@@ -84,14 +84,16 @@ class TrainFilesOptions(ctypes.Structure):
                 ("batch_size", c_int), ("lr", c_double), ("clip", c_double),
                 ("seed", ctypes.c_longlong), ("checkpoint_every", c_int), ("valid_every", c_int),
                 ("progress", c_void_p), ("user", c_void_p), ("overwrite", c_int),
-                ("dropout", c_double)]
+                ("dropout", c_double), ("text", c_char_p), ("src_vocab_path", c_char_p),
+                ("tgt_vocab_path", c_char_p)]
 
 
 class TrainFilesResult(ctypes.Structure):
     _fields_ = [("steps_done", c_int), ("start_step", c_int), ("final_loss", c_float),
                 ("validated", c_int), ("valid_loss", c_double), ("valid_correct", c_int),
                 ("valid_count", c_int), ("train_seconds", c_double), ("train_lines", c_int),
-                ("max_src_len", c_int), ("max_tgt_len", c_int), ("save_dir", ctypes.c_char * 1024)]
+                ("max_src_len", c_int), ("max_tgt_len", c_int), ("save_dir", ctypes.c_char * 1024),
+                ("unknown", c_size_t * 2), ("vocab_size", c_int * 2), ("vocab_built", c_int * 2)]
 
 
 class CheckRow(ctypes.Structure):
@@ -106,6 +108,8 @@ class OpTensor(ctypes.Structure):
     _fields_ = [("name", c_char_p), ("count", c_size_t), ("is_int", c_int), ("data", c_void_p)]
 
 
+# The structs above mirror include/seqcl/*.h field for field; test_abi.py
+# compares their sizes with the C compiler's.
 # name: (restype, argtypes); restype c_int = a seqcl_status
 _API = {
     "seqcl_status_name": (c_char_p, [c_int]),
