@@ -570,43 +570,15 @@ __kernel void attn_fused_row(FUSED_ARGS) {
 
 #else /* SQ_TRAIN */
 
-/* ---- training (built with -DSQ_TRAIN: a program of its own, so that the
- * forward program decoding builds never compiles these kernels) ----
- * Determinism: no atomics; a value that sums over many rows is owned by one
- * work-item that adds the terms in a fixed order, or is reduced by a fixed
- * tree inside one work-group. Where the host adds terms straight into the
- * output one after another, the kernels do the same, starting from the
- * output's old value, so the rounding matches the host's step for step. */
-
-/* SQ_FP64 (set by the host when the device has cl_khr_fp64) makes the row
- * sums of the backward accumulate in double, as the host does. */
-#ifdef SQ_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-typedef double acc_t;
-#else
-typedef float acc_t;
-#endif
-
-/* The host computes a * b + c with two roundings; so do the kernels. */
-#pragma OPENCL FP_CONTRACT OFF
+/* ---- training: built with train_prelude.cl in front (acc_t, wg_sum, no
+ * contraction; how the kernels stay deterministic) ---- */
 
 #define SCORE_ADDITIVE 0
 
-/* Tree sum over the work-group (its size a power of two, as the host launches
- * it); red holds get_local_size(0) values, the trailing barrier lets the
- * caller reuse it right away. Used by attn_bwd_de_wg. */
-static acc_t wg_sum(__local acc_t *red, acc_t x) {
-  const int lid = get_local_id(0);
-  red[lid] = x;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
-    if (lid < s) red[lid] += red[lid + s];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  const acc_t r = red[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
-}
+/* The validity arguments of every training kernel here (the host's
+ * arg_valid): lengths, and the optional mask with its flag. */
+#define VALID_ARGS                                                                           \
+  __global const int *lens, int lens_off, __global const int *mask, int mask_off, int has_mask
 
 /* Position j of row n takes part in the attention iff j < min(lens[n], S)
  * and the mask (when given) does not exclude it. */
@@ -623,8 +595,7 @@ static int attn_valid(int n, int j, int S, __global const int *lens,
 __kernel void attn_keep_u(int N, int S, int A,
                           __global const float *qp, int qp_off, int ld_qp,
                           __global const float *pkeys, int pk_off,
-                          __global const int *lens, int lens_off,
-                          __global const int *mask, int mask_off, int has_mask,
+                          VALID_ARGS,
                           __global float *u, int u_off) {
   const int k = get_global_id(0);
   const int j = get_global_id(1);
@@ -643,8 +614,7 @@ __kernel void attn_keep_u(int N, int S, int A,
 __kernel void attn_bwd_dalpha(int N, int S, int He,
                               __global const float *dc, int dc_off, int ld_dc,
                               __global const float *keys, int keys_off,
-                              __global const int *lens, int lens_off,
-                              __global const int *mask, int mask_off, int has_mask,
+                              VALID_ARGS,
                               __global float *de, int de_off) {
   const int j = get_global_id(0);
   const int n = get_global_id(1);
@@ -663,8 +633,7 @@ __kernel void attn_bwd_dalpha(int N, int S, int He,
  * row (global >= N): the row sum then needs no barrier at all. */
 __kernel void attn_bwd_de(int N, int S,
                           __global const float *alpha, int alpha_off,
-                          __global const int *lens, int lens_off,
-                          __global const int *mask, int mask_off, int has_mask,
+                          VALID_ARGS,
                           float scale, __global float *de, int de_off) {
   const int n = get_global_id(0);
   if (n >= N) return;
@@ -690,8 +659,7 @@ __kernel void attn_bwd_keys(int N, int S, int He,
                             __global const float *dc, int dc_off, int ld_dc,
                             __global const float *qp, int qp_off, int ld_qp, int dot_score,
                             __global const float *de, int de_off,
-                            __global const int *lens, int lens_off,
-                            __global const int *mask, int mask_off, int has_mask,
+                            VALID_ARGS,
                             __global float *dkeys, int dk_off) {
   const int d = get_global_id(0);
   const int j = get_global_id(1);
@@ -710,8 +678,7 @@ __kernel void attn_bwd_keys(int N, int S, int He,
 __kernel void attn_bwd_dqp(int N, int S, int He,
                            __global const float *de, int de_off,
                            __global const float *keys, int keys_off,
-                           __global const int *lens, int lens_off,
-                           __global const int *mask, int mask_off, int has_mask,
+                           VALID_ARGS,
                            __global float *dqp, int dqp_off, int ld_dqp) {
   const int d = get_global_id(0);
   const int n = get_global_id(1);
@@ -727,6 +694,14 @@ __kernel void attn_bwd_dqp(int N, int S, int He,
   p[0] = acc;
 }
 
+/* The leading arguments of the additive score's backward kernels
+ * (attn_bwd_additive, attn_bwd_energy, attn_bwd_energy_part): what u and de
+ * are computed from and where positions are valid. */
+#define ADDITIVE_BWD_ARGS                                                                    \
+  int N, int S, int A, __global const float *qp, int qp_off, int ld_qp,                    \
+      __global const float *pkeys, int pk_off, __global const float *u, int u_off,         \
+      int has_u, __global const float *de, int de_off, VALID_ARGS
+
 /* tanh activation of the additive score at (n, j, k): kept, or recomputed. */
 static float additive_u(int n, int j, int k, int S, int A, __global const float *u, int has_u,
                         __global const float *pkeys, __global const float *qp, int ld_qp) {
@@ -737,14 +712,7 @@ static float additive_u(int n, int j, int k, int S, int A, __global const float 
 
 /* Additive scores: du = de_j v[k] (1 - u^2); dpkeys[n, j, k] += du and
  * dqp[n, k] += sum over valid j of du, in order of j. global (>= A, N). */
-__kernel void attn_bwd_additive(int N, int S, int A,
-                                __global const float *qp, int qp_off, int ld_qp,
-                                __global const float *pkeys, int pk_off,
-                                __global const float *u, int u_off, int has_u,
-                                __global const float *v, int v_off,
-                                __global const float *de, int de_off,
-                                __global const int *lens, int lens_off,
-                                __global const int *mask, int mask_off, int has_mask,
+__kernel void attn_bwd_additive(ADDITIVE_BWD_ARGS, __global const float *v, int v_off,
                                 __global float *dpkeys, int dpk_off,
                                 __global float *dqp, int dqp_off, int ld_dqp) {
   const int k = get_global_id(0);
@@ -768,14 +736,7 @@ __kernel void attn_bwd_additive(int N, int S, int A,
 /* Additive scores: dv[k] += sum over rows n and valid j of de u (k < A) and
  * dbv[0] += sum of de (work-item A, when has_dbv), in the host's order (n,
  * then j). global (>= A + 1). */
-__kernel void attn_bwd_energy(int N, int S, int A,
-                              __global const float *qp, int qp_off, int ld_qp,
-                              __global const float *pkeys, int pk_off,
-                              __global const float *u, int u_off, int has_u,
-                              __global const float *de, int de_off,
-                              __global const int *lens, int lens_off,
-                              __global const int *mask, int mask_off, int has_mask,
-                              __global float *dv, int dv_off,
+__kernel void attn_bwd_energy(ADDITIVE_BWD_ARGS, __global float *dv, int dv_off,
                               __global float *dbv, int dbv_off, int has_dbv) {
   const int k = get_global_id(0);
   if (k > A || (k == A && !has_dbv)) return;
@@ -813,8 +774,7 @@ __kernel void attn_bwd_de_wg(int N, int S, int He,
                              __global const float *alpha, int alpha_off,
                              __global const float *dc, int dc_off, int ld_dc,
                              __global const float *keys, int keys_off,
-                             __global const int *lens, int lens_off,
-                             __global const int *mask, int mask_off, int has_mask,
+                             VALID_ARGS,
                              float scale, __global float *de, int de_off,
                              __local float *lane_sums, __local acc_t *red) {
   const int n = get_group_id(0); /* < N: the grid has exactly N groups */
@@ -867,14 +827,7 @@ __kernel void attn_bwd_de_wg(int N, int S, int He,
  * in chunk order to dv[k] (dbv). Neighbouring work-items read neighbouring
  * k of u. */
 #define BWD_ROWS 64
-__kernel void attn_bwd_energy_part(int N, int S, int A,
-                                   __global const float *qp, int qp_off, int ld_qp,
-                                   __global const float *pkeys, int pk_off,
-                                   __global const float *u, int u_off, int has_u,
-                                   __global const float *de, int de_off,
-                                   __global const int *lens, int lens_off,
-                                   __global const int *mask, int mask_off, int has_mask,
-                                   int has_dbv, __global float *part) {
+__kernel void attn_bwd_energy_part(ADDITIVE_BWD_ARGS, int has_dbv, __global float *part) {
   const int k = get_global_id(0);
   const int ch = get_global_id(1);
   if (k > A || (k == A && !has_dbv)) return;

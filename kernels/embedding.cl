@@ -20,16 +20,8 @@ __kernel void embedding(__global const int *ids, int ids_off, __global const flo
 
 #else /* SQ_TRAIN */
 
-/* ---- training (built with -DSQ_TRAIN: a program of its own, so that the
- * forward program decoding builds never compiles these kernels) ----
- * Determinism: no atomics; a value that sums over many rows is owned by one
- * work-item that adds the terms in a fixed order, or is reduced by a fixed
- * tree inside one work-group. Where the host adds terms straight into the
- * output one after another, the kernels do the same, starting from the
- * output's old value, so the rounding matches the host's step for step. */
-
-/* The host computes a * b + c with two roundings; so do the kernels. */
-#pragma OPENCL FP_CONTRACT OFF
+/* ---- training: built with train_prelude.cl in front (acc_t, wg_sum, no
+ * contraction; how the kernels stay deterministic) ---- */
 
 /* dtable[ids[n], k] += dy[n * ld_dy + k] for ids[n] != pad_id, rows in order
  * n = 0, 1, ... global (>= D, buckets): work-item (k, b) owns column k of the

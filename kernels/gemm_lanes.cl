@@ -23,23 +23,7 @@
 #ifndef CPG
 #define CPG 4 /* columns per work-group */
 #endif
-#ifndef RM
-#define RM 4
-#endif
-
-/* Row r of the block as separate variables (gemv.cl says why); EACH(X)
- * expands X(r) for r < RM. */
-#if RM == 1
-#define EACH(X) X(0)
-#elif RM == 2
-#define EACH(X) X(0) X(1)
-#elif RM == 4
-#define EACH(X) X(0) X(1) X(2) X(3)
-#elif RM == 8
-#define EACH(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#else
-#error "RM must be 1, 2, 4 or 8"
-#endif
+/* Built with gemm_rows.cl in front: RM (default 4), EACH and GEMM_ROW_SUMS. */
 
 /* Every work-item reaches every barrier: columns past N compute column N - 1
  * and rows past M read row M - 1 (both always valid) and are never stored, so
@@ -58,25 +42,7 @@ void gemm_lanes_nt(int M, int N, int K, float alpha,
   const int m0 = get_group_id(0) * RM;
   __global const float *brow = B + b_off + (size_t)b * sb + (size_t)min(j, N - 1) * ldb;
   __global const float *a0 = A + a_off + (size_t)b * sa;
-#define DECL(r)                                                          \
-  __global const float *ar##r = a0 + (size_t)min(m0 + r, M - 1) * lda;   \
-  float4 acc##r = (float4)(0.0f);
-  EACH(DECL)
-  const int K4 = K & ~3;
-  for (int k = 4 * l; k < K4; k += 4 * LK) {
-    const float4 bv = vload4(0, brow + k);
-#define STEP4(r) acc##r += vload4(0, ar##r + k) * bv;
-    EACH(STEP4)
-  }
-  /* dot() rather than .x + .y + ...: Oclgrind 21.10 crashes on extracting
-   * the lanes of a private float4 under its uninitialised-value checker. */
-#define REDUCE(r) float s##r = dot(acc##r, (float4)(1.0f));
-  EACH(REDUCE)
-  for (int k = K4 + l; k < K; k += LK) {
-    const float bk = brow[k];
-#define STEP1(r) s##r = mad(ar##r[k], bk, s##r);
-    EACH(STEP1)
-  }
+  GEMM_ROW_SUMS(l, LK)
   __local float *mine = part + col * RM * LK;
 #define PUT(r) mine[(r) * LK + l] = s##r;
   EACH(PUT)

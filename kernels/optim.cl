@@ -5,35 +5,8 @@
  * OpenCL C 1.2. Every buffer argument is followed by an int offset counted in
  * 4-byte elements; absent optional buffers arrive as a dummy buffer plus a
  * has_* flag. Global sizes are rounded up to the work-group size, so every
- * kernel checks its bounds. */
-
-/* SQ_FP64 (set by the host when the device has cl_khr_fp64) makes the norm
- * accumulate in double, as the host does; without it, in float. */
-#ifdef SQ_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-typedef double acc_t;
-#else
-typedef float acc_t;
-#endif
-
-/* The host computes a * b + c with two roundings; so do the kernels. */
-#pragma OPENCL FP_CONTRACT OFF
-
-/* Tree reductions over the work-group (its size a power of two, as the host
- * launches them). red holds get_local_size(0) values; the trailing barrier
- * lets the caller reuse it right away. */
-static acc_t wg_sum(__local acc_t *red, acc_t x) {
-  const int lid = get_local_id(0);
-  red[lid] = x;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
-    if (lid < s) red[lid] += red[lid + s];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  const acc_t r = red[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
-}
+ * kernel checks its bounds. Built with train_prelude.cl in front (acc_t,
+ * wg_sum, no contraction). */
 
 /* First pass of sum_squares: group g writes the sum of x^2 over the
  * elements i = g * wg + lid + m * (groups * wg) to partial[g]. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend/opencl/ocl.h"
+#include "backend/opencl/program.h"
 #include "backend/opencl/ops_internal.h"
 #include "core/error.h"
 #include "core/fault.h"
@@ -116,7 +117,8 @@ seqcl_status sq_ocl_train_kernel(sq_ocl *o, const char *file, const char *name, 
                                  size_t *acc_bytes) {
   int fp64 = sq_ocl_device_fp64(o);
   if (acc_bytes) *acc_bytes = fp64 ? sizeof(double) : sizeof(float);
-  return sq_ocl_kernel(o, file, fp64 ? "-DSQ_TRAIN -DSQ_FP64=1" : "-DSQ_TRAIN", name, k);
+  return sq_ocl_kernel(o, file, fp64 ? SQ_OCL_TRAIN_OPTION " -DSQ_FP64=1" : SQ_OCL_TRAIN_OPTION,
+                       name, k);
 }
 
 seqcl_status sq_ocl_launch_flat(sq_ocl *o, cl_kernel k, size_t n, size_t want, const char *what) {

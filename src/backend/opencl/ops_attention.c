@@ -299,6 +299,12 @@ seqcl_status sq_ocl_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, 
 
 /* ---- training: the forward pass that keeps its activations, and the backward ---- */
 
+/* VALID_ARGS of attention.cl: the validity arguments of its training kernels. */
+static void arg_valid(kargs *a, const sq_attn_args *at) {
+  arg_ref(a, at->lens);
+  arg_opt(a, at->mask);
+}
+
 seqcl_status sq_ocl_attn_fwd(sq_backend *be, const sq_attn_args *at, sq_ref u, sq_ref c,
                                int ld_c, sq_ref alpha) {
   sq_ocl *o = sq_ocl_of(be);
@@ -315,16 +321,24 @@ seqcl_status sq_ocl_attn_fwd(sq_backend *be, const sq_attn_args *at, sq_ref u, s
   arg_ref(&a, at->qp);
   arg_int(&a, at->ld_qp);
   arg_ref(&a, at->pkeys);
-  arg_ref(&a, at->lens);
-  arg_opt(&a, at->mask);
+  arg_valid(&a, at);
   arg_ref(&a, u);
   return launch3(&a, (size_t)at->A, (size_t)at->S, (size_t)at->N, COL_WG);
 }
 
-/* The validity arguments shared by the attention backward kernels. */
-static void arg_valid(kargs *a, const sq_attn_args *at) {
-  arg_ref(a, at->lens);
-  arg_opt(a, at->mask);
+/* ADDITIVE_BWD_ARGS of attention.cl: the sizes, qp, pkeys, the optional kept
+ * activations u, the energy gradient de and the validity arguments. */
+static void arg_additive_bwd(kargs *a, const sq_attn_args *at, sq_ref u, cl_mem de) {
+  arg_int(a, at->N);
+  arg_int(a, at->S);
+  arg_int(a, at->A);
+  arg_ref(a, at->qp);
+  arg_int(a, at->ld_qp);
+  arg_ref(a, at->pkeys);
+  arg_opt(a, u);
+  arg_mem(a, de);
+  arg_int(a, 0);
+  arg_valid(a, at);
 }
 
 static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref alpha, sq_ref u,
@@ -410,17 +424,8 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   }
   /* 3. additive: dpkeys and dqp, then dv and dbv */
   SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_additive", &a, NULL));
-  arg_int(&a, N);
-  arg_int(&a, S);
-  arg_int(&a, A);
-  arg_ref(&a, at->qp);
-  arg_int(&a, at->ld_qp);
-  arg_ref(&a, at->pkeys);
-  arg_opt(&a, u);
+  arg_additive_bwd(&a, at, u, de);
   arg_ref(&a, at->v);
-  arg_mem(&a, de);
-  arg_int(&a, 0);
-  arg_valid(&a, at);
   arg_ref(&a, dpkeys);
   arg_ref(&a, dqp);
   arg_int(&a, ld_dqp);
@@ -431,16 +436,7 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   if (o->cpu_device &&
       sq_ocl_loops_ok(o, (unsigned long long)N * (unsigned long long)S + (unsigned long long)N)) {
     SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_energy", &a, NULL));
-    arg_int(&a, N);
-    arg_int(&a, S);
-    arg_int(&a, A);
-    arg_ref(&a, at->qp);
-    arg_int(&a, at->ld_qp);
-    arg_ref(&a, at->pkeys);
-    arg_opt(&a, u);
-    arg_mem(&a, de);
-    arg_int(&a, 0);
-    arg_valid(&a, at);
+    arg_additive_bwd(&a, at, u, de);
     arg_ref(&a, dv);
     arg_opt(&a, dbv);
     return launch1(&a, (size_t)A + 1, COL_WG);
@@ -451,16 +447,7 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   cl_mem part;
   SQ_TRY(sq_ocl_scratch(o, chunks * ((size_t)A + 1) * sizeof(float), &part));
   SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_energy_part", &a, NULL));
-  arg_int(&a, N);
-  arg_int(&a, S);
-  arg_int(&a, A);
-  arg_ref(&a, at->qp);
-  arg_int(&a, at->ld_qp);
-  arg_ref(&a, at->pkeys);
-  arg_opt(&a, u);
-  arg_mem(&a, de);
-  arg_int(&a, 0);
-  arg_valid(&a, at);
+  arg_additive_bwd(&a, at, u, de);
   arg_int(&a, dbv.buf != NULL);
   arg_mem(&a, part);
   SQ_TRY(launch3(&a, (size_t)A + 1, chunks, 1, COL_WG));

@@ -4,7 +4,8 @@
  * binary. Disk entries are written to a temporary file in the same folder,
  * fsync'ed and renamed, so a concurrent process sees either nothing or a whole
  * entry; each entry also carries a checksum, and anything that fails to load
- * falls back to building from source. */
+ * falls back to building from source. Some files are compiled with a
+ * shared prelude in front (prelude_of). */
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -226,26 +227,48 @@ static seqcl_status build_failure(sq_ocl *o, cl_program prog, cl_int err, const 
   return st;
 }
 
+/* The kernels file compiled in front of file's own text, or NULL: a
+ * training program's shared prelude, the small-GEMM files' row block. The
+ * in-memory cache keys on (file, options), which decide the prelude too. */
+static const char *prelude_of(const char *file, const char *options) {
+  if (options && strstr(options, SQ_OCL_TRAIN_OPTION)) return SQ_OCL_TRAIN_PRELUDE;
+  if (!strcmp(file, "gemv.cl") || !strcmp(file, "gemm_lanes.cl")) return "gemm_rows.cl";
+  return NULL;
+}
+
 static seqcl_status build_program(sq_ocl *o, const char *file, const char *user_options,
                                   cl_program *out) {
   *out = NULL;
-  const char *text = NULL;
-  size_t len = 0;
-  char *owned = NULL;
-  SQ_TRY(load_source(o, file, &text, &len, &owned));
+  /* texts[0]: the file's prelude (prelude_of), when it has one; texts[1]: the file */
+  const char *texts[2] = {NULL, NULL};
+  size_t lens[2] = {0, 0};
+  char *owned[2] = {NULL, NULL};
+  const char *prelude = prelude_of(file, user_options);
+  const int first = prelude ? 0 : 1;
+  if (prelude) SQ_TRY(load_source(o, prelude, &texts[0], &lens[0], &owned[0]));
+  seqcl_status lst = load_source(o, file, &texts[1], &lens[1], &owned[1]);
+  if (lst != SEQCL_OK) {
+    free(owned[0]);
+    return lst;
+  }
 
   size_t olen = strlen(SQ_OCL_BASE_OPTIONS) + 2 + (user_options ? strlen(user_options) : 0);
   char *options = malloc(olen);
   if (!options) {
-    free(owned);
+    free(owned[0]);
+    free(owned[1]);
     return sq_fail(o->ctx, SEQCL_ERR_OUT_OF_MEMORY, "building '%s': out of memory", file);
   }
   snprintf(options, olen, "%s%s%s", SQ_OCL_BASE_OPTIONS, user_options && *user_options ? " " : "",
            user_options ? user_options : "");
 
-  hash128 src;
+  hash128 src; /* both texts, each with its length: the key changes with either */
   hash_init(&src);
-  hash_bytes(&src, text, len);
+  for (int t = first; t < 2; t++) {
+    const uint64_t n = lens[t];
+    hash_bytes(&src, &n, sizeof n);
+    hash_bytes(&src, texts[t], lens[t]);
+  }
   hash128 key;
   hash_init(&key);
   hash_str(&key, "seqcl-program-v1");
@@ -263,7 +286,8 @@ static seqcl_status build_program(sq_ocl *o, const char *file, const char *user_
   cl_program prog = load_cached(o, key, options);
   if (!prog) {
     cl_int err = CL_SUCCESS;
-    prog = clCreateProgramWithSource(o->context, 1, &text, &len, &err);
+    prog = clCreateProgramWithSource(o->context, (cl_uint)(2 - first), texts + first,
+                                     lens + first, &err);
     if (err != CL_SUCCESS) {
       char what[300];
       snprintf(what, sizeof what, "clCreateProgramWithSource(%s)", file);
@@ -282,7 +306,8 @@ static seqcl_status build_program(sq_ocl *o, const char *file, const char *user_
   *out = prog;
 done:
   free(options);
-  free(owned);
+  free(owned[0]);
+  free(owned[1]);
   return st;
 }
 

@@ -21,6 +21,11 @@ extern const size_t sq_embedded_kernel_count;
  * softmax relies on -inf and exp(-inf) = 0. */
 #define SQ_OCL_BASE_OPTIONS "-cl-std=CL1.2"
 
+/* The option that makes a training program (sq_ocl_train_kernel): a file
+ * built with it gets kernels/train_prelude.cl in front of its text. */
+#define SQ_OCL_TRAIN_OPTION "-DSQ_TRAIN"
+#define SQ_OCL_TRAIN_PRELUDE "train_prelude.cl"
+
 /* Per-process counters of the on-disk program cache (every context together). */
 typedef struct sq_program_stats {
   unsigned long disk_hits;     /* programs loaded from a cached binary */
