@@ -13,6 +13,25 @@ const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
   return argv[++*i];
 }
 
+int cli_take(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int argc, char **argv,
+             int *i) {
+  const char *o = argv[*i];
+  if (cli_is_help(o)) {
+    help(stdout);
+    return -1;
+  }
+  for (; opts->name; opts++) {
+    if (strcmp(o, opts->name)) continue;
+    const char *v = cli_value(cmd, argc, argv, i);
+    if (!v) return CLI_USAGE;
+    if (opts->str) *opts->str = v;
+    else if (cli_long(cmd, o, v, opts->min, opts->max, opts->num)) return CLI_USAGE;
+    if (opts->seen) *opts->seen = 1;
+    return CLI_TAKEN;
+  }
+  return 0;
+}
+
 int cli_read_config(const char *cmd, const char *dir, sq_config *cfg) {
   size_t n = strlen(dir) + sizeof "/config.json";
   char *path = malloc(n);

@@ -10,6 +10,27 @@
 /* The value of option argv[*i] (advancing *i), or NULL after printing a usage
  * error when it is missing. */
 const char *cli_value(const char *cmd, int argc, char **argv, int *i);
+/* An option that takes a value, in a command's table for cli_take: a string
+ * (str) or a whole number in [min, max] (num); seen (optional) is set to 1
+ * when the option is given. The table ends with an entry without a name. */
+typedef struct cli_opt {
+  const char *name;
+  const char **str;
+  long *num;
+  long min, max;
+  int *seen;
+} cli_opt;
+#define CLI_STR(name, slot) {name, slot, NULL, 0, 0, NULL}
+#define CLI_NUM(name, slot, lo, hi) {name, NULL, slot, lo, hi, NULL}
+#define CLI_NUM_SEEN(name, slot, lo, hi, seen) {name, NULL, slot, lo, hi, seen}
+/* One step of a command's option loop over argv[*i]: -h/--help prints
+ * help(stdout) and gives -1 (the parse functions' "help shown"); an option of
+ * opts has its value read (advancing *i) into its slot and gives CLI_TAKEN;
+ * CLI_USAGE (reported by cli_value or cli_long) when that value is missing or
+ * not a number in range; 0 leaves argv[*i] to the command. */
+enum { CLI_TAKEN = -2 };
+int cli_take(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int argc, char **argv,
+             int *i);
 /* Reads DIR/config.json (before any device is opened, so that a malformed model
  * is a usage error even where no device works). Returns an exit status. */
 int cli_read_config(const char *cmd, const char *dir, sq_config *cfg);

@@ -72,43 +72,32 @@ static int parse(int argc, char **argv, dec_args *a) {
   memset(a, 0, sizeof *a);
   a->beam = 1;
   a->line = 1;
+  /* --svg/--line as in `seqcl heatmap`; --heatmap/--heatmap-line are the
+   * older spellings, kept as aliases */
+  const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
+                          CLI_STR("--out", &a->out), CLI_STR("--device", &a->device),
+                          CLI_STR("--src-vocab", &a->src_vocab),
+                          CLI_STR("--tgt-vocab", &a->tgt_vocab),
+                          CLI_STR("--alignments", &a->align), CLI_STR("--text", &a->text),
+                          CLI_STR("--svg", &a->svg), CLI_STR("--heatmap", &a->svg),
+                          CLI_NUM("--max-steps", &a->max_steps, 1, 1000000),
+                          CLI_NUM("--beam", &a->beam, 1, 16),
+                          CLI_NUM_SEEN("--nbest", &a->nbest, 1, 1L << 30, &a->nbest_given),
+                          CLI_NUM("--batch-size", &a->batch, 1, 1L << 30),
+                          CLI_NUM_SEEN("--line", &a->line, 1, 1L << 30, &a->line_given),
+                          CLI_NUM_SEEN("--heatmap-line", &a->line, 1, 1L << 30, &a->line_given),
+                          {NULL}};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = NULL;
-    if (cli_is_help(o)) {
-      help(stdout);
-      return -1;
+    int r = cli_take(cmd, opts, help, argc, argv, &i);
+    if (r == CLI_TAKEN) {
+      /* the spelling given, for the messages below */
+      if (!strcmp(o, "--svg") || !strcmp(o, "--heatmap")) a->svg_name = o;
+      if (!strcmp(o, "--line") || !strcmp(o, "--heatmap-line")) a->line_name = o;
+      continue;
     }
-    /* --svg/--line as in `seqcl heatmap`; --heatmap/--heatmap-line are the
-     * older spellings, kept as aliases */
-    int is_svg = !strcmp(o, "--svg") || !strcmp(o, "--heatmap");
-    int is_line = !strcmp(o, "--line") || !strcmp(o, "--heatmap-line");
-    const char **slot = !strcmp(o, "--model")        ? &a->model
-                        : !strcmp(o, "--src")        ? &a->src
-                        : !strcmp(o, "--out")        ? &a->out
-                        : !strcmp(o, "--device")     ? &a->device
-                        : !strcmp(o, "--src-vocab")  ? &a->src_vocab
-                        : !strcmp(o, "--tgt-vocab")  ? &a->tgt_vocab
-                        : !strcmp(o, "--alignments") ? &a->align
-                        : !strcmp(o, "--text")       ? &a->text
-                        : is_svg                     ? &a->svg
-                                                     : NULL;
-    long *num = !strcmp(o, "--max-steps")    ? &a->max_steps
-                : !strcmp(o, "--beam")       ? &a->beam
-                : !strcmp(o, "--nbest")      ? &a->nbest
-                : !strcmp(o, "--batch-size") ? &a->batch
-                : is_line                    ? &a->line
-                                             : NULL;
-    if (slot) {
-      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      *slot = v;
-      if (is_svg) a->svg_name = o;
-    } else if (num) {
-      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      long max = num == &a->beam ? 16 : num == &a->max_steps ? 1000000 : 1L << 30;
-      if (cli_long(cmd, o, v, 1, max, num)) return CLI_USAGE;
-      if (num == &a->nbest) a->nbest_given = 1;
-      if (is_line) a->line_given = 1, a->line_name = o;
-    } else if (!strcmp(o, "--length-penalty")) {
+    if (r) return r;
+    if (!strcmp(o, "--length-penalty")) {
       if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
       if (cli_double(cmd, o, v, CLI_ANY_NUMBER, &a->lp)) return CLI_USAGE;
       a->lp_given = 1;
@@ -173,14 +162,7 @@ static int streams(const char *out) {
 }
 
 static seqcl_status write_alignments(const char *path, const seqcl_decode_result *r) {
-  sq_st_out t;
-  memset(&t, 0, sizeof t);
-  t.name = "alignments";
-  t.ndim = 3;
-  t.shape[0] = (int64_t)r->count;
-  t.shape[1] = r->T;
-  t.shape[2] = r->S;
-  t.data = r->alignments;
+  const sq_st_out t = sq_st_out3("alignments", (int64_t)r->count, r->T, r->S, r->alignments);
   return sq_st_write(path, &t, 1);
 }
 

@@ -81,33 +81,19 @@ static int parse(int argc, char **argv, eval_args *a) {
   memset(a, 0, sizeof *a);
   a->beam = 1;
   a->metrics = M_EXACT | M_TER | M_BLEU;
+  const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
+                          CLI_STR("--ref", &a->ref), CLI_STR("--hyp", &a->hyp),
+                          CLI_STR("--device", &a->device), CLI_STR("--src-vocab", &a->src_vocab),
+                          CLI_STR("--tgt-vocab", &a->tgt_vocab), CLI_STR("--text", &a->text),
+                          CLI_NUM("--beam", &a->beam, 1, 16),
+                          CLI_NUM("--max-steps", &a->max_steps, 1, 1000000),
+                          CLI_NUM("--batch-size", &a->batch, 1, 1L << 30), {NULL}};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = NULL;
-    if (cli_is_help(o)) {
-      help(stdout);
-      return -1;
-    }
-    const char **slot = !strcmp(o, "--model")       ? &a->model
-                        : !strcmp(o, "--src")       ? &a->src
-                        : !strcmp(o, "--ref")       ? &a->ref
-                        : !strcmp(o, "--hyp")       ? &a->hyp
-                        : !strcmp(o, "--device")    ? &a->device
-                        : !strcmp(o, "--src-vocab") ? &a->src_vocab
-                        : !strcmp(o, "--tgt-vocab") ? &a->tgt_vocab
-                        : !strcmp(o, "--text")      ? &a->text
-                                                    : NULL;
-    long *num = !strcmp(o, "--beam")         ? &a->beam
-                : !strcmp(o, "--max-steps")  ? &a->max_steps
-                : !strcmp(o, "--batch-size") ? &a->batch
-                                             : NULL;
-    if (slot) {
-      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      *slot = v;
-    } else if (num) {
-      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      long max = num == &a->beam ? 16 : num == &a->max_steps ? 1000000 : 1L << 30;
-      if (cli_long(cmd, o, v, 1, max, num)) return CLI_USAGE;
-    } else if (!strcmp(o, "--length-penalty")) {
+    int r = cli_take(cmd, opts, help, argc, argv, &i);
+    if (r == CLI_TAKEN) continue;
+    if (r) return r;
+    if (!strcmp(o, "--length-penalty")) {
       if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
       if (cli_double(cmd, o, v, CLI_ANY_NUMBER, &a->lp)) return CLI_USAGE;
       a->lp_given = 1;

@@ -49,30 +49,17 @@ typedef struct fw_args {
 static int parse(int argc, char **argv, fw_args *a) {
   static const char cmd[] = "forward";
   memset(a, 0, sizeof *a);
+  const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
+                          CLI_STR("--tgt", &a->tgt), CLI_STR("--out", &a->out),
+                          CLI_STR("--device", &a->device), CLI_STR("--src-vocab", &a->src_vocab),
+                          CLI_STR("--tgt-vocab", &a->tgt_vocab), CLI_STR("--text", &a->text),
+                          CLI_NUM("--batch-size", &a->batch, 1, 1L << 30), {NULL}};
   for (int i = 1; i < argc; i++) {
-    const char *o = argv[i], *v = NULL;
-    if (cli_is_help(o)) {
-      help(stdout);
-      return -1;
-    }
-    const char **slot = !strcmp(o, "--model")       ? &a->model
-                        : !strcmp(o, "--src")       ? &a->src
-                        : !strcmp(o, "--tgt")       ? &a->tgt
-                        : !strcmp(o, "--out")       ? &a->out
-                        : !strcmp(o, "--device")    ? &a->device
-                        : !strcmp(o, "--src-vocab") ? &a->src_vocab
-                        : !strcmp(o, "--tgt-vocab") ? &a->tgt_vocab
-                        : !strcmp(o, "--text")      ? &a->text
-                                                    : NULL;
-    if (slot) {
-      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      *slot = v;
-    } else if (!strcmp(o, "--batch-size")) {
-      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      if (cli_long(cmd, o, v, 1, 1L << 30, &a->batch)) return CLI_USAGE;
-    } else {
-      return cli_usage_error(cmd, "unknown option '%s' (see seqcl forward --help)", o);
-    }
+    const char *o = argv[i];
+    int r = cli_take(cmd, opts, help, argc, argv, &i);
+    if (r == CLI_TAKEN) continue;
+    if (r) return r;
+    return cli_usage_error(cmd, "unknown option '%s' (see seqcl forward --help)", o);
   }
   if (!a->model || !a->src || !a->tgt || !a->out)
     return cli_usage_error(cmd, "--model, --src, --tgt and --out are required (see --help)");
@@ -103,23 +90,9 @@ static int check_pairs(const fw_args *a, const sq_seqs *src, const sq_seqs *tgt,
 }
 
 static int write_result(const char *path, const seqcl_forward_result *r) {
-  sq_st_out t[3];
-  memset(t, 0, sizeof t);
-  t[0].name = "logits";
-  t[0].ndim = 3;
-  t[0].shape[0] = (int64_t)r->N;
-  t[0].shape[1] = r->T;
-  t[0].shape[2] = r->V;
-  t[0].data = r->logits;
-  t[1].name = "alignments";
-  t[1].ndim = 3;
-  t[1].shape[0] = (int64_t)r->N;
-  t[1].shape[1] = r->T;
-  t[1].shape[2] = r->S;
-  t[1].data = r->alignments;
-  t[2].name = "loss";
-  t[2].ndim = 0;
-  t[2].data = &r->loss;
+  sq_st_out t[3] = {sq_st_out3("logits", (int64_t)r->N, r->T, r->V, r->logits),
+                    sq_st_out3("alignments", (int64_t)r->N, r->T, r->S, r->alignments),
+                    sq_st_scalar("loss", &r->loss)};
   /* score "none": no alignments (SPEC §4), so the file holds logits and loss */
   if (!r->alignments) t[1] = t[2];
   seqcl_status st = sq_st_write(path, t, r->alignments ? 3 : 2);

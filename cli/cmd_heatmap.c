@@ -39,30 +39,18 @@ static int parse(int argc, char **argv, hm_args *a) {
   static const char cmd[] = "heatmap";
   memset(a, 0, sizeof *a);
   a->line = 1;
+  const cli_opt opts[] = {CLI_STR("--alignments", &a->align), CLI_STR("--src", &a->src),
+                          CLI_STR("--tgt", &a->tgt), CLI_STR("--svg", &a->svg),
+                          CLI_STR("--src-vocab", &a->src_vocab),
+                          CLI_STR("--tgt-vocab", &a->tgt_vocab),
+                          CLI_NUM("--line", &a->line, 1, 1L << 30), {NULL}};
   for (int i = 1; i < argc; i++) {
-    const char *o = argv[i], *v;
-    if (cli_is_help(o)) {
-      help(stdout);
-      return -1;
-    }
-    const char **slot = !strcmp(o, "--alignments")  ? &a->align
-                        : !strcmp(o, "--src")       ? &a->src
-                        : !strcmp(o, "--tgt")       ? &a->tgt
-                        : !strcmp(o, "--svg")       ? &a->svg
-                        : !strcmp(o, "--src-vocab") ? &a->src_vocab
-                        : !strcmp(o, "--tgt-vocab") ? &a->tgt_vocab
-                                                    : NULL;
-    if (slot) {
-      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      *slot = v;
-    } else if (!strcmp(o, "--line")) {
-      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      if (cli_long(cmd, o, v, 1, 1L << 30, &a->line)) return CLI_USAGE;
-    } else if (!strcmp(o, "--ascii")) {
-      a->ascii = 1;
-    } else {
-      return cli_usage_error(cmd, "unknown option '%s' (see seqcl heatmap --help)", o);
-    }
+    const char *o = argv[i];
+    int r = cli_take(cmd, opts, help, argc, argv, &i);
+    if (r == CLI_TAKEN) continue;
+    if (r) return r;
+    if (!strcmp(o, "--ascii")) a->ascii = 1;
+    else return cli_usage_error(cmd, "unknown option '%s' (see seqcl heatmap --help)", o);
   }
   if (!a->align || !a->src)
     return cli_usage_error(cmd, "--alignments and --src are required (see --help)");

@@ -128,12 +128,26 @@ typedef struct train_args {
 static int parse(int argc, char **argv, train_args *a) {
   static const char cmd[] = "train";
   memset(a, 0, sizeof *a);
+  const cli_opt opts[] = {
+      CLI_STR("--task", &a->task), CLI_STR("--score", &a->score), CLI_STR("--save", &a->save),
+      CLI_STR("--device", &a->device), CLI_STR("--src", &a->src), CLI_STR("--tgt", &a->tgt),
+      CLI_STR("--valid-src", &a->valid_src), CLI_STR("--valid-tgt", &a->valid_tgt),
+      CLI_STR("--config", &a->config), CLI_STR("--init", &a->init),
+      CLI_STR("--output", &a->output), CLI_STR("--resume", &a->resume),
+      CLI_STR("--text", &a->text), CLI_STR("--src-vocab", &a->src_vocab),
+      CLI_STR("--tgt-vocab", &a->tgt_vocab),
+      CLI_NUM_SEEN("--length", &a->length, 1, 4096, &a->length_given),
+      CLI_NUM_SEEN("--steps", &a->steps, 1, 1L << 30, &a->steps_given),
+      CLI_NUM_SEEN("--batch-size", &a->batch, 1, 1L << 20, &a->batch_given),
+      CLI_NUM_SEEN("--seed", &a->seed, 0, 0x7fffffffL, &a->seed_given),
+      CLI_NUM("--checkpoint-every", &a->ckpt_every, 0, 1L << 30),
+      CLI_NUM("--valid-every", &a->valid_every, 0, 1L << 30),
+      CLI_NUM("--layers", &a->layers, 1, 4), {NULL}};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
-    if (cli_is_help(o)) {
-      train_help(stdout);
-      return -1;
-    }
+    int r = cli_take(cmd, opts, train_help, argc, argv, &i);
+    if (r == CLI_TAKEN) continue;
+    if (r) return r;
     if (!strcmp(o, "--bidirectional")) {
       a->bidirectional = 1;
       continue;
@@ -143,45 +157,9 @@ static int parse(int argc, char **argv, train_args *a) {
       continue;
     }
     if (o[0] != '-' || o[1] != '-') return cli_usage_error(cmd, "unexpected argument '%s'", o);
-    const char **slot = !strcmp(o, "--task")        ? &a->task
-                        : !strcmp(o, "--score")     ? &a->score
-                        : !strcmp(o, "--save")      ? &a->save
-                        : !strcmp(o, "--device")    ? &a->device
-                        : !strcmp(o, "--src")       ? &a->src
-                        : !strcmp(o, "--tgt")       ? &a->tgt
-                        : !strcmp(o, "--valid-src") ? &a->valid_src
-                        : !strcmp(o, "--valid-tgt") ? &a->valid_tgt
-                        : !strcmp(o, "--config")    ? &a->config
-                        : !strcmp(o, "--init")      ? &a->init
-                        : !strcmp(o, "--output")    ? &a->output
-                        : !strcmp(o, "--resume")    ? &a->resume
-                        : !strcmp(o, "--text")      ? &a->text
-                        : !strcmp(o, "--src-vocab") ? &a->src_vocab
-                        : !strcmp(o, "--tgt-vocab") ? &a->tgt_vocab
-                                                    : NULL;
     const char *v = cli_value(cmd, argc, argv, &i);
     if (!v) return CLI_USAGE;
-    if (slot) {
-      *slot = v;
-    } else if (!strcmp(o, "--length")) {
-      if (cli_long(cmd, o, v, 1, 4096, &a->length)) return CLI_USAGE;
-      a->length_given = 1;
-    } else if (!strcmp(o, "--steps")) {
-      if (cli_long(cmd, o, v, 1, 1L << 30, &a->steps)) return CLI_USAGE;
-      a->steps_given = 1;
-    } else if (!strcmp(o, "--batch-size")) {
-      if (cli_long(cmd, o, v, 1, 1L << 20, &a->batch)) return CLI_USAGE;
-      a->batch_given = 1;
-    } else if (!strcmp(o, "--seed")) {
-      if (cli_long(cmd, o, v, 0, 0x7fffffffL, &a->seed)) return CLI_USAGE;
-      a->seed_given = 1;
-    } else if (!strcmp(o, "--checkpoint-every")) {
-      if (cli_long(cmd, o, v, 0, 1L << 30, &a->ckpt_every)) return CLI_USAGE;
-    } else if (!strcmp(o, "--valid-every")) {
-      if (cli_long(cmd, o, v, 0, 1L << 30, &a->valid_every)) return CLI_USAGE;
-    } else if (!strcmp(o, "--layers")) {
-      if (cli_long(cmd, o, v, 1, 4, &a->layers)) return CLI_USAGE;
-    } else if (!strcmp(o, "--dropout")) {
+    if (!strcmp(o, "--dropout")) {
       if (cli_double(cmd, o, v, CLI_NON_NEGATIVE, &a->dropout)) return CLI_USAGE;
       if (!(a->dropout < 1)) return cli_usage_error(cmd, "--dropout: '%s' is not below 1", v);
       a->dropout_given = 1;
