@@ -65,5 +65,15 @@ typedef struct sq_st_out {
   const float *data;
 } sq_st_out;
 seqcl_status sq_st_write(const char *path, const sq_st_out *tensors, size_t count);
+/* An output tensor of shape [d0, d1, d2], and one of shape [] (a scalar). */
+static inline sq_st_out sq_st_out3(const char *name, int64_t d0, int64_t d1, int64_t d2,
+                                   const float *data) {
+  sq_st_out t = {name, 3, {d0, d1, d2}, data};
+  return t;
+}
+static inline sq_st_out sq_st_scalar(const char *name, const float *data) {
+  sq_st_out t = {name, 0, {0}, data};
+  return t;
+}
 
 #endif

@@ -90,17 +90,8 @@ static seqcl_status wl_forward(const seqcl_device_info *dev, const char *out) {
   TRY(seqcl_model_load(ctx, hu_join(root, "model"), &m));
   seqcl_seqs s = view(&src), t = view(&tgt);
   TRY(seqcl_model_forward(m, &s, &t, 2, &r));
-  sq_st_out o[2];
-  memset(o, 0, sizeof o);
-  o[0].name = "logits";
-  o[0].ndim = 3;
-  o[0].shape[0] = (int64_t)r->N;
-  o[0].shape[1] = r->T;
-  o[0].shape[2] = r->V;
-  o[0].data = r->logits;
-  o[1].name = "loss";
-  o[1].ndim = 0;
-  o[1].data = &r->loss;
+  const sq_st_out o[2] = {sq_st_out3("logits", (int64_t)r->N, r->T, r->V, r->logits),
+                          sq_st_scalar("loss", &r->loss)};
   TRY(sq_st_write(hu_join(out, "forward.safetensors"), o, 2));
 done:
   seqcl_forward_result_free(r);
@@ -129,14 +120,8 @@ static seqcl_status wl_decode(const seqcl_device_info *dev, const char *out) {
   o.nbest = 2;
   o.want_alignments = 1;
   TRY(seqcl_model_decode(m, &s, &o, &beam));
-  sq_st_out a;
-  memset(&a, 0, sizeof a);
-  a.name = "alignments";
-  a.ndim = 3;
-  a.shape[0] = (int64_t)beam->count;
-  a.shape[1] = beam->T;
-  a.shape[2] = beam->S;
-  a.data = beam->alignments;
+  const sq_st_out a =
+      sq_st_out3("alignments", (int64_t)beam->count, beam->T, beam->S, beam->alignments);
   TRY(sq_st_write(hu_join(out, "alignments.safetensors"), &a, 1));
 done:
   seqcl_decode_result_free(greedy);
