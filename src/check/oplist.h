@@ -113,6 +113,21 @@ typedef struct sq_op {
   double (*l2_tol)(const sq_case *c, int k);
 } sq_op;
 
+/* The four entries of one attention check, one per score kind (the kind is
+ * the variant): NAME.additive, NAME.general, NAME.dot and NAME.scaled_dot,
+ * each with its tolerance text, shapes and quick subset (the two dot kinds
+ * share theirs). */
+#define SQ_SCORE_OPS(var, name, gen, run, tol, add_tol, add_shapes, add_quick, gen_tol,        \
+                     gen_shapes, gen_quick, dot_tol, dot_shapes, dot_quick)                    \
+  const sq_op var##_additive = {name ".additive", add_tol, add_shapes, add_quick,            \
+                                SQ_SCORE_ADDITIVE, gen, run, tol, NULL};                     \
+  const sq_op var##_general = {name ".general", gen_tol, gen_shapes, gen_quick,              \
+                               SQ_SCORE_GENERAL, gen, run, tol, NULL};                       \
+  const sq_op var##_dot = {name ".dot", dot_tol, dot_shapes, dot_quick, SQ_SCORE_DOT,        \
+                           gen, run, tol, NULL};                                             \
+  const sq_op var##_scaled_dot = {name ".scaled_dot", dot_tol, dot_shapes, dot_quick,        \
+                                  SQ_SCORE_SCALED_DOT, gen, run, tol, NULL}
+
 /* The list (oplist.def), in table order. */
 const sq_op *const *sq_op_list(size_t *count);
 /* The entry named name, else NULL. */

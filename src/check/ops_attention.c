@@ -200,10 +200,10 @@ static const char *const dot_quick[] = {"N=3,S=7,He=13", NULL};
   "GEMM bound carried through the dot with h"
 #define DOT_TOL "2(He+3)u sum_i |h_i q_i| (times 1/sqrt(He) for scaled_dot): the dot product bound"
 
-const sq_op sq_op_scores_additive = {"attn_scores.additive", ADDITIVE_TOL " (positions past a row's length: any finite value)", additive_shapes, additive_quick, SQ_SCORE_ADDITIVE, scores_gen, scores_run, scores_tol, NULL};
-const sq_op sq_op_scores_general = {"attn_scores.general", GENERAL_TOL, general_shapes, general_quick, SQ_SCORE_GENERAL, scores_gen, scores_run, scores_tol, NULL};
-const sq_op sq_op_scores_dot = {"attn_scores.dot", DOT_TOL, dot_shapes, dot_quick, SQ_SCORE_DOT, scores_gen, scores_run, scores_tol, NULL};
-const sq_op sq_op_scores_scaled_dot = {"attn_scores.scaled_dot", DOT_TOL, dot_shapes, dot_quick, SQ_SCORE_SCALED_DOT, scores_gen, scores_run, scores_tol, NULL};
+SQ_SCORE_OPS(sq_op_scores, "attn_scores", scores_gen, scores_run, scores_tol,
+             ADDITIVE_TOL " (positions past a row's length: any finite value)", additive_shapes,
+             additive_quick, GENERAL_TOL, general_shapes, general_quick, DOT_TOL, dot_shapes,
+             dot_quick);
 
 /* ------------------------------------------------------ masked_softmax ---- */
 /* Relative tolerance of one softmax weight: (8 + 2 ceil(log2 S)) eps for the
@@ -467,10 +467,9 @@ static const char *const dot_fused_shapes[] = {"N=1,S=1,He=1",  "N=3,S=7,He=13,p
   "sum_j |alpha_j h_j| + sum_j tol(alpha_j) |h_j|; the unfused composition on the same "      \
   "device must meet the same bounds against the reference and against the fused outputs"
 
-const sq_op sq_op_fused_additive = {"attn_fused.additive", FUSED_TOL, additive_fused_shapes, additive_quick, SQ_SCORE_ADDITIVE, fused_gen, fused_run, fused_tol, NULL};
-const sq_op sq_op_fused_general = {"attn_fused.general", FUSED_TOL, general_fused_shapes, general_quick, SQ_SCORE_GENERAL, fused_gen, fused_run, fused_tol, NULL};
-const sq_op sq_op_fused_dot = {"attn_fused.dot", FUSED_TOL, dot_fused_shapes, dot_quick, SQ_SCORE_DOT, fused_gen, fused_run, fused_tol, NULL};
-const sq_op sq_op_fused_scaled_dot = {"attn_fused.scaled_dot", FUSED_TOL, dot_fused_shapes, dot_quick, SQ_SCORE_SCALED_DOT, fused_gen, fused_run, fused_tol, NULL};
+SQ_SCORE_OPS(sq_op_fused, "attn_fused", fused_gen, fused_run, fused_tol, FUSED_TOL,
+             additive_fused_shapes, additive_quick, FUSED_TOL, general_fused_shapes, general_quick,
+             FUSED_TOL, dot_fused_shapes, dot_quick);
 
 /* ------------------------------------------------------ attn_seed000 ------ */
 /* DESIGN.md §3: energies [0, ln 2, ln 3] over h = [1,0], [0,2], [2,2] give

@@ -205,10 +205,9 @@ static const char *const gdot_quick[] = {"N=3,S=7,He=13,pad=2", NULL};
   "tol(alpha_j) |h_j|; u (additive): u |pkeys + qp| + 6 eps (tanh 5 ulp), any finite value at " \
   "invalid positions"
 
-const sq_op sq_op_grad_attn_fwd_additive = {"grad.attn_fwd.additive", GFW_TOL, gadd_shapes, gadd_quick, SQ_SCORE_ADDITIVE, gfw_gen, gfw_run, gfw_tol, NULL};
-const sq_op sq_op_grad_attn_fwd_general = {"grad.attn_fwd.general", GFW_TOL, gdot_shapes, gdot_quick, SQ_SCORE_GENERAL, gfw_gen, gfw_run, gfw_tol, NULL};
-const sq_op sq_op_grad_attn_fwd_dot = {"grad.attn_fwd.dot", GFW_TOL, gdot_shapes, gdot_quick, SQ_SCORE_DOT, gfw_gen, gfw_run, gfw_tol, NULL};
-const sq_op sq_op_grad_attn_fwd_scaled_dot = {"grad.attn_fwd.scaled_dot", GFW_TOL, gdot_shapes, gdot_quick, SQ_SCORE_SCALED_DOT, gfw_gen, gfw_run, gfw_tol, NULL};
+SQ_SCORE_OPS(sq_op_grad_attn_fwd, "grad.attn_fwd", gfw_gen, gfw_run, gfw_tol, GFW_TOL,
+             gadd_shapes, gadd_quick, GFW_TOL, gdot_shapes, gdot_quick, GFW_TOL, gdot_shapes,
+             gdot_quick);
 
 /* The backward: alpha is a valid weight row (>= 0, sum 1, 0 at invalid
  * positions); dc is random; dqp, dkeys, dpkeys, dv, dbv start random
@@ -403,7 +402,6 @@ static const char *const gbadd_shapes[] = {"N=1,S=1,He=1,A=1", "N=3,S=7,He=13,A=
   "output's accumulation of de-terms (additive: du = de v (1 - u^2) with 2|u| tol(u) + 3 eps); " \
   "invalid positions exactly unchanged; every output starts random (accumulated)"
 
-const sq_op sq_op_grad_attn_additive = {"grad.attn.additive", GBW_TOL, gbadd_shapes, gadd_quick, SQ_SCORE_ADDITIVE, gbw_gen, gbw_run, gbw_tol, NULL};
-const sq_op sq_op_grad_attn_general = {"grad.attn.general", GBW_TOL, gdot_shapes, gdot_quick, SQ_SCORE_GENERAL, gbw_gen, gbw_run, gbw_tol, NULL};
-const sq_op sq_op_grad_attn_dot = {"grad.attn.dot", GBW_TOL, gdot_shapes, gdot_quick, SQ_SCORE_DOT, gbw_gen, gbw_run, gbw_tol, NULL};
-const sq_op sq_op_grad_attn_scaled_dot = {"grad.attn.scaled_dot", GBW_TOL, gdot_shapes, gdot_quick, SQ_SCORE_SCALED_DOT, gbw_gen, gbw_run, gbw_tol, NULL};
+SQ_SCORE_OPS(sq_op_grad_attn, "grad.attn", gbw_gen, gbw_run, gbw_tol, GBW_TOL,
+             gbadd_shapes, gadd_quick, GBW_TOL, gdot_shapes, gdot_quick, GBW_TOL, gdot_shapes,
+             gdot_quick);
