@@ -43,6 +43,8 @@ enum {
   SQ_ABL_SMALL_GEMM = 1u << 5,
   SQ_ABL_THREADS = 1u << 6, /* host work split across the cores (off: one thread) */
   SQ_ABL_FUSED_GREEDY = 1u << 8, /* argmax and the EOS bookkeeping in one launch */
+  /* output over [s ; c] as one product over the row [s | c | e] (else two) */
+  SQ_ABL_OUTPUT_ONE_GEMM = 1u << 9,
   /* Not an ablation: the own small-GEMM kernel for every product it supports,
    * whatever the shape and device (bench compares it with CLBlast). */
   SQ_FORCE_SMALL_GEMM = 1u << 7

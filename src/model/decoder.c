@@ -32,6 +32,7 @@ void sq_dec_ws_free(sq_dec_ws *ws) {
   sq_buf_free(ws->ghq);
   sq_buf_free(ws->abl_scores);
   sq_buf_free(ws->abl_alpha);
+  sq_buf_free(ws->sce);
   memset(ws, 0, sizeof *ws);
 }
 
@@ -54,21 +55,40 @@ seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws) {
   if (st == SEQCL_OK) st = sq_buf_alloc(m->ctx, n * X * sizeof(float), &ws->xin);
   if (st == SEQCL_OK && q) st = sq_buf_alloc(m->ctx, n * q * sizeof(float), &ws->qp);
   if (st == SEQCL_OK) st = sq_buf_alloc(m->ctx, 6 * n * Hd * sizeof(float), &ws->gru_ws);
-  if (st == SEQCL_OK && !(sq_ablated(m->ctx) & SQ_ABL_STACK_QUERY))
-    st = stack_weights(m, (int)q, ws);
+  const unsigned off = sq_ablated(m->ctx);
+  if (st == SEQCL_OK && !(off & SQ_ABL_STACK_QUERY)) st = stack_weights(m, (int)q, ws);
+  if (st == SEQCL_OK && ws->wstack && m->dec_w_ih_ce.buf && !(off & SQ_ABL_OUTPUT_ONE_GEMM))
+    st = sq_buf_alloc(m->ctx, n * (Hd + X) * sizeof(float), &ws->sce);
   if (st != SEQCL_OK) sq_dec_ws_free(ws);
   return st;
+}
+
+/* Where a step's embedding and context go, `ld` apart row to row: the GRU
+ * input xin [e | c], or the row [s | c | e] (sce: output over [s ; c]). */
+typedef struct step_row {
+  sq_ref emb, ctxv;
+  int ld, sce;
+} step_row;
+
+static step_row step_row_of(const seqcl_model *m, const sq_dec_ws *ws) {
+  const int D = m->cfg.embed_dim, He = m->He, Hd = m->cfg.dec_hidden;
+  step_row r;
+  r.sce = ws->sce != NULL;
+  r.ld = r.sce ? Hd + He + D : D + He;
+  r.emb = r.sce ? sq_at(ws->sce, (size_t)(Hd + He)) : sq_at(ws->xin, 0);
+  r.ctxv = r.sce ? sq_at(ws->sce, (size_t)Hd) : sq_at(ws->xin, (size_t)D);
+  return r;
 }
 
 seqcl_status sq_dec_start(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws) {
   SQ_TRY(sq_copy(m->ctx, sq_at(ws->h, 0), sq_at(e->s0, 0), (size_t)ws->n * m->cfg.dec_hidden));
   if (m->cfg.score != SQ_SCORE_NONE) return SEQCL_OK;
-  /* The fixed context goes into the GRU input's context columns once: the
-   * steps write only the embedding columns, so it stays there (beam search
+  /* The fixed context goes into the context columns once: the steps write
+   * only the embedding (and state) columns, so it stays there (beam search
    * reorders hypotheses only among rows of the same sentence, same context). */
-  const int D = m->cfg.embed_dim, X = D + m->He;
+  const step_row r = step_row_of(m, ws);
   return sq_embedding_device_ids(m->ctx, ws->n, m->He, e->n, sq_at(e->rows, 0),
-                                 sq_at(e->fixed, 0), sq_at(ws->xin, (size_t)D), X);
+                                 sq_at(e->fixed, 0), r.ctxv, r.ld);
 }
 
 /* Ablation only: the key projection redone at every step, as seed 000's
@@ -99,10 +119,10 @@ static seqcl_status attention_unfused(seqcl_model *m, const sq_encoded *e, sq_de
 /* The attention of one step: projected query (from ghq when the GEMMs are
  * stacked), then scores, masked softmax and context into ctxv. */
 static seqcl_status attend(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ctxv,
-                           sq_ref alpha) {
+                           int ld_c, sq_ref alpha) {
   seqcl_ctx *ctx = m->ctx;
   const sq_config *c = &m->cfg;
-  const int n = ws->n, He = m->He, Hd = c->dec_hidden, X = c->embed_dim + He, Hd3 = 3 * Hd;
+  const int n = ws->n, He = m->He, Hd = c->dec_hidden, Hd3 = 3 * Hd;
   const unsigned off = sq_ablated(ctx);
   const int q = query_width(m);
   sq_ref h = sq_at(ws->h, 0);
@@ -139,8 +159,8 @@ static seqcl_status attend(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, s
   } else {
     a.pkeys = a.v = a.bv = sq_none();
   }
-  if (off & SQ_ABL_FUSED_ATTN) return attention_unfused(m, e, ws, &a, ctxv, X, alpha);
-  return sq_attn_fused(ctx, &a, e->lens_host, NULL, ctxv, X, alpha);
+  if (off & SQ_ABL_FUSED_ATTN) return attention_unfused(m, e, ws, &a, ctxv, ld_c, alpha);
+  return sq_attn_fused(ctx, &a, e->lens_host, NULL, ctxv, ld_c, alpha);
 }
 
 seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ids,
@@ -149,12 +169,15 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
   const sq_config *c = &m->cfg;
   const int n = ws->n, D = c->embed_dim, He = m->He, Hd = c->dec_hidden, V = c->tgt_vocab;
   const int X = D + He, Hd3 = 3 * Hd, q = query_width(m);
-  sq_ref h = sq_at(ws->h, 0), xin = sq_at(ws->xin, 0), ctxv = sq_at(ws->xin, (size_t)D);
+  sq_ref h = sq_at(ws->h, 0);
+  const step_row r = step_row_of(m, ws);
+  const int sce = r.sce, ld_x = r.ld;
+  sq_ref emb = r.emb, ctxv = r.ctxv;
   if (ids_host) {
-    SQ_TRY(sq_embedding(ctx, n, D, V, ids, ids_host, m->dec_emb, xin, X));
+    SQ_TRY(sq_embedding(ctx, n, D, V, ids, ids_host, m->dec_emb, emb, ld_x));
   } else {
     /* Greedy and beam decoding: the ids were written on the device. */
-    SQ_TRY(sq_embedding_device_ids(ctx, n, D, V, ids, m->dec_emb, xin, X));
+    SQ_TRY(sq_embedding_device_ids(ctx, n, D, V, ids, m->dec_emb, emb, ld_x));
   }
 
   const int stacked = ws->wstack != NULL;
@@ -167,31 +190,38 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
                    sq_at(ws->ghq, 0), ld, 0, 1));
   }
   if (c->score != SQ_SCORE_NONE)
-    SQ_TRY(attend(m, e, ws, ctxv, alpha));
+    SQ_TRY(attend(m, e, ws, ctxv, ld_x, alpha));
   else if (alpha.buf)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
                    "decoder step: a model with attention.score \"none\" has no alignments");
-  /* (score "none": the context columns of xin hold the fixed context since
+  /* (score "none": the context columns hold the fixed context since
    * sq_dec_start; nothing to compute) */
 
   if (stacked) {
     sq_ref gi = sq_at(ws->gru_ws, 0);
-    SQ_TRY(sq_gemm(ctx, 0, 1, n, Hd3, X, 1.0f, xin, X, 0, m->dec.w_ih, X, 0, 0.0f, gi, Hd3, 0, 1));
+    /* [e ; c] W_ih^T, or the same sum read as [c ; e] W_ih_ce^T */
+    SQ_TRY(sq_gemm(ctx, 0, 1, n, Hd3, X, 1.0f, sce ? ctxv : emb, ld_x, 0,
+                   sce ? m->dec_w_ih_ce : m->dec.w_ih, X, 0, 0.0f, gi, Hd3, 0, 1));
+    /* with sce the gates also write s_t into the row, beside c_t */
     sq_gru_args g = {.N = n, .H = Hd, .gi = gi, .gi_sn = (size_t)Hd3, .gi_st = 0,
                      .gh = sq_at(ws->ghq, 0), .ld_gh = Hd3 + q, .b_ih = m->dec.b_ih,
-                     .b_hh = m->dec.b_hh, .h = h, .out = sq_none(), .lens = sq_none(),
+                     .b_hh = m->dec.b_hh, .h = h,
+                     .out = sce ? sq_at(ws->sce, 0) : sq_none(),
+                     .out_sn = sce ? (size_t)ld_x : 0, .out_st = 0, .lens = sq_none(),
                      .step = 0, .reverse = 0};
     SQ_TRY(sq_gru_gates(ctx, &g, NULL));
   } else {
-    SQ_TRY(sq_gru_cell(ctx, n, X, Hd, xin, X, m->dec.w_ih, m->dec.w_hh, m->dec.b_ih, m->dec.b_hh,
+    SQ_TRY(sq_gru_cell(ctx, n, X, Hd, emb, X, m->dec.w_ih, m->dec.w_hh, m->dec.b_ih, m->dec.b_hh,
                        h, sq_at(ws->gru_ws, 0)));
   }
 
   /* Without the bias when the caller adds it itself (greedy: argmax adds it). */
   sq_ref bo = with_bias ? m->out_b : sq_none();
   if (c->output == SQ_OUTPUT_STATE) return sq_linear(ctx, n, Hd, V, h, Hd, m->out_w, bo, logits, V);
-  /* W_o [s ; c]: the two column blocks of W_o against s and against the context
-   * already sitting in the GRU input buffer. */
+  /* W_o [s ; c] as one product over the row's first H_d + He columns */
+  if (sce) return sq_linear(ctx, n, Hd + He, V, sq_at(ws->sce, 0), ld_x, m->out_w, bo, logits, V);
+  /* Else the two column blocks of W_o against s and against the context
+   * sitting in the GRU input buffer. */
   SQ_TRY(sq_gemm(ctx, 0, 1, n, V, Hd, 1.0f, h, Hd, 0, m->out_w, Hd + He, 0, 0.0f, logits, V, 0, 1));
   SQ_TRY(sq_gemm(ctx, 0, 1, n, V, He, 1.0f, ctxv, X, 0, sq_ref_add(m->out_w, (size_t)Hd), Hd + He,
                  0, 1.0f, logits, V, 0, 1));

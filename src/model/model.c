@@ -139,12 +139,33 @@ static seqcl_status match_tensors(const sq_st_file *f, spec_list *l) {
   return SEQCL_OK;
 }
 
-/* Converts every found tensor into one host array and uploads it. */
+/* Output over [s ; c]: the decoder keeps its step's vectors in one row
+ * [s | c | e] (decoder.c), so the output reads [s ; c] as one operand and the
+ * GRU reads [c ; e], which needs W_ih's two column blocks swapped: W_ih_ce
+ * [3H_d, H_e + D] = [W_ih[:, D:] | W_ih[:, :D]], built here once. */
+static size_t w_ih_ce_count(const seqcl_model *m) {
+  if (m->cfg.output != SQ_OUTPUT_STATE_CONTEXT) return 0;
+  return (size_t)3 * m->cfg.dec_hidden * (size_t)(m->cfg.embed_dim + m->He);
+}
+
+static void swap_w_ih(const seqcl_model *m, const float *w_ih, float *out) {
+  const size_t D = (size_t)m->cfg.embed_dim, He = (size_t)m->He, X = D + He;
+  for (size_t r = 0; r < (size_t)3 * m->cfg.dec_hidden; r++) {
+    memcpy(out + r * X, w_ih + r * X + D, He * sizeof(float));
+    memcpy(out + r * X + He, w_ih + r * X, D * sizeof(float));
+  }
+}
+
+static size_t aligned(size_t n) { return (n + WEIGHT_ALIGN - 1) / WEIGHT_ALIGN * WEIGHT_ALIGN; }
+
+/* Converts every found tensor into one host array (and the derived W_ih_ce)
+ * and uploads it. */
 static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
-  size_t total = 0;
+  size_t total = aligned(w_ih_ce_count(m));
+  m->dec_w_ih_ce = sq_none();
   for (size_t k = 0; k < l->count; k++) {
     *l->v[k].dst = sq_none();
-    if (l->v[k].found) total += (l->v[k].found->nelem + WEIGHT_ALIGN - 1) / WEIGHT_ALIGN * WEIGHT_ALIGN;
+    if (l->v[k].found) total += aligned(l->v[k].found->nelem);
   }
   if (total == 0) total = WEIGHT_ALIGN;
   float *host = calloc(total, sizeof *host);
@@ -156,13 +177,18 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
     free(host);
     return sq_fail_wrap(m->ctx, st, "%s: weights (%zu bytes)", f->path, total * sizeof(float));
   }
-  size_t off = 0;
+  size_t off = 0, w_ih_off = 0;
   for (size_t k = 0; k < l->count; k++) {
     const sq_st_tensor *t = l->v[k].found;
     if (!t) continue;
     sq_st_to_f32(f, t, host + off);
     *l->v[k].dst = sq_at(m->weights, off);
-    off += (t->nelem + WEIGHT_ALIGN - 1) / WEIGHT_ALIGN * WEIGHT_ALIGN;
+    if (l->v[k].dst == &m->dec.w_ih) w_ih_off = off;
+    off += aligned(t->nelem);
+  }
+  if (w_ih_ce_count(m)) {
+    swap_w_ih(m, host + w_ih_off, host + off);
+    m->dec_w_ih_ce = sq_at(m->weights, off);
   }
   st = sq_write(m->ctx, sq_at(m->weights, 0), host, total * sizeof(float));
   free(host);

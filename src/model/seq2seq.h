@@ -29,6 +29,9 @@ struct seqcl_model {
   sq_ref key_w, key_b, query_w, query_b, energy_w, energy_b; /* absent biases: sq_none() */
   sq_gru_params dec;
   sq_ref out_w, out_b;
+  /* output "state_context" only: W_ih with its [embedding | context] column
+   * blocks swapped to [context | embedding] (model.c), else sq_none() */
+  sq_ref dec_w_ih_ce;
   seqcl_progress_fn progress; /* seqcl_model_set_progress (NULL: none) */
   void *progress_user;
 };
@@ -71,6 +74,10 @@ typedef struct sq_dec_ws {
   sq_buf *wstack; /* [3H_d + q, H_d] */
   sq_buf *ghq;    /* [n, 3H_d + q] */
   sq_buf *abl_scores, *abl_alpha; /* [n, S]: only with SQ_ABL_FUSED_ATTN */
+  /* output "state_context" with the stacked GEMM: the step's row [s | c | e]
+   * [n, H_d + He + D] in place of xin, so that the output product reads
+   * [s ; c] and the GRU input product [c ; e] (W_ih_ce) each as one operand */
+  sq_buf *sce;
 } sq_dec_ws;
 
 seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws);

@@ -25,6 +25,8 @@
 
 #include "model/config.h"
 #include "model/safetensors.h"
+#include "model/seq2seq.h"
+#include "core/ctx.h"
 
 #define MAXT 64
 #define REL_TOL 1e-4
@@ -637,6 +639,22 @@ static void test_model_vs_reference(void **state) {
       check_greedy(&tm, model, dev);
       check_beam(&tm, model, dev, 3, 0.0);
       check_beam(&tm, model, dev, 4, 1.0);
+      if (cases[c].output == SQ_OUTPUT_STATE_CONTEXT) {
+        /* The checks above ran the output over [s ; c] as one product over
+         * the step's row [s | c | e]; the two-product form must agree too. */
+        sq_dec_ws ws;
+        assert_int_equal(sq_dec_ws_init(model, 2, &ws), SEQCL_OK);
+        assert_non_null(ws.sce);
+        sq_dec_ws_free(&ws);
+        sq_ctx_set_ablated(ctx, SQ_ABL_OUTPUT_ONE_GEMM);
+        assert_int_equal(sq_dec_ws_init(model, 2, &ws), SEQCL_OK);
+        assert_null(ws.sce);
+        sq_dec_ws_free(&ws);
+        check_forward(&tm, model, dev, 3);
+        check_greedy(&tm, model, dev);
+        check_beam(&tm, model, dev, 3, 0.0);
+        sq_ctx_set_ablated(ctx, 0);
+      }
       seqcl_model_free(model);
       seqcl_ctx_close(ctx);
     }
