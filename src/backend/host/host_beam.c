@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend/host/host.h"
+#include "backend/host/pool.h"
 
 /* Is (v, i) ranked ahead of (bv, bi)? Higher value first, NaN below every
  * number, lower index on ties; an empty slot (bi < 0) loses to anything. */
@@ -15,23 +16,35 @@ static int topk_better(float v, int i, float bv, int bi) {
   return v > bv || (v == bv && i < bi);
 }
 
-seqcl_status sq_host_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, int K,
-                               sq_ref vals, sq_ref ids) {
-  (void)be;
-  const float *xs = sq_host_f32(x);
-  float *ov = sq_host_f32(vals);
-  int32_t *oi = sq_host_i32(ids);
-  for (int r = 0; r < N; r++) {
-    const float *row = xs + (size_t)r * ld;
+typedef struct topk_job {
+  int V, ld, K;
+  const float *x;
+  float *vals;
+  int32_t *ids;
+} topk_job;
+
+/* Rows [lo, hi): each its K best (value, index) by topk_better, then the
+ * values less the row's log-sum-exp. */
+static void topk_rows(void *arg, int lo, int hi) {
+  const topk_job *j = arg;
+  const int V = j->V, K = j->K;
+  for (int r = lo; r < hi; r++) {
+    const float *row = j->x + (size_t)r * j->ld;
     float bv[SQ_BEAM_MAX_K];
     int bi[SQ_BEAM_MAX_K];
     for (int i = 0; i < K; i++) {
       bv[i] = -INFINITY;
       bi[i] = -1;
     }
+    /* the row maximum on its own (NaN ignored, as fmaxf does), a loop the
+     * compiler vectorises */
     float mx = -INFINITY;
+    for (int v = 0; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+    /* Once the K slots hold numbers, a value below the K-th is out at one
+     * compare (a NaN fails `<` and takes the full test, which ranks it last). */
+    int full = 0;
     for (int v = 0; v < V; v++) {
-      mx = fmaxf(mx, row[v]);
+      if (full && row[v] < bv[K - 1]) continue;
       if (!topk_better(row[v], v, bv[K - 1], bi[K - 1])) continue;
       int pos = K - 1;
       while (pos > 0 && topk_better(row[v], v, bv[pos - 1], bi[pos - 1])) {
@@ -41,15 +54,23 @@ seqcl_status sq_host_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, i
       }
       bv[pos] = row[v];
       bi[pos] = v;
+      full = bi[K - 1] >= 0 && !isnan(bv[K - 1]);
     }
     float sum = 0.0f;
     for (int v = 0; v < V; v++) sum += expf(row[v] - mx);
     const float lse = mx + logf(sum);
     for (int i = 0; i < K; i++) {
-      ov[(size_t)r * K + i] = bi[i] >= 0 ? bv[i] - lse : -INFINITY;
-      oi[(size_t)r * K + i] = bi[i];
+      j->vals[(size_t)r * K + i] = bi[i] >= 0 ? bv[i] - lse : -INFINITY;
+      j->ids[(size_t)r * K + i] = bi[i];
     }
   }
+}
+
+seqcl_status sq_host_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, int K,
+                               sq_ref vals, sq_ref ids) {
+  topk_job j = {V, ld, K, sq_host_f32(x), sq_host_f32(vals), sq_host_i32(ids)};
+  /* an exp and a few compares per logit: rows split across the host threads */
+  sq_pool_for(be, N, 20.0 * N * V, topk_rows, &j);
   return SEQCL_OK;
 }
 
