@@ -81,14 +81,34 @@ static int is_valid(int n, int j, int S, __global const int *lens,
   return !has_mask || mask[(size_t)n * S + j] != 0;
 }
 
-/* Work-group reductions over one value per work-item. The trailing barrier
- * lets the caller reuse red right away. */
+/* The larger of two row maxima, NaN if either is: fmax(NaN, x) is x, which
+ * let a NaN score drop out of its row unseen (a zero context instead of an
+ * error, or whatever exp made of NaN). */
+static float max_nan(float a, float b) { return isnan(a) || isnan(b) ? NAN : fmax(a, b); }
+
+/* The row maximum m after valid score x. A valid -inf counts as -FLT_MAX, so
+ * that m stays -INFINITY only for a row without valid positions, and a row
+ * whose valid scores are all -inf is seen (its sum of exp(x - m) is then 0). */
+static float max_score(float m, float x) { return max_nan(m, isnan(x) ? x : fmax(x, -FLT_MAX)); }
+
+/* Whether a row with maximum m (max_score's) and sum of exp(x - m) has no
+ * softmax: a NaN or +inf score, or valid scores all -inf. Its weights (at
+ * valid positions) and its context are then NaN, as PyTorch's softmax gives,
+ * written as such rather than left to exp, so that every device reports the
+ * same non-finite result. A row without valid positions (m = -INFINITY) is
+ * rejected by the fronts; it gives zeros. */
+static int no_softmax(float m, float sum) {
+  return isnan(m) || m == INFINITY || (m != -INFINITY && !(sum > 0.0f));
+}
+
+/* Work-group reductions over one value per work-item (wg_max NaN-aware). The
+ * trailing barrier lets the caller reuse red right away. */
 static float wg_max(__local float *red, float x) {
   const int lid = get_local_id(0);
   red[lid] = x;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int s = WG / 2; s > 0; s >>= 1) {
-    if (lid < s) red[lid] = fmax(red[lid], red[lid + s]);
+    if (lid < s) red[lid] = max_nan(red[lid], red[lid + s]);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   const float r = red[0];
@@ -172,20 +192,23 @@ void masked_softmax(int N, int S,
 
   float m = -INFINITY;
   for (int j = lid; j < S; j += WG)
-    if (is_valid(n, j, S, lens, mask, has_mask)) m = fmax(m, x[j]);
+    if (is_valid(n, j, S, lens, mask, has_mask)) m = max_score(m, x[j]);
   m = wg_max(red, m);
+  const int finite_m = !isnan(m) && m != INFINITY && m != -INFINITY;
 
   float sum = 0.0f, comp = 0.0f;
   for (int j = lid; j < S; j += WG) {
     float p = 0.0f;
-    if (m != -INFINITY && is_valid(n, j, S, lens, mask, has_mask)) p = shifted_exp(x[j], m);
+    if (finite_m && is_valid(n, j, S, lens, mask, has_mask)) p = shifted_exp(x[j], m);
     y[j] = p;
     kahan_add(&sum, &comp, p);
   }
   sum = wg_sum(red, sum);
 
   /* Each work-item rescales only the positions it wrote itself. */
-  if (sum > 0.0f)
+  if (no_softmax(m, sum))
+    for (int j = lid; j < S; j += WG) y[j] = is_valid(n, j, S, lens, mask, has_mask) ? NAN : 0.0f;
+  else if (sum > 0.0f)
     for (int j = lid; j < S; j += WG) y[j] = y[j] / sum;
 }
 
@@ -299,30 +322,38 @@ void attn_fused_chunk(FUSED_ARGS, __global float *part, int part_off, int direct
   float m = -INFINITY;
   for (int t = lid; t < CHUNK; t += WG) {
     const int j = j0 + t;
-    float e = -INFINITY;
+    float e = -INFINITY, raw = -INFINITY;
     if (t < nb && is_valid(n, j, S, lens, mask, has_mask)) {
       e = 0.0f;
       for (int l = 0; l < SL; ++l) e += lane_sums[t * SL + l];
       if (kind == SCORE_ADDITIVE && has_bv) e += bv[0];
       e *= scale;
-      m = fmax(m, e);
+      m = max_score(m, e);
+      /* a valid -inf as -FLT_MAX, so that attn_fused_combine tells it from an
+       * invalid position when the row has no softmax; otherwise its weight is
+       * exp(-FLT_MAX - m) = 0 all the same, unless the row's largest score is
+       * -FLT_MAX itself */
+      raw = isnan(e) ? e : fmax(e, -FLT_MAX);
     }
     w[t] = e;
-    /* raw scores for attn_fused_combine; 0 past the row (and past S) */
-    if (has_alpha && !direct && j < S) alpha[alpha_off + (size_t)n * S + j] = e;
+    /* raw scores for attn_fused_combine; -inf past the row (and past S) */
+    if (has_alpha && !direct && j < S) alpha[alpha_off + (size_t)n * S + j] = raw;
   }
   m = wg_max(red, m);
+  const int finite_m = !isnan(m) && m != INFINITY;
   float sum = 0.0f;
   for (int t = lid; t < CHUNK; t += WG) {
     const float e = w[t];
-    const float p = e == -INFINITY ? 0.0f : shifted_exp(e, m);
+    const float p = e == -INFINITY || !finite_m ? 0.0f : shifted_exp(e, m);
     w[t] = p;
     sum += p;
   }
   sum = wg_sum(red, sum);
+  const int failed = direct && no_softmax(m, sum);
   if (direct) {
     for (int t = lid; t < CHUNK; t += WG) {
-      const float p = sum > 0.0f ? w[t] / sum : 0.0f;
+      float p = sum > 0.0f ? w[t] / sum : 0.0f;
+      if (failed) p = t < nb && is_valid(n, j0 + t, S, lens, mask, has_mask) ? NAN : 0.0f;
       w[t] = p;
       if (has_alpha && j0 + t < S) alpha[alpha_off + (size_t)n * S + j0 + t] = p;
     }
@@ -339,7 +370,7 @@ void attn_fused_chunk(FUSED_ARGS, __global float *part, int part_off, int direct
       const float p = w[t];
       if (p != 0.0f) acc += p * kr[(size_t)t * He + d];
     }
-    out[d] = acc;
+    out[d] = failed ? NAN : acc;
   }
   if (!direct && lid == 0) {
     out[-2] = m;
@@ -359,26 +390,30 @@ __kernel void attn_fused_combine(int N, int S, int He, int nch,
   if (n >= N) return;
   __global const float *pr = part + part_off + (size_t)n * nch * (He + 2);
   float m = -INFINITY;
-  for (int k = 0; k < nch; ++k) m = fmax(m, pr[(size_t)k * (He + 2)]);
+  for (int k = 0; k < nch; ++k) m = max_nan(m, pr[(size_t)k * (He + 2)]);
+  const int finite_m = !isnan(m) && m != INFINITY;
   float sum = 0.0f;
   for (int k = 0; k < nch; ++k) {
     const float mk = pr[(size_t)k * (He + 2)];
-    if (mk != -INFINITY) sum += exp(mk - m) * pr[(size_t)k * (He + 2) + 1];
+    if (mk != -INFINITY && finite_m) sum += exp(mk - m) * pr[(size_t)k * (He + 2) + 1];
   }
+  const int failed = no_softmax(m, sum);
   __global float *cr = c + c_off + (size_t)n * ld_c;
   for (int d = lid; d < He; d += wg) {
     float acc = 0.0f;
-    for (int k = 0; k < nch; ++k) {
+    for (int k = 0; k < nch && !failed; ++k) {
       const float mk = pr[(size_t)k * (He + 2)];
       if (mk != -INFINITY) acc += exp(mk - m) * pr[(size_t)k * (He + 2) + 2 + d];
     }
-    cr[d] = sum > 0.0f ? acc / sum : 0.0f;
+    cr[d] = failed ? NAN : sum > 0.0f ? acc / sum : 0.0f;
   }
   if (has_alpha) {
+    /* the chunks left a valid position's raw score above -inf */
     __global float *ar = alpha + alpha_off + (size_t)n * S;
     for (int j = lid; j < S; j += wg) {
       const float x = ar[j];
-      ar[j] = (sum > 0.0f && x != -INFINITY) ? shifted_exp(x, m) / sum : 0.0f;
+      ar[j] = failed ? (x != -INFINITY ? NAN : 0.0f)
+                     : (sum > 0.0f && x != -INFINITY) ? shifted_exp(x, m) / sum : 0.0f;
     }
   }
 }
@@ -447,7 +482,8 @@ static float16 tanh16(float16 x0) {
   float16 q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
   q = q * x2 + 2.26843463243900e-03f;
   q = q * x2 + 4.89352518554385e-03f;
-  return select(p / q, x, fabs(x) < 0.0004f);
+  /* the clamp made a NaN lane finite: it is put back */
+  return select(select(p / q, x, fabs(x) < 0.0004f), x0, isnan(x0));
 }
 
 /* The raw energy of key j of row n for the row kernel: score_at's
@@ -524,7 +560,8 @@ __kernel void attn_fused_row(FUSED_ARGS) {
   for (int d = 0; d < He; ++d) cr[d] = 0.0f;
   float m = -INFINITY, sum = 0.0f, comp = 0.0f;
   float e[ROW_JB];
-  for (int j0 = 0; j0 < len; j0 += ROW_JB) {
+  int failed = 0; /* a NaN or +inf score: no softmax (no_softmax) */
+  for (int j0 = 0; j0 < len && !failed; j0 += ROW_JB) {
     const int nb = min(ROW_JB, len - j0);
     float bm = -INFINITY;
     for (int t = 0; t < nb; ++t) {
@@ -532,12 +569,14 @@ __kernel void attn_fused_row(FUSED_ARGS) {
       float x = -INFINITY;
       if (is_valid(n, j, S, lens, mask, has_mask)) {
         x = score_row16(kind, n, j, S, He, A, q, keys, pkeys, v, bv, has_bv, scale);
-        bm = fmax(bm, x);
+        bm = max_score(bm, x);
       }
       e[t] = x;
       if (has_alpha) ar[j] = x;
     }
     if (bm == -INFINITY) continue; /* nothing valid in this block */
+    failed = isnan(bm) || bm == INFINITY;
+    if (failed) break;
     if (bm > m) {
       if (m != -INFINITY) {
         const float r = exp(m - bm);
@@ -555,6 +594,15 @@ __kernel void attn_fused_row(FUSED_ARGS) {
       kahan_add(&sum, &comp, p[t]);
     }
     row_axpy_block(cr, He, nb, e, p, kr + (size_t)j0 * He);
+  }
+  failed = failed || no_softmax(m, sum);
+  if (failed) {
+    for (int d = 0; d < He; ++d) cr[d] = NAN;
+    if (has_alpha) {
+      for (int j = 0; j < len; ++j) ar[j] = is_valid(n, j, S, lens, mask, has_mask) ? NAN : 0.0f;
+      for (int j = len; j < S; ++j) ar[j] = 0.0f;
+    }
+    return;
   }
   /* sum >= 1 when anything was valid: the maximum contributes exp(0) */
   if (sum > 0.0f) row_scale(cr, He, sum, 1);

@@ -14,6 +14,10 @@ static int topk_better(float v, int i, float bv, int bi) {
   return v > bv || (v == bv && i < bi);
 }
 
+/* The larger of two maxima, NaN if either is (fmax would drop a NaN logit,
+ * and the log-sum-exp would then rest on what exp makes of NaN). */
+static float max_nan(float a, float b) { return isnan(a) || isnan(b) ? NAN : fmax(a, b); }
+
 /* Inserts (v, i) into the sorted list (bv, bi) of K entries when it ranks high enough. */
 static void topk_insert(float *bv, int *bi, int K, float v, int i) {
   if (!topk_better(v, i, bv[K - 1], bi[K - 1])) return;
@@ -53,7 +57,7 @@ __kernel void beam_topk(__global const float *x, int x_off, int ld, int V, int K
   float mx = -INFINITY;
   for (int v = lid; v < V; v += wg) {
     const float xv = row[v];
-    mx = fmax(mx, xv);
+    mx = max_nan(mx, xv);
     topk_insert(bv, bi, K, xv, v);
   }
   for (int i = 0; i < K; i++) {
@@ -63,7 +67,7 @@ __kernel void beam_topk(__global const float *x, int x_off, int ld, int V, int K
   red[lid] = mx;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int h = wg / 2; h > 0; h >>= 1) {
-    if (lid < h) red[lid] = fmax(red[lid], red[lid + h]);
+    if (lid < h) red[lid] = max_nan(red[lid], red[lid + h]);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   mx = red[0];
@@ -106,7 +110,8 @@ __kernel void beam_topk(__global const float *x, int x_off, int ld, int V, int K
   }
 #endif
   if (lid == 0) {
-    const float lse = mx + log(red[0]);
+    /* a row holding a NaN logit: every value NaN, reported by the decoder */
+    const float lse = isnan(mx) ? mx : mx + log(red[0]);
 #ifdef TOPK_TREE
     for (int i = 0; i < K; i++) {
       bv[i] = lv[i];

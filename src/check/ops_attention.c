@@ -12,7 +12,8 @@
 
 /* Shape keys: N S He Hd A; bk bq bv (biases present, default 1); lens (1 =
  * varied lengths, the default; 0 = all S); mask (1 = also a random mask);
- * pad (extra row stride of the context output). dot/scaled_dot use Hd = He. */
+ * pad (extra row stride of the context output); poison (1 = rows without a
+ * softmax, poison_rows). dot/scaled_dot use Hd = He. */
 typedef struct attn_dims {
   sq_score kind;
   int N, S, He, Hd, A, pad;
@@ -30,6 +31,33 @@ static void attn_dims_of(const sq_case *c, attn_dims *d) {
   d->pad = sq_shape_int(s, "pad", 0);
 }
 
+/* The first valid position of row n (sq_gen_mask keeps one in every row). */
+static int first_valid(const sq_case *c, int S, int n) {
+  int j = 0;
+  while (j + 1 < S && !sq_attn_valid(c, S, n, j)) j++;
+  return j;
+}
+
+/* poison=1 (N >= 3): rows whose scores have no softmax, which must come out
+ * NaN (weights and context) on every device rather than as a zero context:
+ * row 0's query is NaN (every score NaN), row 1 has one NaN key element (one
+ * score NaN) and, for dot-type scores, every valid key of row 2 starts with
+ * an infinity of the query's opposite sign (every valid score -inf). */
+static seqcl_status poison_rows(const sq_case *c, const attn_dims *d, float *keys, float *q) {
+  if (d->N < 3)
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "%s: poison needs N >= 3", c->op->name);
+  q[0] = NAN;
+  keys[((size_t)1 * d->S + first_valid(c, d->S, 1)) * d->He] = NAN;
+  if (d->kind == SQ_SCORE_DOT || d->kind == SQ_SCORE_SCALED_DOT) {
+    float *q2 = q + (size_t)2 * d->Hd;
+    if (q2[0] == 0.0f) q2[0] = 0.5f;
+    for (int j = 0; j < d->S; j++)
+      if (sq_attn_valid(c, d->S, 2, j))
+        keys[((size_t)2 * d->S + j) * d->He] = q2[0] > 0 ? -INFINITY : INFINITY;
+  }
+  return SEQCL_OK;
+}
+
 static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r) {
   SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, S, "S", 1, 1, SQ_MAXDIM);
@@ -42,8 +70,9 @@ static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r) {
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "%s: Hd and A must lie in [1, %d]",
                    c->op->name, SQ_MAXDIM);
   const sq_shape *s = &c->shape;
-  SQ_NEED(sq_gen_f(c, r, "keys", (size_t)d.N * d.S * d.He, 1.0f));
-  SQ_NEED(sq_gen_f(c, r, "q", (size_t)d.N * d.Hd, 1.0f));
+  float *keys = sq_gen_f(c, r, "keys", (size_t)d.N * d.S * d.He, 1.0f);
+  float *q = sq_gen_f(c, r, "q", (size_t)d.N * d.Hd, 1.0f);
+  SQ_NEED(keys && q);
   /* Weights scaled like PyTorch's initialisation (1/sqrt(fan_in)) so that tanh
    * is not saturated and errors in its argument stay visible. */
   if (d.kind == SQ_SCORE_ADDITIVE) {
@@ -59,6 +88,7 @@ static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r) {
   }
   SQ_NEED(sq_gen_lens(c, r, "lens", d.N, d.S, sq_shape_int(s, "lens", 1)));
   if (sq_shape_int(s, "mask", 0)) SQ_NEED(sq_gen_mask(c, r, d.N, d.S));
+  if (sq_shape_int(s, "poison", 0)) SQ_TRY(poison_rows(c, &d, keys, q));
   return SEQCL_OK;
 }
 
@@ -245,6 +275,23 @@ static seqcl_status softmax_gen(sq_case *c, sq_rng *r) {
   }
   SQ_NEED(sq_gen_lens(c, r, "lens", N, S, sq_shape_int(&c->shape, "lens", 1)));
   if (sq_shape_int(&c->shape, "mask", 0)) SQ_NEED(sq_gen_mask(c, r, N, S));
+  if (sq_shape_int(&c->shape, "poison", 0)) {
+    /* Rows 0-3 have no softmax and must come out NaN at their valid
+     * positions: one NaN score, all NaN, one +inf, all -inf. Row 4 has every
+     * other valid score -inf, which is a softmax (those weights exactly 0). */
+    if (N < 5)
+      return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "masked_softmax: poison needs N >= 5");
+    static const float first[5] = {NAN, NAN, INFINITY, -INFINITY, 0};
+    for (int n = 0; n < 5; n++) {
+      int k = 0;
+      for (int j = 0; j < S; j++) {
+        if (!sq_attn_valid(c, S, n, j)) continue;
+        if (k == 0 && n != 4) x[(size_t)n * S + j] = first[n];
+        if (k > 0 && (n == 1 || n == 3 || (n == 4 && k % 2))) x[(size_t)n * S + j] = first[n == 4 ? 3 : n];
+        k++;
+      }
+    }
+  }
   SQ_NEED(sq_case_out(c, "y", (size_t)N * S, 0) >= 0);
   return SEQCL_OK;
 }
@@ -272,14 +319,16 @@ static void softmax_tol(const sq_case *c, int k, double *const *ref, double *tol
 
 static const char *const softmax_shapes[] = {
     "N=1,S=1",       "N=3,S=7",          "N=5,S=37,mask=1", "N=4,S=61,big=1", "N=7,S=13,scale=30",
-    "N=3,S=257,mask=1", "N=2,S=1000,big=1", "N=6,S=64,lens=0", NULL};
+    "N=3,S=257,mask=1", "N=2,S=1000,big=1", "N=6,S=64,lens=0", "N=6,S=70,mask=1,poison=1",
+    "N=5,S=300,poison=1", NULL};
 static const char *const softmax_quick[] = {"N=4,S=61,big=1", NULL};
 
 const sq_op sq_op_masked_softmax = {
     "masked_softmax",
     "relative (8 + 2 ceil(log2 S)) eps + u (|x_j - max| + max_k |x_k - max|) where |ref| > 1e-5, "
     "else absolute eps: exp and a tree-reduced sum, plus the rounding of x - max (S <= 1000 "
-    "keeps a sequential sum inside it); masked weights exactly 0",
+    "keeps a sequential sum inside it); masked weights exactly 0; a row with a NaN or +inf "
+    "score, or only -inf ones, NaN at its valid positions",
     softmax_shapes, softmax_quick, 0, softmax_gen, softmax_run, softmax_tol, NULL};
 
 /* ------------------------------------------------------------- context ---- */
@@ -439,6 +488,8 @@ static const char *const additive_fused_shapes[] = {
      * one (finished in the chunk kernel), one more (a combine of two), 33 */
     "N=1,S=63,He=20,Hd=7,A=19", "N=1,S=64,He=9,Hd=5,A=33,mask=1",
     "N=2,S=65,He=17,Hd=6,A=16,pad=1", "N=1,S=2053,He=24,Hd=8,A=40",
+    /* rows without a softmax (NaN scores), in one chunk and in five */
+    "N=4,S=37,He=13,Hd=5,A=11,mask=1,poison=1", "N=3,S=300,He=16,Hd=8,A=24,poison=1",
     NULL};
 static const char *const general_fused_shapes[] = {"N=1,S=1,He=1,Hd=1", "N=3,S=7,He=13,Hd=5,pad=2",
                                                    "N=5,S=37,He=61,Hd=29,bq=0",
@@ -449,7 +500,10 @@ static const char *const general_fused_shapes[] = {"N=1,S=1,He=1,Hd=1", "N=3,S=7
                                                    "N=1,S=63,He=19,Hd=7",
                                                    "N=1,S=64,He=33,Hd=5,mask=1",
                                                    "N=2,S=65,He=16,Hd=9,pad=1",
-                                                   "N=1,S=2053,He=37,Hd=11", NULL};
+                                                   "N=1,S=2053,He=37,Hd=11",
+                                                   /* rows without a softmax */
+                                                   "N=4,S=37,He=13,Hd=5,mask=1,poison=1",
+                                                   "N=3,S=300,He=16,Hd=8,poison=1", NULL};
 static const char *const dot_fused_shapes[] = {"N=1,S=1,He=1",  "N=3,S=7,He=13,pad=2",
                                                "N=5,S=37,He=61", "N=4,S=61,He=64,mask=1",
                                                "N=2,S=300,He=512", "N=2,S=2053,He=35,mask=1",
@@ -459,13 +513,18 @@ static const char *const dot_fused_shapes[] = {"N=1,S=1,He=1",  "N=3,S=7,He=13,p
                                                /* a row longer than llvmpipe lets one
                                                 * work-item loop (the row form then
                                                 * hands it to the group form there) */
-                                               "N=1,S=4100,He=256", NULL};
+                                               "N=1,S=4100,He=256",
+                                               /* rows without a softmax (NaN, all -inf) */
+                                               "N=4,S=37,He=13,mask=1,poison=1",
+                                               "N=3,S=300,He=16,poison=1", NULL};
 
 #define FUSED_TOL                                                                             \
   "alpha: (8 + 2 ceil(log2 S)) eps |alpha_j| + 2 |alpha_j| max_k tol(e_k) + eps (a score "    \
   "error de shifts alpha_j by alpha_j (de_j - E[de])), masked weights exactly 0; c: 2(S+2)u "  \
   "sum_j |alpha_j h_j| + sum_j tol(alpha_j) |h_j|; the unfused composition on the same "      \
-  "device must meet the same bounds against the reference and against the fused outputs"
+  "device must meet the same bounds against the reference and against the fused outputs; a "   \
+  "row whose scores hold a NaN or +inf, or are all -inf, is NaN (weights at valid positions, "  \
+  "context) everywhere"
 
 SQ_SCORE_OPS(sq_op_fused, "attn_fused", fused_gen, fused_run, fused_tol, FUSED_TOL,
              additive_fused_shapes, additive_quick, FUSED_TOL, general_fused_shapes, general_quick,

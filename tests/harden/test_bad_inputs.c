@@ -169,6 +169,51 @@ static void test_overflow_at_run_time(void **state) {
   sq_seqs_free(&t);
 }
 
+/* Finite attention weights whose products overflow in the scores (the
+ * general score's query projection all 3e38): the query is then infinite and
+ * every score of a line is inf - inf = NaN. Such a line's context is NaN, so
+ * the run fails with SEQCL_ERR_NON_FINITE naming the line, on every device
+ * and through every path. Before the softmax's maximum saw NaN, a line of
+ * NaN scores became a zero context and decoded "successfully" everywhere. */
+static void test_attention_overflow(void **state) {
+  (void)state;
+  size_t ndev = 0;
+  seqcl_device_info *devs = hu_devices(&ndev);
+  static char dir[320];
+  snprintf(dir, sizeof dir, "%s/attn-overflow", root);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  sq_config c;
+  hu_tiny_config(&c);
+  c.score = SQ_SCORE_GENERAL;
+  assert_int_equal(hu_write_model(dir, &c, 5, "decoder.attention.query.weight", HU_ALL, 3e38f), 0);
+  sq_seqs s = {0}, t = {0};
+  seqcl_seqs src = parse(hu_src_text, 7, &s), tgt = parse(hu_tgt_text, 9, &t);
+  for (size_t d = 0; d < ndev; d++) {
+    seqcl_ctx *ctx = NULL;
+    if (seqcl_ctx_open_info(&devs[d], &ctx) != SEQCL_OK) continue;
+    seqcl_model *m = NULL;
+    assert_int_equal(seqcl_model_load(ctx, dir, &m), SEQCL_OK); /* finite: loads */
+    seqcl_forward_result *r = (seqcl_forward_result *)1;
+    expect(seqcl_model_forward(m, &src, &tgt, 0, &r), SEQCL_ERR_NON_FINITE, "of line 1", "step");
+    assert_null(r);
+    seqcl_decode_options o;
+    seqcl_decode_options_init(&o);
+    seqcl_decode_result *res = (seqcl_decode_result *)1;
+    expect(seqcl_model_decode(m, &src, &o, &res), SEQCL_ERR_NON_FINITE, "greedy decoding: logits",
+           "line 1");
+    assert_null(res);
+    o.beam = 2;
+    res = (seqcl_decode_result *)1;
+    expect(seqcl_model_decode(m, &src, &o, &res), SEQCL_ERR_NON_FINITE, "line 1", "not finite");
+    assert_null(res);
+    seqcl_model_free(m);
+    seqcl_ctx_close(ctx);
+  }
+  seqcl_devices_free(devs);
+  sq_seqs_free(&s);
+  sq_seqs_free(&t);
+}
+
 /* ---- token files ---- */
 
 /* A line of a million ids parses exactly, and a model decodes it (a few steps). */
@@ -319,6 +364,7 @@ int main(void) {
       cmocka_unit_test(test_non_finite_weights),
       cmocka_unit_test(test_non_finite_half),
       cmocka_unit_test(test_overflow_at_run_time),
+      cmocka_unit_test(test_attention_overflow),
       cmocka_unit_test(test_huge_line),
       cmocka_unit_test(test_token_file_errors),
       cmocka_unit_test(test_ids_out_of_range),

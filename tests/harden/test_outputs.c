@@ -34,6 +34,7 @@
 static char root[256];     /* model, token files */
 static char model[320];    /* a finite model */
 static char nanmodel[320]; /* a NaN in the decoder's attention key weights */
+static char attnmodel[320]; /* finite, but every attention score overflows to NaN */
 static char srcf[320], tgtf[320];
 static char out[320];      /* each test's output folder, emptied between tests */
 static char errtext[8192]; /* the last run's stderr */
@@ -256,6 +257,31 @@ static void test_nothing_left(void **state) {
   assert_int_equal(hu_count_entries(out), 1);
 }
 
+/* Finite weights whose attention scores are all NaN at run time (the general
+ * score's query projection all 3e38): on every device, decode (greedy and
+ * beam) and forward exit 1 naming the line, and leave nothing at --out.
+ * Before the softmax's maximum saw NaN, such lines got a zero context and
+ * the host and PoCL decoded them with exit 0. */
+static void test_run_time_non_finite(void **state) {
+  (void)state;
+  size_t ndev = 0;
+  seqcl_device_info *devs = hu_devices(&ndev);
+  for (size_t d = 0; d < ndev; d++) {
+    const char *dev = devs[d].selector;
+    expect_rc(run(0, "decode --device %s --model %s --src %s --out %s", dev, attnmodel, srcf,
+                  at("o.txt")),
+              1, "greedy decoding: logits of line 1", "not finite");
+    expect_rc(run(0, "decode --device %s --beam 2 --model %s --src %s --out %s", dev, attnmodel,
+                  srcf, at("o.txt")),
+              1, "beam search: logits of line 1", "not finite");
+    expect_rc(run(0, "forward --device %s --model %s --src %s --tgt %s --out %s", dev, attnmodel,
+                  srcf, tgtf, at("f.safetensors")),
+              1, "of line 1", "not finite");
+    assert_int_equal(hu_count_entries(out), 0);
+  }
+  seqcl_devices_free(devs);
+}
+
 /* ---- --save ---- */
 
 static void test_save_rules(void **state) {
@@ -329,6 +355,12 @@ static int setup(void **state) {
   if (mkdir(nanmodel, 0755) ||
       hu_write_model(nanmodel, &c, 5, "decoder.attention.key.weight", 8, NAN))
     return -1;
+  snprintf(attnmodel, sizeof attnmodel, "%s/attnmodel", root);
+  sq_config g = c;
+  g.score = SQ_SCORE_GENERAL;
+  if (mkdir(attnmodel, 0755) ||
+      hu_write_model(attnmodel, &g, 5, "decoder.attention.query.weight", HU_ALL, 3e38f))
+    return -1;
   snprintf(srcf, sizeof srcf, "%s", hu_write_text(root, "src.txt", hu_src_text));
   snprintf(tgtf, sizeof tgtf, "%s", hu_write_text(root, "tgt.txt", hu_tgt_text));
   /* as root, modes are ignored: drop to nobody for the permission tests */
@@ -351,6 +383,7 @@ int main(void) {
       cmocka_unit_test_setup(test_read_only_not_overwritten, clean_out),
       cmocka_unit_test_setup(test_fail_fast, clean_out),
       cmocka_unit_test_setup(test_nothing_left, clean_out),
+      cmocka_unit_test_setup(test_run_time_non_finite, clean_out),
       cmocka_unit_test_setup(test_save_rules, clean_out),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

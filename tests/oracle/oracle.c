@@ -68,9 +68,21 @@ void oracle_masked_softmax(int N, int S, const double *x, const int32_t *lens,
     const double *xr = x + (size_t)n * S;
     double *yr = y + (size_t)n * S;
     double mx = -INFINITY, z = 0;
+    int valid_n = 0, nan_or_inf = 0, minus_inf = 0;
     for (int j = 0; j < S; j++) {
       int valid = j < lens[n] && (!mask || mask[(size_t)n * S + j]);
-      if (valid && xr[j] > mx) mx = xr[j];
+      if (!valid) continue;
+      valid_n++;
+      nan_or_inf += isnan(xr[j]) || xr[j] == INFINITY;
+      minus_inf += xr[j] == -INFINITY;
+      if (xr[j] > mx) mx = xr[j];
+    }
+    /* No softmax (PyTorch's gives NaN): a NaN or +inf score, or valid scores
+     * all -inf. NaN at the valid positions, 0 elsewhere. */
+    if (valid_n > 0 && (nan_or_inf > 0 || minus_inf == valid_n)) {
+      for (int j = 0; j < S; j++)
+        yr[j] = j < lens[n] && (!mask || mask[(size_t)n * S + j]) ? NAN : 0;
+      continue;
     }
     for (int j = 0; j < S; j++) {
       int valid = j < lens[n] && (!mask || mask[(size_t)n * S + j]);

@@ -29,7 +29,8 @@ void oracle_linear(int rows, int in, int out, const double *x, int ldx, const do
 void oracle_attn_scores(sq_score kind, int N, int S, int He, int Hd, int A, const double *keys,
                         const double *q, const double *Wk, const double *bk, const double *Wq,
                         const double *bq, const double *v, const double *bv, double *e);
-/* Softmax over j < lens[n] (and mask[n, j] != 0 when mask is given); 0 elsewhere. */
+/* Softmax over j < lens[n] (and mask[n, j] != 0 when mask is given); 0 elsewhere.
+ * A row with a NaN or +inf valid score, or only -inf ones, is NaN where valid. */
 void oracle_masked_softmax(int N, int S, const double *x, const int32_t *lens,
                            const int32_t *mask, double *y);
 void oracle_context(int N, int S, int He, const double *alpha, const double *keys, double *c);

@@ -11,6 +11,7 @@
  *  - the context sums alpha_j * h_j in float, SQ_VW lanes at a time; the GEMM
  *    tolerance applies. */
 #include <cblas.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -124,15 +125,43 @@ static void score_row(const sq_attn_args *a, int n, int len, float *restrict e) 
   for (int j = len; j < a->S; j++) e[j] = 0.0f;
 }
 
+/* The row maximum m after valid score x, NaN once any score is NaN (a plain
+ * comparison skipped a NaN score, so a row of them gave a zero context); a
+ * valid -inf counts as -FLT_MAX, so that m stays -INFINITY only for a row
+ * without valid positions. The kernels (attention.cl) use the same rule. */
+static inline float max_score(float m, float x) {
+  if (isnan(m) || isnan(x)) return NAN;
+  if (x < -FLT_MAX) x = -FLT_MAX;
+  return x > m ? x : m;
+}
+
+/* A row that has valid positions but no softmax: a NaN or +inf score (m), or
+ * valid scores all -inf (the sum of exp(x - m) is 0). Its weights at valid
+ * positions and its context are NaN, as PyTorch's softmax gives, on every
+ * device alike; the decoders then report the non-finite logits. */
+static inline int no_softmax(float m, double sum) {
+  return isnan(m) || m == INFINITY || (m != -INFINITY && !(sum > 0.0));
+}
+
+/* Weights of a row without softmax: NaN at the valid positions, 0 elsewhere. */
+static void nan_row(int S, int len, const int32_t *restrict mask, float *y) {
+  for (int j = 0; j < S; j++) y[j] = j < len && (!mask || mask[j]) ? NAN : 0.0f;
+}
+
 /* y = softmax of x over the valid positions (j < len and mask[j] != 0), exact
- * zeros elsewhere. x and y may be the same row. The maximum is subtracted first,
- * so logits far beyond +-88 stay finite. */
+ * zeros elsewhere (no_softmax's rows: NaN at the valid positions). x and y may
+ * be the same row. The maximum is subtracted first, so logits far beyond +-88
+ * stay finite. */
 static void softmax_row(int S, int len, const int32_t *restrict mask, const float *x, float *y) {
   float mx = -INFINITY;
   for (int j = 0; j < len; j++)
-    if ((!mask || mask[j]) && x[j] > mx) mx = x[j];
+    if (!mask || mask[j]) mx = max_score(mx, x[j]);
   if (mx == -INFINITY) { /* no valid position: rejected by the fronts; stay finite */
     for (int j = 0; j < S; j++) y[j] = 0.0f;
+    return;
+  }
+  if (no_softmax(mx, 1.0)) {
+    nan_row(S, len, mask, y);
     return;
   }
   double sum = 0.0;
@@ -140,6 +169,10 @@ static void softmax_row(int S, int len, const int32_t *restrict mask, const floa
     float ej = (!mask || mask[j]) ? expf(x[j] - mx) : 0.0f;
     y[j] = ej;
     sum += ej;
+  }
+  if (no_softmax(mx, sum)) { /* valid scores all -inf */
+    nan_row(S, len, mask, y);
+    return;
   }
   const double inv = 1.0 / sum; /* sum >= 1: the maximum contributes exp(0) */
   for (int j = 0; j < len; j++) y[j] = (float)((double)y[j] * inv);
@@ -221,13 +254,16 @@ static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *rest
   for (int k = 0; k < He; k++) c[k] = 0.0f;
   float m = -INFINITY;
   double sum = 0.0;
-  for (int j0 = 0; j0 < len; j0 += FUSED_BLOCK) {
+  int failed = 0; /* a NaN or +inf score: no softmax */
+  for (int j0 = 0; j0 < len && !failed; j0 += FUSED_BLOCK) {
     const int nb = len - j0 < FUSED_BLOCK ? len - j0 : FUSED_BLOCK;
     score_block(a, n, j0, nb, e + j0);
     float bm = -INFINITY;
     for (int j = j0; j < j0 + nb; j++)
-      if ((!mask || mask[j]) && e[j] > bm) bm = e[j];
+      if (!mask || mask[j]) bm = max_score(bm, e[j]);
     if (bm == -INFINITY) continue;
+    failed = no_softmax(bm, 1.0);
+    if (failed) break;
     if (bm > m) {
       if (m != -INFINITY) {
         const float r = expf(m - bm);
@@ -237,11 +273,16 @@ static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *rest
       m = bm;
     }
     for (int j = j0; j < j0 + nb; j++) {
-      if (mask && !mask[j]) continue;
+      if ((mask && !mask[j]) || e[j] == -INFINITY) continue;
       const float p = expf(e[j] - m);
       sum += p;
       axpy_row(He, p, keys + (size_t)j * (size_t)He, c);
     }
+  }
+  if (failed || no_softmax(m, sum)) {
+    for (int k = 0; k < He; k++) c[k] = NAN;
+    if (weights) nan_row(S, len, mask, e);
+    return;
   }
   if (m == -INFINITY) { /* no valid position: rejected by the fronts; stay finite */
     if (weights)
@@ -354,12 +395,18 @@ static void attn_fwd_rows(void *arg, int lo, int hi) {
         for (int k = 0; k < He; k++) e += h[k] * qp[k];
       }
       al[j] = e * a->scale;
-      mx = al[j] > mx ? al[j] : mx;
+      mx = max_score(mx, al[j]);
     }
     double sum = 0.0;
-    for (int j = 0; j < S; j++) {
-      al[j] = al[j] == -INFINITY ? 0.0f : expf(al[j] - mx);
-      sum += al[j];
+    if (!no_softmax(mx, 1.0))
+      for (int j = 0; j < S; j++) {
+        al[j] = al[j] == -INFINITY ? 0.0f : expf(al[j] - mx);
+        sum += al[j];
+      }
+    if (no_softmax(mx, sum)) { /* as the inference path: NaN weights and context */
+      nan_row(S, len, mask ? mask + (size_t)n * S : NULL, al);
+      for (int k = 0; k < He; k++) c[k] = NAN;
+      continue;
     }
     float inv = (float)(1.0 / sum);
     for (int k = 0; k < He; k++) c[k] = 0.0f;

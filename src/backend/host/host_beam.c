@@ -36,10 +36,16 @@ static void topk_rows(void *arg, int lo, int hi) {
       bv[i] = -INFINITY;
       bi[i] = -1;
     }
-    /* the row maximum on its own (NaN ignored, as fmaxf does), a loop the
-     * compiler vectorises */
+    /* the row maximum on its own, a loop the compiler vectorises; a NaN
+     * logit makes it NaN (as beam.cl), so every value of the row is NaN and
+     * the decoder reports it */
     float mx = -INFINITY;
-    for (int v = 0; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+    int nan = 0;
+    for (int v = 0; v < V; v++) {
+      mx = row[v] > mx ? row[v] : mx;
+      nan |= row[v] != row[v];
+    }
+    if (nan) mx = NAN;
     /* Once the K slots hold numbers, a value below the K-th is out at one
      * compare (a NaN fails `<` and takes the full test, which ranks it last). */
     int full = 0;
@@ -58,7 +64,7 @@ static void topk_rows(void *arg, int lo, int hi) {
     }
     float sum = 0.0f;
     for (int v = 0; v < V; v++) sum += expf(row[v] - mx);
-    const float lse = mx + logf(sum);
+    const float lse = isnan(mx) ? mx : mx + logf(sum);
     for (int i = 0; i < K; i++) {
       j->vals[(size_t)r * K + i] = bi[i] >= 0 ? bv[i] - lse : -INFINITY;
       j->ids[(size_t)r * K + i] = bi[i];
