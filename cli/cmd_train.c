@@ -20,6 +20,9 @@ static void train_help(FILE *f) {
           "                   [--batch-size 64] [--lr 1e-3] [--clip 0] [--seed 0] [--dropout 0]\n"
           "                   [--checkpoint-every N] [--valid-every N] [--resume DIR]\n"
           "                   [--text chars|words|SRC,TGT [--src-vocab F] [--tgt-vocab F]]\n"
+          "                   [--epochs E] [--bucket W] [--batch-tokens N] [--warmup N]\n"
+          "                   [--lr-decay F [--decay-patience N] [--min-lr R]] [--patience N]\n"
+          "                   [--keep-best loss|exact|ter] [--init-optimizer]\n"
           "                   [--overwrite] [--device SEL]\n"
           "       seqcl train --task reverse [--length 6] [--score additive|general|dot|scaled_dot]\n"
           "                   [--bidirectional] [--layers 1] [--output state|state_context]\n"
@@ -51,7 +54,20 @@ static void train_help(FILE *f) {
           "a fresh model takes the vocabulary sizes and the bos, eos, pad and unknown ids\n"
           "from them (the --config's are replaced), one from --init must match them.\n"
           "Unknown tokens map to <unk> (counted on stderr). DIR gets src.vocab and\n"
-          "tgt.vocab, so decode, forward and eval --text read them from there. The checkpoint\n"
+          "tgt.vocab, so decode, forward and eval --text read them from there.\n\n"
+          "Schedules: --epochs E trains E passes over the lines (instead of --steps).\n"
+          "--bucket W draws length-bucketed batches: each epoch's shuffled lines are\n"
+          "sorted by length within windows of W batches, cut into batches and the batches\n"
+          "shuffled (seeded); --batch-tokens N caps a batch at N padded tokens (lines x\n"
+          "(longest source + longest target)) and --batch-size lines (implies --bucket\n"
+          "100). --warmup N raises the rate linearly over the first N steps. Validation\n"
+          "reports loss, exact match and the token edit rate (ter); it is judged by the\n"
+          "--keep-best metric (default loss): --lr-decay F multiplies the rate by F after\n"
+          "--decay-patience (default 1) validations without improvement, down to\n"
+          "--min-lr; --patience N stops after N such validations; --keep-best METRIC makes\n"
+          "the saved model the best validation's (the checkpoint keeps the last state).\n"
+          "On --resume, --lr sets a new rate; --init DIR --init-optimizer continues the\n"
+          "Adam state of DIR's checkpoint. The checkpoint\n"
           "records the task, the files, the settings and the total --steps, so\n"
           "--resume DIR alone continues the run bit for bit (same device), saving into\n"
           "DIR; --steps N sets a new total. Options given again must agree with the\n"
@@ -120,7 +136,10 @@ typedef struct train_args {
   const char *output; /* --task reverse: state|state_context */
   const char *text, *src_vocab, *tgt_vocab;
   long length, steps, batch, seed, ckpt_every, valid_every, layers;
-  double lr, clip, dropout;
+  long bucket, batch_tokens, warmup, decay_patience, patience;
+  double lr, clip, dropout, epochs, lr_decay, min_lr;
+  const char *keep_best;
+  int init_optimizer, sched_given;
   int bidirectional, overwrite, length_given, batch_given, seed_given, lr_given, clip_given,
       steps_given, dropout_given;
 } train_args;
@@ -142,7 +161,12 @@ static int parse(int argc, char **argv, train_args *a) {
       CLI_NUM_SEEN("--seed", &a->seed, 0, 0x7fffffffL, &a->seed_given),
       CLI_NUM("--checkpoint-every", &a->ckpt_every, 0, 1L << 30),
       CLI_NUM("--valid-every", &a->valid_every, 0, 1L << 30),
-      CLI_NUM("--layers", &a->layers, 1, 4), {NULL}};
+      CLI_NUM("--layers", &a->layers, 1, 4), CLI_STR("--keep-best", &a->keep_best),
+      CLI_NUM_SEEN("--bucket", &a->bucket, 1, 1L << 30, &a->sched_given),
+      CLI_NUM_SEEN("--batch-tokens", &a->batch_tokens, 1, 1L << 30, &a->sched_given),
+      CLI_NUM_SEEN("--warmup", &a->warmup, 1, 1L << 30, &a->sched_given),
+      CLI_NUM_SEEN("--decay-patience", &a->decay_patience, 1, 1L << 30, &a->sched_given),
+      CLI_NUM_SEEN("--patience", &a->patience, 1, 1L << 30, &a->sched_given), {NULL}};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     int r = cli_take(cmd, opts, train_help, argc, argv, &i);
@@ -156,6 +180,10 @@ static int parse(int argc, char **argv, train_args *a) {
       a->overwrite = 1;
       continue;
     }
+    if (!strcmp(o, "--init-optimizer")) {
+      a->init_optimizer = 1;
+      continue;
+    }
     if (o[0] != '-' || o[1] != '-') return cli_usage_error(cmd, "unexpected argument '%s'", o);
     const char *v = cli_value(cmd, argc, argv, &i);
     if (!v) return CLI_USAGE;
@@ -163,6 +191,14 @@ static int parse(int argc, char **argv, train_args *a) {
       if (cli_double(cmd, o, v, CLI_NON_NEGATIVE, &a->dropout)) return CLI_USAGE;
       if (!(a->dropout < 1)) return cli_usage_error(cmd, "--dropout: '%s' is not below 1", v);
       a->dropout_given = 1;
+    } else if (!strcmp(o, "--epochs") || !strcmp(o, "--min-lr")) {
+      double *d = o[2] == 'e' ? &a->epochs : &a->min_lr;
+      if (cli_double(cmd, o, v, CLI_POSITIVE, d)) return CLI_USAGE;
+      a->sched_given = 1;
+    } else if (!strcmp(o, "--lr-decay")) {
+      if (cli_double(cmd, o, v, CLI_POSITIVE, &a->lr_decay)) return CLI_USAGE;
+      if (!(a->lr_decay < 1)) return cli_usage_error(cmd, "--lr-decay: '%s' is not below 1", v);
+      a->sched_given = 1;
     } else if (!strcmp(o, "--lr")) {
       if (cli_double(cmd, o, v, CLI_POSITIVE, &a->lr)) return CLI_USAGE;
       a->lr_given = 1;
@@ -272,6 +308,10 @@ int cmd_train(int argc, char **argv) {
   if (a.text || a.src_vocab || a.tgt_vocab)
     return cli_usage_error(cmd, "--text, --src-vocab and --tgt-vocab read training files: "
                                 "give --src and --tgt (the reversal task makes its own ids)");
+  if (a.sched_given || a.keep_best || a.init_optimizer)
+    return cli_usage_error(cmd, "the schedule options (--epochs, --bucket, --batch-tokens, "
+                                "--warmup, --lr-decay, --patience, --keep-best, "
+                                "--init-optimizer) are for training on files (--src/--tgt)");
   seqcl_train_options o;
   seqcl_train_options_init(&o);
   if (resumed) {
@@ -341,21 +381,51 @@ int cmd_train(int argc, char **argv) {
 
 typedef struct files_progress {
   progress_state bar;
+  double tokens; /* label tokens trained on by this process */
 } files_progress;
 
+/* A bar (terminal) or a line every tenth of the run: steps, loss, rate, label
+ * tokens per second and the time left at this process's pace. */
 static int on_files_progress(void *user, const seqcl_train_event *e) {
   files_progress *p = user;
-  int stop = on_progress(&p->bar, e->step, e->steps, e->loss);
+  progress_state *b = &p->bar;
+  if (cli_interrupted()) return 1;
+  double t = now_s();
+  if (b->first < 0) { /* the total is known from the first step on (--epochs) */
+    b->first = e->step - 1;
+    b->every = e->steps >= 10 ? e->steps / 10 : 1;
+  }
+  p->tokens += e->tokens;
+  const double dt = t - b->t0 > 1e-9 ? t - b->t0 : 1e-9, rate = (e->step - b->first) / dt;
+  const double eta = rate > 0 ? (e->steps - e->step) / rate : 0;
+  const int eta_min = (int)(eta / 60), eta_s = (int)eta % 60;
+  if (!cli_quiet) {
+    if (b->tty) {
+      if (e->step == e->steps || t - b->last >= 0.1 || e->validated) {
+        b->last = t;
+        fprintf(stderr, "\r%d/%d  loss %.4f  lr %.3g  %.1f steps/s  %.0f tokens/s  ETA %d:%02d ",
+                e->step, e->steps, (double)e->loss, e->lr, rate, p->tokens / dt, eta_min, eta_s);
+        if (e->step == e->steps) fputc('\n', stderr);
+        fflush(stderr);
+      }
+    } else if (e->step % b->every == 0 || e->step == e->steps) {
+      fprintf(stderr, "step %d/%d loss %.4f lr %.3g %.1f steps/s %.0f tokens/s ETA %d:%02d\n",
+              e->step, e->steps, (double)e->loss, e->lr, rate, p->tokens / dt, eta_min, eta_s);
+    }
+  }
   if (e->validated || e->checkpointed) {
-    if (p->bar.tty) fputc('\n', stderr);
+    if (b->tty && !cli_quiet) fputc('\n', stderr);
     if (e->validated)
-      fprintf(stderr, "step %d: validation loss %.4f, exact match %.1f%% (%d/%d)%s\n", e->step,
-              e->valid_loss, 100.0 * e->valid_correct / (e->valid_count ? e->valid_count : 1),
-              e->valid_correct, e->valid_count, e->checkpointed ? ", checkpoint saved" : "");
+      fprintf(stderr,
+              "step %d: validation loss %.4f, exact match %.2f%% (%d/%d), ter %.2f%%%s%s%s%s\n",
+              e->step, e->valid_loss, 100.0 * e->valid_correct / (e->valid_count ? e->valid_count : 1),
+              e->valid_correct, e->valid_count, e->valid_ter, e->best ? ", best so far" : "",
+              e->decayed ? ", rate decayed" : "", e->stopping ? ", patience ran out: stopping" : "",
+              e->checkpointed ? ", checkpoint saved" : "");
     else
       fprintf(stderr, "step %d: checkpoint saved\n", e->step);
   }
-  return stop;
+  return 0;
 }
 
 static int train_files(const train_args *a) {
@@ -371,6 +441,18 @@ static int train_files(const train_args *a) {
   o.config_path = a->config, o.init_dir = a->init, o.resume_dir = a->resume;
   o.save_dir = a->save;
   o.text = a->text, o.src_vocab_path = a->src_vocab, o.tgt_vocab_path = a->tgt_vocab;
+  o.epochs = a->epochs, o.bucket = (int)a->bucket, o.batch_tokens = a->batch_tokens;
+  o.warmup = (int)a->warmup, o.lr_decay = a->lr_decay, o.decay_patience = (int)a->decay_patience;
+  o.min_lr = a->min_lr, o.patience = (int)a->patience;
+  if (a->keep_best) {
+    if (strcmp(a->keep_best, "loss") && strcmp(a->keep_best, "exact") && strcmp(a->keep_best, "ter"))
+      return cli_usage_error(cmd, "--keep-best: unknown metric '%s' (loss, exact or ter)",
+                             a->keep_best);
+    o.metric = a->keep_best, o.keep_best = 1;
+  }
+  if (a->init_optimizer && !a->init)
+    return cli_usage_error(cmd, "--init-optimizer continues the Adam state of --init DIR: give --init");
+  o.init_optimizer = a->init_optimizer;
   if (a->steps_given) o.steps = (int)a->steps;
   if (a->batch_given) o.batch_size = (int)a->batch;
   if (a->seed_given) o.seed = a->seed;
@@ -399,6 +481,7 @@ static int train_files(const train_args *a) {
   if (rc) return rc;
   files_progress p;
   progress_init(&p.bar, o.steps ? o.steps : 1000);
+  p.tokens = 0;
   o.progress = on_files_progress;
   o.user = &p;
   seqcl_train_files_result r;
@@ -433,9 +516,13 @@ static int train_files(const train_args *a) {
          r.train_seconds > 0 ? done / r.train_seconds : 0.0);
   printf("final batch loss %.4f\n", (double)r.final_loss);
   if (r.validated)
-    printf("validation loss %.4f, greedy exact match %.1f%% (%d/%d)\n", r.valid_loss,
+    printf("validation loss %.4f, greedy exact match %.1f%% (%d/%d), ter %.2f%%\n", r.valid_loss,
            100.0 * r.valid_correct / (r.valid_count ? r.valid_count : 1), r.valid_correct,
-           r.valid_count);
+           r.valid_count, r.valid_ter);
+  if (r.stopped_early) printf("stopped early: --patience ran out after step %d\n", r.steps_done);
+  if (r.kept_best)
+    printf("saved model: the best validation's, after step %d (%s %.4f%s)\n", r.best_step,
+           r.metric, r.best_value, strcmp(r.metric, "loss") ? " %" : "");
   const char *save = r.save_dir;
   printf("saved %s (checkpoint in %s/checkpoint)\n", save, save);
   return CLI_OK;

@@ -6,12 +6,18 @@ Reads the files `recipe.py --prepare-only` writes (WORK/{train,valid,test}
 embeddings, a bidirectional GRU encoder, a tanh bridge to the decoder's first
 state, additive (Bahdanau) attention, a GRUCell over [embedding; context], the
 output layer on the state; dropout on both embeddings and the output layer's
-input; Adam with the same rate, clipping, batch size and step count, batches
-from a per-epoch shuffle padded to their own longest line. Then greedy and
-beam search on the test words, scored as `seqcl eval` does (WER = lines not
-equal to the reference, PER = Levenshtein edits / reference phonemes).
+input; Adam with the same rate, clipping, batch size and step count; the same
+schedule rules as seqcl's (length-bucketed batches: each epoch's shuffled
+lines sorted by length within windows of --bucket batches, cut into batches,
+the batches shuffled; linear warm-up; the rate halved when validation exact
+match stops improving, down to --min-lr; the model kept is the best
+validation's). Then greedy and beam search on the test words, scored as
+`seqcl eval` does (WER = lines not equal to the reference, PER = Levenshtein
+edits / reference phonemes). The random streams (weights, shuffles, dropout
+masks) are PyTorch's and Python's, so the two runs agree in distribution,
+not bit for bit.
 
-    /usr/bin/python3 examples/g2p/torch_g2p.py --work /tmp/g2p --steps 12640 --threads 1
+    /usr/bin/python3 examples/g2p/torch_g2p.py --work /tmp/g2p --epochs 8 --threads 1
 
 The defaults are the recipe's (recipe.py DEFAULTS); --threads 1 was PyTorch's
 fastest setting for this model on a 2-core machine (measure 1 and 2).
@@ -151,7 +157,14 @@ def score(hyps, refs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
-    ap.add_argument("--steps", type=int, required=True)
+    ap.add_argument("--steps", type=int, default=0)
+    ap.add_argument("--epochs", type=float, default=0, help="instead of --steps")
+    ap.add_argument("--bucket", type=int, default=50, help="batches per sorted window (0: plain shuffle)")
+    ap.add_argument("--warmup", type=int, default=200)
+    ap.add_argument("--lr-decay", type=float, default=0.5)
+    ap.add_argument("--decay-patience", type=int, default=1)
+    ap.add_argument("--min-lr", type=float, default=1e-4)
+    ap.add_argument("--valid-every", type=int, default=0, help="default: half an epoch")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--clip", type=float, default=5.0)
@@ -175,19 +188,61 @@ def main():
     ids = lambda l, v: [v.get(t, UNK) for t in l]
     src = [ids(l, sv) for l in tr_s]
     tgt = [[BOS] + ids(l, tv) + [EOS] for l in tr_t]
+    va_s, va_t = read(w("valid.words"), True), read(w("valid.phones"), False)
     m = G2P(len(sv) + 3, len(tv) + 3, a.embed, a.enc_hidden, a.dec_hidden, a.attn, a.dropout)
     opt = torch.optim.Adam(m.parameters(), lr=a.lr)
-    order, cursor = [], len(src)
+
+    def epoch_batches():
+        order = list(range(len(src)))
+        rng.shuffle(order)
+        if not a.bucket:
+            return None, order
+        batches, win = [], a.bucket * a.batch
+        for w0 in range(0, len(order), win):
+            part = sorted(order[w0:w0 + win], key=lambda i: (len(src[i]), len(tgt[i]), i))
+            batches += [part[k:k + a.batch] for k in range(0, len(part), a.batch)]
+        rng.shuffle(batches)
+        return batches, order
+
+    per_epoch = math.ceil(len(src) / a.batch) if not a.bucket else len(epoch_batches()[0])
+    steps = a.steps or int(math.ceil(a.epochs * per_epoch))
+    valid_every = a.valid_every or max(per_epoch // 2, 1)
+    rng = random.Random(a.seed)  # the stream starts here (per_epoch drew one epoch)
+
+    def valid_exact():
+        m.eval()
+        with torch.no_grad():
+            hyps = []
+            for i in range(0, len(va_s), 256):
+                chunk = [ids(l, sv) for l in va_s[i:i + 256]]
+                hyps += greedy(m, pad(chunk, 0), torch.tensor([len(c) for c in chunk]),
+                               2 * max(len(c) for c in chunk) + 10)
+        m.train()
+        return 100.0 - score([[tv_words[x] for x in h] for h in hyps], va_t)[0]
+
+    batches, order, cursor = None, [], len(src)
+    scale, best, best_state, since_decay = 1.0, -1.0, None, 0
     t0 = time.time()
-    for step in range(a.steps):
-        rows = []
-        for _ in range(a.batch):
-            if cursor == len(src):
-                order = list(range(len(src)))
-                rng.shuffle(order)
-                cursor = 0
-            rows.append(order[cursor])
-            cursor += 1
+    for step in range(steps):
+        if a.bucket:
+            if not batches:
+                batches, _ = epoch_batches()
+            rows = batches.pop(0)
+        else:
+            rows = []
+            for _ in range(a.batch):
+                if cursor == len(src):
+                    _, order = epoch_batches()
+                    cursor = 0
+                rows.append(order[cursor])
+                cursor += 1
+        lr = a.lr * scale
+        if scale < 1 and lr < a.min_lr:
+            lr = a.min_lr
+        if a.warmup and step < a.warmup:
+            lr *= (step + 1) / a.warmup
+        for g in opt.param_groups:
+            g["lr"] = lr
         s = pad([src[i] for i in rows], 0)
         lens = torch.tensor([len(src[i]) for i in rows])
         t = pad([tgt[i] for i in rows], -1)
@@ -197,8 +252,19 @@ def main():
         if a.clip > 0:
             nn.utils.clip_grad_norm_(m.parameters(), a.clip)
         opt.step()
-        if (step + 1) % max(a.steps // 10, 1) == 0:
-            print("step %d/%d loss %.4f %.1f s" % (step + 1, a.steps, loss.item(), time.time() - t0), flush=True)
+        if (step + 1) % valid_every == 0 or step + 1 == steps:
+            ex = valid_exact()
+            if ex > best:
+                best, best_state = ex, {k: v.clone() for k, v in m.state_dict().items()}
+                since_decay = 0
+            else:
+                since_decay += 1
+                if a.lr_decay and since_decay >= a.decay_patience:
+                    scale *= a.lr_decay
+                    since_decay = 0
+            print("step %d/%d loss %.4f lr %.3g valid exact %.2f%% (best %.2f) %.0f s" %
+                  (step + 1, steps, loss.item(), lr, ex, best, time.time() - t0), flush=True)
+    m.load_state_dict(best_state)
     train_s = time.time() - t0
     m.eval()
     refs = te_t
@@ -218,9 +284,9 @@ def main():
     print("| system | steps | train s | decode | WER % | PER % | decode s |")
     print("|---|---|---|---|---|---|---|")
     print("| PyTorch %s, %d thread(s) | %d | %.0f | greedy | %.2f | %.2f | %.1f |" %
-          (torch.__version__, a.threads, a.steps, train_s, g[0], g[1], g_s))
+          (torch.__version__, a.threads, steps, train_s, g[0], g[1], g_s))
     print("| PyTorch %s, %d thread(s) | %d | %.0f | beam %d | %.2f | %.2f | %.1f |" %
-          (torch.__version__, a.threads, a.steps, train_s, a.beam, b[0], b[1], b_s))
+          (torch.__version__, a.threads, steps, train_s, a.beam, b[0], b[1], b_s))
 
 
 if __name__ == "__main__":

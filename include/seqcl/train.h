@@ -73,6 +73,13 @@ typedef struct seqcl_train_event {
   double valid_loss;    /*   teacher-forced mean cross-entropy over every label */
   int valid_correct, valid_count; /* greedy exact-match lines */
   int checkpointed;     /* 1 when a checkpoint was written after this step */
+  /* (seqcl_train_files only:) */
+  double lr;            /* the rate this step used */
+  int lines, tokens;    /* this batch: lines, and label tokens (target tokens after BOS) */
+  double valid_ter;     /*   validation: token edit rate, percent (edits / reference tokens) */
+  int best;             /*   1: the best validation so far (saved, with keep_best) */
+  int decayed;          /*   1: the rate decayed after it */
+  int stopping;         /*   1: patience ran out: the run stops after this step */
 } seqcl_train_event;
 
 typedef struct seqcl_train_files_options {
@@ -89,7 +96,8 @@ typedef struct seqcl_train_files_options {
   int steps;               /* total steps, those before a resume included; 0 = 1000, or on
                             * resume the checkpoint's total */
   /* 0 / negative = the default (64, 1e-3, no clipping, 0), or on resume the
-   * checkpoint's value; on resume an explicit value must equal the checkpoint's. */
+   * checkpoint's value; on resume an explicit value must equal the checkpoint's,
+   * except lr: a new rate on resume is the base rate from then on. */
   int batch_size;
   double lr;
   double clip;             /* < 0: unset; 0: no clipping */
@@ -128,6 +136,25 @@ typedef struct seqcl_train_files_options {
    * and the checkpoint then hold src.vocab and tgt.vocab. */
   const char *text;
   const char *src_vocab_path, *tgt_vocab_path;
+  /* ---- schedules. 0 = unset (on resume: the checkpoint's) ---- */
+  double epochs;           /* > 0: passes over the training lines, instead of steps */
+  int bucket;              /* > 0: length-bucketed batches, sorted within windows of this many
+                            * batches, the batches shuffled (seeded); < 0: off */
+  long batch_tokens;       /* > 0: bucketed batches of at most this many padded tokens
+                            * (lines x (longest source + longest target)), at most
+                            * batch_size lines (implies bucket 100 when bucket is unset) */
+  int warmup;              /* > 0: linear warm-up of the rate over this many steps */
+  double lr_decay;         /* in (0, 1): the rate is multiplied by it when the validation
+                            * metric has not improved for decay_patience validations */
+  int decay_patience;      /* default 1 */
+  double min_lr;           /* decays stop at this rate (default 0) */
+  int patience;            /* > 0: stop after this many validations without improvement */
+  const char *metric;      /* what validation is judged by: "loss" (default), "exact" (exact
+                            * match, higher is better) or "ter"; with keep_best, the metric */
+  int keep_best;           /* 1: the saved model is the best validation's (by metric); the
+                            * checkpoint keeps the last state */
+  int init_optimizer;      /* 1 with init_dir: continue Adam's moments and step count from
+                            * init_dir's checkpoint (fine-tuning as one run) */
 } seqcl_train_files_options;
 
 typedef struct seqcl_train_files_result {
@@ -144,6 +171,13 @@ typedef struct seqcl_train_files_result {
    * validation pair included), the vocabulary sizes, and which were built */
   size_t unknown[2];
   int vocab_size[2], vocab_built[2];
+  double valid_ter;        /* the last validation's token edit rate (percent) */
+  int best_step;           /* the best validation's step (0: none); with keep_best the model */
+  double best_value;       /*   its metric value (loss, exact % or ter %) */
+  int stopped_early;       /* 1: patience ran out */
+  int kept_best;           /* 1: the saved model is the best validation's (keep_best) */
+  char metric[8];          /* the validation metric: loss, exact or ter */
+  double final_lr;
 } seqcl_train_files_result;
 
 void seqcl_train_files_options_init(seqcl_train_files_options *o);

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "model/safetensors.h"
 #include "model/tokens.h"
 #include "model/text.h"
+#include "train/schedule.h"
 #include "train/checkpoint.h"
 
 static char *join(const char *dir, const char *name) {
@@ -70,6 +72,22 @@ seqcl_status sq_checkpoint_meta_to_json(seqcl_ctx *ctx, const sq_ckpt_meta *m, c
     json_object_set_new(o, "valid_every", json_integer(m->valid_every));
     if (m->length) json_object_set_new(o, "length", json_integer(m->length));
     if (m->text[0]) json_object_set_new(o, "text", json_string(m->text));
+    /* the best value is +inf before the first validation: JSON has no
+     * infinity, so it is left out then */
+    json_t *sc = json_pack("{s:i, s:i, s:i, s:i, s:I, s:f, s:f, s:s, s:b, s:f, s:I, s:i, s:i, s:I}",
+                           "warmup", m->warmup, "decay_patience", m->decay_patience, "patience",
+                           m->patience, "bucket", m->bucket, "batch_tokens",
+                           (json_int_t)m->batch_tokens, "lr_decay", m->lr_decay, "min_lr",
+                           m->min_lr, "metric", m->metric[0] ? m->metric : "loss", "keep_best",
+                           m->keep_best, "lr_scale", m->lr_scale, "best_step",
+                           (json_int_t)m->best_step, "since_best", m->since_best, "since_decay",
+                           m->since_decay, "adam_offset", (json_int_t)m->adam_offset);
+    /* a meta that never had a schedule (zeroed) is one at its start */
+    if (sc && !(m->lr_scale > 0)) json_object_set_new(sc, "lr_scale", json_real(1.0));
+    if (sc && m->decay_patience < 1) json_object_set_new(sc, "decay_patience", json_integer(1));
+    if (sc && isfinite(m->best) && m->best_step > 0)
+      json_object_set_new(sc, "best", json_real(m->best));
+    if (sc) json_object_set_new(o, "schedule", sc);
     const char *keys[4] = {"src", "tgt", "valid_src", "valid_tgt"};
     const char *vals[4] = {m->src, m->tgt, m->valid_src, m->valid_tgt};
     for (int i = 0; i < 4; i++)
@@ -244,6 +262,43 @@ seqcl_status sq_checkpoint_parse_meta(seqcl_ctx *ctx, const char *text, size_t l
       (!json_is_integer(v) || (m->length = (int)json_integer_value(v)) < 1 || m->length > 4096))
     bad = "length";
   if (!bad && !strcmp(m->task, "reverse") && !m->length) bad = "length";
+  m->lr_scale = 1.0, m->best = INFINITY, m->decay_patience = 1;
+  snprintf(m->metric, sizeof m->metric, "loss");
+  json_t *sc = json_object_get(o, "schedule");
+  if (!bad && sc) {
+    json_t *x;
+    const char *metric = json_string_value(json_object_get(sc, "metric"));
+#define SC_INT(key, field, lo)                                                                \
+  if (!bad && (!json_is_integer(x = json_object_get(sc, key)) ||                             \
+               (m->field = json_integer_value(x)) < (lo)))                                   \
+    bad = "schedule." key;
+#define SC_NUM(key, field, ok)                                                                \
+  if (!bad && (!json_is_number(x = json_object_get(sc, key)) ||                              \
+               !((m->field = json_number_value(x)), (ok))))                                  \
+    bad = "schedule." key;
+    SC_INT("warmup", warmup, 0)
+    SC_INT("decay_patience", decay_patience, 1)
+    SC_INT("patience", patience, 0)
+    SC_INT("bucket", bucket, 0)
+    SC_INT("batch_tokens", batch_tokens, 0)
+    SC_INT("best_step", best_step, 0)
+    SC_INT("since_best", since_best, 0)
+    SC_INT("since_decay", since_decay, 0)
+    SC_INT("adam_offset", adam_offset, 0)
+    SC_NUM("lr_decay", lr_decay, m->lr_decay >= 0 && m->lr_decay < 1)
+    SC_NUM("min_lr", min_lr, m->min_lr >= 0)
+    SC_NUM("lr_scale", lr_scale, m->lr_scale > 0 && m->lr_scale <= 1)
+#undef SC_INT
+#undef SC_NUM
+    if (!bad && (x = json_object_get(sc, "best")) &&
+        (!json_is_number(x) || !isfinite(m->best = json_number_value(x))))
+      bad = "schedule.best";
+    if (!bad && !json_is_boolean(json_object_get(sc, "keep_best"))) bad = "schedule.keep_best";
+    m->keep_best = json_is_true(json_object_get(sc, "keep_best"));
+    sq_metric mk;
+    if (!bad && (!metric || sq_metric_parse(metric, &mk))) bad = "schedule.metric";
+    else if (!bad) snprintf(m->metric, sizeof m->metric, "%s", metric);
+  }
   if (!bad && (v = json_object_get(o, "text"))) {
     sq_split split[2];
     const char *t = json_string_value(v);

@@ -28,6 +28,18 @@ typedef struct sq_ckpt_meta {
   int checkpoint_every, valid_every;
   int length;               /* reverse: digits per line */
   char src[1024], tgt[1024], valid_src[1024], valid_tgt[1024]; /* files: absolute paths, "" = none */
+  /* schedules (absent in older checkpoints: none). Settings: */
+  int warmup, decay_patience, patience, bucket; /* bucket: batches per sorted window, 0 = plain */
+  long batch_tokens;
+  double lr_decay, min_lr;
+  char metric[8];           /* "loss", "exact", "ter" */
+  int keep_best;
+  /* and state: */
+  double lr_scale, best;    /* best: in lower-is-better form; +inf = none */
+  long best_step;
+  int since_best, since_decay;
+  long adam_offset;         /* Adam's step count minus the run's (fine-tuning with the
+                             * optimizer state of --init) */
   char text[16];            /* files read as text: "SRC,TGT" splits (chars/words); "" = ids.
                              * The vocabularies are then in the checkpoint folder */
 } sq_ckpt_meta;

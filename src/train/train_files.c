@@ -15,13 +15,14 @@
 #include "model/config.h"
 #include "model/tokens.h"
 #include "ops/ops.h"
+#include "model/metrics.h"
+#include "train/batches.h"
 #include "train/checkpoint.h"
 #include "train/optim.h"
 #include "train/save_dir.h"
+#include "train/schedule.h"
 #include "train/text_data.h"
 #include "train/tmodel.h"
-
-#define SHUFFLE_SALT 0x5EED0DA7A5EED0DAull
 
 void seqcl_train_files_options_init(seqcl_train_files_options *o) {
   memset(o, 0, sizeof *o);
@@ -121,32 +122,6 @@ static void fill_batch(const dataset *d, const long *idx, int n, int S, int T, i
   }
 }
 
-/* ---- the shuffle: a fresh permutation of the lines each epoch ---- */
-
-typedef struct shuffle {
-  sq_trng rng, epoch_rng; /* epoch_rng: rng as it was before this epoch's permutation */
-  long n, epoch, cursor;
-  long *perm;
-} shuffle;
-
-static void shuffle_epoch(shuffle *s) {
-  s->epoch_rng = s->rng;
-  for (long i = 0; i < s->n; i++) s->perm[i] = i;
-  for (long i = s->n - 1; i > 0; i--) { /* Fisher-Yates */
-    long j = sq_trng_below(&s->rng, (int)(i + 1));
-    long t = s->perm[i];
-    s->perm[i] = s->perm[j];
-    s->perm[j] = t;
-  }
-  s->epoch++;
-  s->cursor = 0;
-}
-
-static long shuffle_next(shuffle *s) {
-  if (s->cursor == s->n) shuffle_epoch(s);
-  return s->perm[s->cursor++];
-}
-
 /* ---- the run ---- */
 
 typedef struct run {
@@ -157,7 +132,9 @@ typedef struct run {
   sq_graph *g;
   sq_adam adam;
   sq_buf *scratch;
-  shuffle sh;
+  sq_batcher sh;
+  sq_schedule sched;
+  int32_t *len_src, *len_tgt; /* per training line: source length, decoder steps */
   long *idx;
   int32_t *src, *lens, *tgt, *pred;
   float *host; /* params, then m and v */
@@ -169,6 +146,7 @@ typedef struct run {
   int B, S, T;
   uint64_t seed, hash;
   double lr, clip, dropout;
+  long adam_offset; /* Adam's step count minus the run's */
 } run;
 
 static seqcl_status check_trainable(seqcl_ctx *ctx, const sq_config *c, const char *from) {
@@ -227,8 +205,6 @@ static seqcl_status settle_options(seqcl_ctx *ctx, const seqcl_train_files_optio
     const char *which = NULL;
     if (R->B != m->batch_size)
       which = "--batch-size", snprintf(given, 64, "%d", R->B), snprintf(had, 64, "%d", m->batch_size);
-    else if (R->lr != m->lr)
-      which = "--lr", snprintf(given, 64, "%g", R->lr), snprintf(had, 64, "%g", m->lr);
     else if (R->clip != m->clip)
       which = "--clip", snprintf(given, 64, "%g", R->clip), snprintf(had, 64, "%g", m->clip);
     else if (R->seed != m->seed)
@@ -241,7 +217,7 @@ static seqcl_status settle_options(seqcl_ctx *ctx, const seqcl_train_files_optio
                      "train: %s %s differs from the checkpoint's %s (a resumed run continues the "
                      "same run; leave %s out)",
                      which, given, had, which);
-    if (o->steps <= m->step)
+    if (o->epochs <= 0 && o->steps <= m->step) /* --epochs: checked once it is steps */
       return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
                      "train: --steps %d: the checkpoint has already done %ld steps; give a "
                      "larger --steps (the new total) to train on",
@@ -254,9 +230,18 @@ static seqcl_status save_checkpoint(seqcl_ctx *ctx, const seqcl_train_files_opti
   const size_t total = R->L.total;
   SQ_TRY(sq_read(ctx, sq_graph_params(R->g), R->host, sizeof(float) * total));
   SQ_TRY(sq_read(ctx, sq_at(R->adam.state, 0), R->host + total, 2 * sizeof(float) * total));
-  sq_ckpt_meta m = {.step = R->adam.step, .batch_size = R->B, .lr = R->lr, .clip = R->clip,
+  sq_ckpt_meta m = {.batch_size = R->B, .lr = R->lr, .clip = R->clip,
                     .seed = R->seed, .dropout = R->dropout, .epoch = R->sh.epoch,
                     .cursor = R->sh.cursor, .train_lines = R->sh.n, .data_hash = R->hash};
+  m.step = R->adam.step - R->adam_offset;
+  m.adam_offset = R->adam_offset;
+  const sq_schedule *sc = &R->sched;
+  m.warmup = sc->warmup, m.decay_patience = sc->decay_patience, m.patience = sc->patience;
+  m.lr_decay = sc->decay, m.min_lr = sc->min_lr, m.keep_best = o->keep_best;
+  snprintf(m.metric, sizeof m.metric, "%s", sq_metric_name(sc->metric));
+  m.lr_scale = sc->scale, m.best = sc->best, m.best_step = sc->best_step;
+  m.since_best = sc->since_best, m.since_decay = sc->since_decay;
+  m.bucket = R->sh.window, m.batch_tokens = R->sh.tokens;
   memcpy(m.epoch_rng, R->sh.epoch_rng.s, sizeof m.epoch_rng);
   snprintf(m.task, sizeof m.task, "files");
   m.steps_total = o->steps;
@@ -277,7 +262,10 @@ static seqcl_status validate(run *R, seqcl_train_event *e) {
   long labels = 0;
   e->valid_correct = 0;
   SQ_TRY(sq_graph_set_dropout(R->g, 0.0, 0, 0)); /* the next step sets it again */
-  for (long at = 0; at < n; at += R->B) {
+  sq_metrics mt; /* the token edit rate, as seqcl eval counts it */
+  sq_metrics_init(&mt);
+  seqcl_status st = SEQCL_OK;
+  for (long at = 0; at < n && st == SEQCL_OK; at += R->B) {
     int rows = (int)(n - at < R->B ? n - at : R->B);
     for (int r = 0; r < rows; r++) R->idx[r] = at + r;
     int S, T;
@@ -304,8 +292,12 @@ static seqcl_status validate(run *R, seqcl_train_event *e) {
       int got = 0;
       while (got < R->T && p[got] != R->cfg.eos_id) got++;
       e->valid_correct += got == want && !memcmp(p, t, sizeof(int32_t) * (size_t)want);
+      if (st == SEQCL_OK) st = sq_metrics_add(&mt, p, (size_t)got, t, (size_t)want);
     }
   }
+  e->valid_ter = sq_metrics_ter(&mt);
+  sq_metrics_free(&mt);
+  SQ_TRY(st);
   e->validated = 1;
   e->valid_loss = labels ? loss_sum / (double)labels : 0.0;
   e->valid_count = (int)n;
@@ -363,6 +355,7 @@ static seqcl_status resume_options(seqcl_ctx *ctx, const seqcl_train_files_optio
                    "vocabularies (in %s); leave them out",
                    ckdir);
   if (!o->text && m->text[0]) eff->text = m->text;
+  if (!eff->keep_best) eff->keep_best = m->keep_best;
   if (!eff->steps) eff->steps = m->steps_total ? (int)m->steps_total : 1000;
   if (!eff->checkpoint_every) eff->checkpoint_every = m->checkpoint_every;
   if (!eff->valid_every) eff->valid_every = m->valid_every;
@@ -414,6 +407,95 @@ static seqcl_status settle_text(seqcl_ctx *ctx, const seqcl_train_files_options 
   for (int k = 0; k < 2; k++)
     res->vocab_size[k] = (int)t->vocab[k]->count, res->vocab_built[k] = t->built[k];
   return SEQCL_OK;
+}
+
+/* The schedule and the batch stream's settings: given, else (resume) the
+ * checkpoint's, else the defaults; the stream's settings cannot change on
+ * resume (the batches would), the rate can (the decays start again from it). */
+static seqcl_status settle_schedule(seqcl_ctx *ctx, const seqcl_train_files_options *o,
+                                    const sq_ckpt_meta *m, run *R) {
+  if (o->warmup < 0 || o->decay_patience < 0 || o->patience < 0 || o->batch_tokens < 0 ||
+      !(o->lr_decay >= 0 && o->lr_decay < 1) || !(o->min_lr >= 0) || !(o->epochs >= 0) ||
+      !isfinite(o->epochs))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: bad schedule (--warmup, --lr-decay in [0, 1), --decay-patience, "
+                   "--min-lr, --patience, --batch-tokens, --epochs)");
+  sq_schedule *sc = &R->sched;
+  sc->lr = R->lr;
+  sc->warmup = o->warmup ? o->warmup : m ? m->warmup : 0;
+  sc->decay = o->lr_decay > 0 ? o->lr_decay : m ? m->lr_decay : 0.0;
+  sc->decay_patience = o->decay_patience ? o->decay_patience : m ? m->decay_patience : 1;
+  sc->min_lr = o->min_lr > 0 ? o->min_lr : m ? m->min_lr : 0.0;
+  sc->patience = o->patience ? o->patience : m ? m->patience : 0;
+  const char *metric = o->metric ? o->metric : m ? m->metric : "loss";
+  if (sq_metric_parse(metric, &sc->metric))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: unknown validation metric '%s' (loss, exact or ter)", metric);
+  if ((o->keep_best || sc->patience || sc->decay > 0) && !R->have_valid)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: --keep-best, --patience and --lr-decay judge validations: give "
+                   "--valid-src and --valid-tgt");
+  sq_schedule_start(sc);
+  if (m) {
+    if (o->metric && strcmp(o->metric, m->metric))
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                     "train: metric %s differs from the checkpoint's %s (its best would not "
+                     "compare; leave it out)", o->metric, m->metric);
+    sc->best = m->best, sc->best_step = m->best_step;
+    sc->since_best = m->since_best, sc->since_decay = m->since_decay;
+    /* a new --lr on resume is the rate from now on */
+    sc->scale = R->lr == m->lr ? m->lr_scale : 1.0;
+  }
+  /* the batch stream */
+  sq_batcher *b = &R->sh;
+  const long lines = (long)R->train.src.count;
+  b->n = lines, b->B = R->B;
+  b->window = o->bucket > 0 ? o->bucket : o->bucket < 0 ? 0 : m ? m->bucket : o->batch_tokens > 0 ? 100 : 0;
+  b->tokens = o->batch_tokens ? o->batch_tokens : m ? m->batch_tokens : 0;
+  if (m && (b->window != m->bucket || b->tokens != m->batch_tokens))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "train: --bucket %d / --batch-tokens %ld differ from the checkpoint's %d / %ld "
+                   "(the batches would change; leave them out)",
+                   b->window, b->tokens, m->bucket, m->batch_tokens);
+  if (b->tokens && !b->window)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --batch-tokens needs bucketed batches");
+  R->len_src = malloc(sizeof(int32_t) * (size_t)lines);
+  R->len_tgt = malloc(sizeof(int32_t) * (size_t)lines);
+  if (!R->len_src || !R->len_tgt)
+    return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
+  for (long i = 0; i < lines; i++) {
+    R->len_src[i] = (int32_t)sq_seq_len(&R->train.src, (size_t)i);
+    R->len_tgt[i] = (int32_t)sq_seq_len(&R->train.tgt, (size_t)i) - 1;
+  }
+  b->src_len = R->len_src, b->tgt_len = R->len_tgt;
+  return SEQCL_OK;
+}
+
+/* --init DIR with its optimizer: Adam's moments and step count from
+ * DIR/checkpoint, so that fine-tuning continues Adam as one run would. */
+static seqcl_status init_adam(seqcl_ctx *ctx, const char *dir, run *R) {
+  char *ck = NULL;
+  sq_ckpt_meta im;
+  seqcl_status st = sq_checkpoint_locate(ctx, dir, &ck);
+  if (st == SEQCL_OK) st = sq_checkpoint_read_meta(ctx, ck, &im);
+  if (st == SEQCL_OK) st = sq_checkpoint_read_adam(ctx, ck, &R->L, R->host + R->L.total);
+  free(ck);
+  if (st != SEQCL_OK)
+    return sq_fail_wrap(ctx, st, "train: --init %s with its optimizer state", dir);
+  SQ_TRY(sq_write(ctx, sq_at(R->adam.state, 0), R->host + R->L.total,
+                  2 * sizeof(float) * R->L.total));
+  R->adam.step = im.step + im.adam_offset;
+  R->adam_offset = R->adam.step;
+  return SEQCL_OK;
+}
+
+/* Whether dir already holds a model (config.json). */
+static int model_in(const char *dir) {
+  char *p = path_in(dir, "config.json");
+  FILE *f = p ? fopen(p, "r") : NULL;
+  free(p);
+  if (f) fclose(f);
+  return f != NULL;
 }
 
 static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_options *given,
@@ -476,62 +558,67 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
   if (R->have_valid) longest(&R->valid, &R->S, &R->T);
   res->train_lines = (int)lines, res->max_src_len = R->S, res->max_tgt_len = R->T + 1;
 
+  SQ_TRY(settle_schedule(ctx, o, m, R));
+  if (o->epochs > 0) {
+    long steps = sq_batcher_steps_for(&R->sh, R->seed, o->epochs);
+    if (steps < 1 || steps > 0x7fffffffL)
+      return sq_fail(ctx, steps < 0 ? SEQCL_ERR_OUT_OF_MEMORY : SEQCL_ERR_INVALID_ARGUMENT,
+                     "train: --epochs %g: %ld steps", o->epochs, steps);
+    eff.steps = (int)steps;
+    if (m && eff.steps <= m->step)
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                     "train: --epochs %g is %d steps: the checkpoint has already done %ld",
+                     o->epochs, eff.steps, m->step);
+  }
+
   const int B = R->B, S = R->S, T = R->T;
   const size_t total = R->L.total;
   SQ_TRY(sq_graph_create(ctx, &R->L, B, S, T, &R->g));
-  R->idx = malloc(sizeof(long) * ((size_t)B + (size_t)lines));
+  R->idx = malloc(sizeof(long) * (size_t)B);
   R->src = malloc(sizeof(int32_t) * (size_t)B * ((size_t)S + 1 + (size_t)(T + 1) + (size_t)T));
   R->host = malloc(sizeof(float) * 3 * total);
   if (!R->idx || !R->src || !R->host)
     return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
-  R->sh.perm = R->idx + B;
   R->lens = R->src + (size_t)B * S;
   R->tgt = R->lens + B;
   R->pred = R->tgt + (size_t)B * (T + 1);
 
-  /* weights, optimizer state and shuffle position */
+  /* weights, optimizer state and the batch stream's position */
   SQ_TRY(sq_adam_create(ctx, total, (float)R->lr, &R->adam));
-  R->sh.n = lines;
+  SQ_TRY(sq_batcher_init(&R->sh, R->seed));
   if (m) {
     SQ_TRY(load_weights(ctx, &R->L, R->ckdir, R->host));
     SQ_TRY(sq_checkpoint_read_adam(ctx, R->ckdir, &R->L, R->host + total));
     SQ_TRY(sq_write(ctx, sq_at(R->adam.state, 0), R->host + total, 2 * sizeof(float) * total));
-    R->adam.step = m->step;
-    memcpy(R->sh.rng.s, m->epoch_rng, sizeof m->epoch_rng);
-    R->sh.epoch_rng = R->sh.rng;
-    if (m->epoch > 0) {
-      shuffle_epoch(&R->sh); /* the same permutation again */
-      R->sh.epoch = m->epoch;
-    }
-    R->sh.cursor = m->epoch > 0 ? m->cursor : lines;
+    R->adam_offset = m->adam_offset;
+    R->adam.step = m->step + m->adam_offset;
+    sq_batcher_restore(&R->sh, m->epoch_rng, m->epoch, m->cursor);
   } else {
     if (o->init_dir)
       SQ_TRY(load_weights(ctx, &R->L, o->init_dir, R->host));
     else
       sq_tlayout_init(&R->L, R->seed, R->host);
-    sq_trng_seed(&R->sh.rng, R->seed ^ SHUFFLE_SALT);
-    R->sh.epoch_rng = R->sh.rng;
-    R->sh.epoch = 0;
-    R->sh.cursor = lines; /* the first draw starts epoch 1 */
+    if (o->init_dir && o->init_optimizer) SQ_TRY(init_adam(ctx, o->init_dir, R));
   }
   sq_graph *g = R->g;
   sq_ref params = sq_graph_params(g), grads = sq_graph_grads(g);
   SQ_TRY(sq_write(ctx, params, R->host, sizeof(float) * total));
   SQ_TRY(sq_buf_alloc(ctx, sizeof(float), &R->scratch));
 
-  const int start = (int)R->adam.step;
+  const int start = (int)(R->adam.step - R->adam_offset);
   res->start_step = start;
   double t0 = now_seconds();
   float loss = 0.0f;
-  int stopped = 0;
+  int stopped = 0, early = 0, best_saved = 0;
   seqcl_train_event e;
   memset(&e, 0, sizeof e);
-  for (int step = start; step < o->steps && !stopped; step++) {
-    for (int r = 0; r < B; r++) R->idx[r] = shuffle_next(&R->sh);
+  for (int step = start; step < o->steps && !stopped && !early; step++) {
+    const int rows = sq_batcher_next(&R->sh, R->idx);
+    if (rows < 1) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
     int Sb, Tb;
-    batch_shape(&R->train, R->idx, B, &Sb, &Tb);
-    fill_batch(&R->train, R->idx, B, Sb, Tb, R->src, R->lens, R->tgt);
-    SQ_TRY(sq_graph_set_batch_shape(g, B, Sb, Tb, R->src, R->lens, R->tgt));
+    batch_shape(&R->train, R->idx, rows, &Sb, &Tb);
+    fill_batch(&R->train, R->idx, rows, Sb, Tb, R->src, R->lens, R->tgt);
+    SQ_TRY(sq_graph_set_batch_shape(g, rows, Sb, Tb, R->src, R->lens, R->tgt));
     SQ_TRY(sq_graph_set_dropout(g, R->dropout, R->seed, (uint64_t)step));
     SQ_TRY(sq_fill(ctx, grads, total, 0.0f));
     SQ_TRY(sq_graph_forward(g, &loss));
@@ -541,13 +628,30 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
     SQ_TRY(sq_graph_backward(g));
     if (R->clip > 0.0)
       SQ_TRY(sq_clip_grad_norm(ctx, total, grads, (float)R->clip, sq_at(R->scratch, 0), NULL));
+    const double lr = sq_schedule_lr(&R->sched, step);
+    R->adam.lr = (float)lr;
     SQ_TRY(sq_adam_step(ctx, &R->adam, params, grads));
     memset(&e, 0, sizeof e);
-    e.step = step + 1, e.steps = o->steps, e.loss = loss;
+    e.step = step + 1, e.steps = o->steps, e.loss = loss, e.lr = lr, e.lines = rows;
+    for (int r = 0; r < rows; r++) e.tokens += R->len_tgt[R->idx[r]];
     int last = step + 1 == o->steps;
-    if (R->have_valid && (last || (o->valid_every && e.step % o->valid_every == 0)))
+    if (R->have_valid && (last || (o->valid_every && e.step % o->valid_every == 0))) {
       SQ_TRY(validate(R, &e));
-    if (!last && o->checkpoint_every && e.step % o->checkpoint_every == 0) {
+      const int f = sq_schedule_validated(&R->sched, e.step, e.valid_loss,
+                                          100.0 * e.valid_correct / (e.valid_count ? e.valid_count : 1),
+                                          e.valid_ter);
+      e.best = !!(f & SQ_SCHED_IMPROVED), e.decayed = !!(f & SQ_SCHED_DECAYED);
+      e.stopping = !!(f & SQ_SCHED_STOP);
+      early = e.stopping;
+      if (e.best && o->keep_best) {
+        /* the model folder holds the best validation's weights from now on */
+        SQ_TRY(sq_read(ctx, params, R->host, sizeof(float) * total));
+        SQ_TRY(sq_model_dir_save(ctx, &R->L, R->host, o->save_dir, &R->save, 1));
+        R->save.replace = 0; /* the folder is this run's now */
+        best_saved = 1;
+      }
+    }
+    if (!last && !early && o->checkpoint_every && e.step % o->checkpoint_every == 0) {
       SQ_TRY(save_checkpoint(ctx, o, R));
       e.checkpointed = 1;
     }
@@ -555,15 +659,25 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
   }
   SQ_TRY(sq_finish(ctx));
   res->train_seconds = now_seconds() - t0;
-  res->steps_done = (int)R->adam.step;
+  res->steps_done = (int)(R->adam.step - R->adam_offset);
   res->final_loss = loss;
   if (R->have_valid && !e.validated && !stopped) SQ_TRY(validate(R, &e));
   res->validated = e.validated;
   res->valid_loss = e.valid_loss;
+  res->valid_ter = e.valid_ter;
   res->valid_correct = e.valid_correct, res->valid_count = e.valid_count;
-  /* the final (or interrupted) state: checkpoint, then the model itself */
+  res->stopped_early = early;
+  res->final_lr = sq_schedule_lr(&R->sched, res->steps_done);
+  res->best_step = (int)R->sched.best_step;
+  res->best_value = R->sched.metric == SQ_METRIC_EXACT ? -R->sched.best : R->sched.best;
+  /* the final (or interrupted) state: checkpoint, then the model itself, unless
+   * the model is the best validation's (saved when it was made; on a resume
+   * that made no better one, the folder keeps the one it has) */
   SQ_TRY(save_checkpoint(ctx, o, R));
-  SQ_TRY(sq_model_dir_save(ctx, &R->L, R->host, o->save_dir, &R->save, 1));
+  const int keep = o->keep_best && R->sched.best_step > 0 && (best_saved || (m && model_in(o->save_dir)));
+  if (!keep) SQ_TRY(sq_model_dir_save(ctx, &R->L, R->host, o->save_dir, &R->save, 1));
+  res->kept_best = keep;
+  snprintf(res->metric, sizeof res->metric, "%s", sq_metric_name(R->sched.metric));
   if (stopped)
     return sq_fail(ctx, SEQCL_ERR_CANCELLED,
                    "train: stopped after step %d of %d; the model is in %s and the checkpoint "
@@ -586,6 +700,9 @@ seqcl_status seqcl_train_files(seqcl_ctx *ctx, const seqcl_train_files_options *
   free_pair(&R.train);
   free_pair(&R.valid);
   sq_train_text_free(&R.text);
+  sq_batcher_free(&R.sh);
+  free(R.len_src);
+  free(R.len_tgt);
   free(R.idx);
   free(R.src);
   free(R.host);
