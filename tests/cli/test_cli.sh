@@ -259,10 +259,10 @@ group_train() {
   "$seqcl" train --src tr_src.txt --tgt tr_tgt.txt --config "$gold/config.json" --steps 400 \
     --batch-size 2 --save many >/dev/null 2>err.many || fail "files: 400 steps failed"
   local r1
-  r1=$(sed -n 's/^step 400\/400 .* \([0-9]*\) steps\/s$/\1/p' err.many)
+  r1=$(sed -n 's/^step 400\/400 .* \([0-9]*\)[.0-9]* steps\/s.*$/\1/p' err.many)
   "$seqcl" train --resume many --steps 403 >/dev/null 2>err.more || fail "files: resume failed"
   local r2
-  r2=$(sed -n 's/^step 403\/403 .* \([0-9]*\) steps\/s$/\1/p' err.more)
+  r2=$(sed -n 's/^step 403\/403 .* \([0-9]*\)[.0-9]* steps\/s.*$/\1/p' err.more)
   cases=$((cases + 1))
   if [ -z "$r1" ] || [ -z "$r2" ] || [ "$r2" -gt $((r1 * 20 + 50)) ]; then
     fail "steps/s after a resume: $r2 (a fresh run: $r1): $(tail -2 err.more)"
