@@ -84,3 +84,20 @@ const char *cli_token_label(const sq_vocab *v, int32_t id, char *buf, size_t cap
   snprintf(buf, cap, "%d", (int)id);
   return buf;
 }
+
+void cli_attn_stats(const seqcl_decode_result *r, const sq_seqs *src, sq_attn_stats *st) {
+  sq_attn_stats_init(st);
+  for (size_t i = 0; r->alignments && i < r->count; i++)
+    sq_attn_stats_add(st, r->alignments + i * (size_t)r->T * (size_t)r->S, r->steps[i],
+                      (int)sq_seq_len(src, i), r->S, (size_t)r->S, i);
+}
+
+void cli_attn_stats_print(FILE *f, const char *prefix, const sq_attn_stats *st) {
+  fprintf(f, "%sentropy: %.4f nats mean over %zu decoder steps (%.4f of ln S)\n", prefix,
+          sq_attn_stats_mean_entropy(st), st->steps, sq_attn_stats_mean_entropy_norm(st));
+  fprintf(f,
+          "%sinvariants: %s (worst |sum - 1| %.2e at line %zu step %d, tolerance %.0e; worst "
+          "padding weight %g; non-finite weights %zu)\n",
+          prefix, sq_attn_stats_pass(st) ? "pass" : "FAIL", st->worst_sum, st->worst_sum_line + 1,
+          st->worst_sum_step + 1, SQ_ATTN_SUM_TOL, st->worst_pad, st->nonfinite);
+}

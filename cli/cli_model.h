@@ -4,6 +4,9 @@
 
 #include <seqcl/seqcl.h>
 
+#include <stdio.h>
+
+#include "model/attn_stats.h"
 #include "model/config.h"
 #include "model/tokens.h"
 
@@ -52,5 +55,13 @@ static inline seqcl_seqs cli_seqs(const sq_seqs *s) {
 }
 /* A token's label: the vocabulary word, else the decimal id (buf holds >= 16). */
 const char *cli_token_label(const sq_vocab *v, int32_t id, char *buf, size_t cap);
+
+/* The attention entropy and invariants of a decode result whose alignments were
+ * asked for: line i's valid rows are its steps, its valid columns its source
+ * length in src. */
+void cli_attn_stats(const seqcl_decode_result *r, const sq_seqs *src, sq_attn_stats *st);
+/* Two lines, "PREFIXentropy: ..." and "PREFIXinvariants: pass|FAIL (worst values)",
+ * lines and steps counted from 1. */
+void cli_attn_stats_print(FILE *f, const char *prefix, const sq_attn_stats *st);
 
 #endif

@@ -55,6 +55,10 @@ static void help(FILE *f) {
           "link stays; a read-only file is refused. Standard output, a pipe, a FIFO or a\n"
           "device is written in place, each batch's lines as soon as they are final.\n"
           "On a terminal a progress bar shows on stderr (-q: none; -v: also off a terminal).\n"
+          "-v also prints the time taken, the mean attention entropy over valid decoder\n"
+          "steps (nats, and divided by ln of the line's source length) and the attention\n"
+          "invariants: each step's weights sum to 1 (worst |sum - 1|, tolerance 1e-5),\n"
+          "padding weights are 0 and every weight is finite.\n"
           "Exit status: 0 success, 1 device/runtime failure, 2 bad usage or input.\n");
 }
 
@@ -208,7 +212,8 @@ static seqcl_decode_options options_of(const dec_args *a) {
   o.length_penalty = a->lp;
   o.nbest = a->nbest_given ? (int)a->nbest : 0;
   o.batch_size = (int)a->batch;
-  o.want_alignments = a->align || a->svg;
+  /* -v reports the attention's entropy and invariants, so it needs them too */
+  o.want_alignments = a->align || a->svg || cli_verbose;
   return o;
 }
 
@@ -294,6 +299,9 @@ int cmd_decode(int argc, char **argv) {
     const double sec = cli_now() - bar.t0;
     fprintf(stderr, "seqcl decode: %zu lines in %.3f s (%.1f sentences/s), beam %d, batch %d\n",
             res->count, sec, (double)res->count / sec, o.beam, o.batch_size ? o.batch_size : 64);
+    sq_attn_stats as;
+    cli_attn_stats(res, &src, &as);
+    cli_attn_stats_print(stderr, "seqcl decode: attention ", &as);
   }
   /* Outputs go to temporary files first; they are renamed into place only when
    * every one of them was written. */

@@ -16,7 +16,8 @@ static void help(FILE *f) {
   fprintf(f,
           "usage: seqcl eval --model DIR --src FILE --ref FILE [--beam K] [--length-penalty A]\n"
           "                  [--max-steps N] [--batch-size B] [--src-vocab F] [--tgt-vocab F]\n"
-          "                  [--text chars|words|SRC,TGT] [--metric exact,ter,bleu] [--device SEL]\n"
+          "                  [--text chars|words|SRC,TGT] [--metric exact,ter,bleu,attention]\n"
+          "                  [--device SEL]\n"
           "       seqcl eval --hyp FILE --ref FILE [--metric exact,ter,bleu]\n\n"
           "Scores produced lines against reference lines, line by line in order:\n"
           "  exact  percent of lines equal to their reference (100 minus it is the\n"
@@ -24,7 +25,11 @@ static void help(FILE *f) {
           "  ter    token edit rate: Levenshtein edits / reference tokens, in percent\n"
           "         (the phoneme error rate of grapheme-to-phoneme work)\n"
           "  bleu   corpus BLEU-4 over the tokens as given, 0-100, no smoothing (0 when\n"
-          "         any n-gram precision is 0); equals 100 x NLTK's corpus_bleu\n\n"
+          "         any n-gram precision is 0); equals 100 x NLTK's corpus_bleu\n"
+          "  attention  (with --model: the alignments of its decoding) the mean attention\n"
+          "         entropy over valid decoder steps (nats, and divided by ln of the\n"
+          "         source length) and the invariants: each step's weights sum to 1\n"
+          "         (worst |sum - 1|, tolerance 1e-5), padding weights are 0, all finite\n\n"
           "  --model DIR        decode --src with this model (as seqcl decode does)\n"
           "  --src FILE         source lines ('-' = standard input)\n"
           "  --ref FILE         reference lines: ids (words with --tgt-vocab) as decode\n"
@@ -40,14 +45,15 @@ static void help(FILE *f) {
           "                     --ref are compared as strings (empty lines allowed)\n"
           "  --beam K, --length-penalty A, --max-steps N, --batch-size B,\n"
           "  --src-vocab F, --tgt-vocab F, --device SEL   as in seqcl decode\n"
-          "  --metric LIST      which metrics to print (default exact,ter,bleu)\n"
+          "  --metric LIST      which metrics to print (default exact,ter,bleu, and\n"
+          "                     attention with --model)\n"
           "  -h, --help         this text\n\n"
-          "Prints one line per metric to standard output. Exit status: 0 success,\n"
+          "Prints one line per metric (two for attention) to standard output. Exit status: 0 success,\n"
           "1 device/runtime failure, 2 bad usage or input (a message names the file\n"
           "and line).\n");
 }
 
-enum { M_EXACT = 1, M_TER = 2, M_BLEU = 4 };
+enum { M_EXACT = 1, M_TER = 2, M_BLEU = 4, M_ATTENTION = 8 };
 
 typedef struct eval_args {
   const char *model, *src, *ref, *hyp, *device, *src_vocab, *tgt_vocab, *text;
@@ -66,9 +72,10 @@ static int parse_metrics(const char *cmd, const char *v, unsigned *out) {
     unsigned m = n == 5 && !strncmp(p, "exact", 5) ? M_EXACT
                  : n == 3 && !strncmp(p, "ter", 3) ? M_TER
                  : n == 4 && !strncmp(p, "bleu", 4) ? M_BLEU
+                 : n == 9 && !strncmp(p, "attention", 9) ? M_ATTENTION
                                                     : 0;
     if (!m)
-      return cli_usage_error(cmd, "--metric: unknown metric '%.*s' in '%s' (known: exact, ter, bleu)",
+      return cli_usage_error(cmd, "--metric: unknown metric '%.*s' in '%s' (known: exact, ter, bleu, attention)",
                              (int)n, p, v);
     *out |= m;
     if (!p[n]) return CLI_OK;
@@ -80,7 +87,7 @@ static int parse(int argc, char **argv, eval_args *a) {
   static const char cmd[] = "eval";
   memset(a, 0, sizeof *a);
   a->beam = 1;
-  a->metrics = M_EXACT | M_TER | M_BLEU;
+  a->metrics = 0; /* the default is set once --hyp/--model are known */
   const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
                           CLI_STR("--ref", &a->ref), CLI_STR("--hyp", &a->hyp),
                           CLI_STR("--device", &a->device), CLI_STR("--src-vocab", &a->src_vocab),
@@ -106,6 +113,11 @@ static int parse(int argc, char **argv, eval_args *a) {
   }
   if (!a->ref) return cli_usage_error(cmd, "--ref is required (see --help)");
   if (cli_text_parse(cmd, a->text, &a->tx)) return CLI_USAGE;
+  /* attention needs the decoder's alignments: a --model run's own */
+  if (!a->metrics) a->metrics = M_EXACT | M_TER | M_BLEU | (a->hyp ? 0 : M_ATTENTION);
+  if (a->hyp && (a->metrics & M_ATTENTION))
+    return cli_usage_error(cmd, "--metric attention measures the alignments of a decoding: give "
+                                "--model DIR and --src FILE instead of --hyp");
   if (a->text && a->hyp)
     return cli_usage_error(cmd, "--text reads through the model's vocabularies: give it with --model");
   if (a->hyp) {
@@ -124,7 +136,7 @@ static int parse(int argc, char **argv, eval_args *a) {
   return CLI_OK;
 }
 
-static void print_metrics(const eval_args *a, const sq_metrics *m) {
+static void print_metrics(const eval_args *a, const sq_metrics *m, const sq_attn_stats *as) {
   printf("lines: %zu\n", m->lines);
   if (a->metrics & M_EXACT)
     printf("exact: %.2f %% (%zu of %zu lines; word error rate %.2f %%)\n", sq_metrics_exact(m),
@@ -143,6 +155,7 @@ static void print_metrics(const eval_args *a, const sq_metrics *m) {
     printf(", brevity penalty %.4f, hypothesis/reference tokens %zu/%zu)\n", sq_metrics_brevity(m),
            m->hyp_tokens, m->ref_tokens);
   }
+  if (a->metrics & M_ATTENTION) cli_attn_stats_print(stdout, "attention ", as);
 }
 
 /* A line of a training target file starts with BOS and ends with EOS; decode
@@ -162,7 +175,7 @@ static void strip_bos_eos(sq_seqs *ref, int bos, int eos) {
 
 /* Fills hyp with the decoded lines of --src (an exit status). */
 static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, const sq_vocab *sv,
-                  seqcl_decode_result **res) {
+                  seqcl_decode_result **res, sq_attn_stats *as) {
   sq_seqs src = {0};
   seqcl_ctx *ctx = NULL;
   seqcl_model *model = NULL;
@@ -178,7 +191,9 @@ static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, con
   o.beam = (int)a->beam;
   o.length_penalty = a->lp;
   o.batch_size = (int)a->batch;
+  o.want_alignments = (a->metrics & M_ATTENTION) != 0;
   if ((st = seqcl_model_decode(model, &s, &o, res)) != SEQCL_OK) rc = cli_fail(cmd, st);
+  else cli_attn_stats(*res, &src, as);
 done:
   seqcl_model_free(model);
   seqcl_ctx_close(ctx);
@@ -196,6 +211,8 @@ int cmd_eval(int argc, char **argv) {
   sq_seqs hyp = {0}, ref = {0};
   sq_metrics m;
   sq_metrics_init(&m);
+  sq_attn_stats as;
+  sq_attn_stats_init(&as);
   seqcl_decode_result *res = NULL;
   seqcl_status st = SEQCL_OK;
   const char *hyp_name = a.hyp ? a.hyp : "the decoded --src";
@@ -214,7 +231,7 @@ int cmd_eval(int argc, char **argv) {
     if ((rc = cli_read_side(cmd, &a.tx, a.ref, &cfg, 1, tv, SQ_TOKENS_EMPTY_OK, 0, &ref)))
       goto done;
     strip_bos_eos(&ref, cfg.bos_id, cfg.eos_id);
-    if ((rc = decode(cmd, &a, &cfg, sv, &res))) goto done;
+    if ((rc = decode(cmd, &a, &cfg, sv, &res, &as))) goto done;
   }
   const size_t nh = res ? res->count : hyp.count;
   if (nh != ref.count) {
@@ -232,7 +249,7 @@ int cmd_eval(int argc, char **argv) {
     goto done;
   }
   if (cli_verbose) fprintf(stderr, "seqcl eval: %s against %s\n", hyp_name, a.ref);
-  print_metrics(&a, &m);
+  print_metrics(&a, &m, &as);
   if (fflush(stdout) || ferror(stdout)) rc = cli_usage_error(cmd, "writing to standard output failed");
 done:
   sq_metrics_free(&m);

@@ -18,6 +18,7 @@ static const struct {
     {"vocab", cmd_vocab, "build a vocabulary file from text (vocab build)"},
     {"heatmap", cmd_heatmap, "draw one line's attention from an alignments file"},
     {"train", cmd_train, "train on the synthetic digit-reversal task"},
+    {"experiment", cmd_experiment, "length-sweep: accuracy and attention entropy against length"},
     {"demo", cmd_demo, "train the reversal model and show its attention"},
     {"cache", cmd_cache, "show (info) or empty (clear) the program cache"},
     {"bench", cmd_bench, "throughput and latency of decoding, training and kernels"},
@@ -29,7 +30,7 @@ static void usage(FILE *f) {
           "usage: seqcl [--version] [-v|-q] COMMAND [OPTIONS]\n\n"
           "Attention-based GRU seq2seq models on any OpenCL device.\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
   fprintf(f,
           "\nEvery command takes --device SEL (SPEC §3: auto, cpu, opencl:N, opencl:P.D,\n"
           "opencl:gpu[:N], opencl:~TEXT, all, A,B); it wins over SEQCL_DEVICE.\n"

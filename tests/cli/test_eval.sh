@@ -105,6 +105,43 @@ expect text_no_vocab 2 "$gold/src.vocab" --model "$gold" --src text.src --ref te
 expect text_bad_split 2 "--text|'chars,bytes'" --model txt --src text.src --ref text.ref --text chars,bytes
 expect text_with_hyp 2 "--text" --hyp hyp.txt --ref ref.txt --text words
 
+# attention entropy and invariants of the decoding, against PyTorch's greedy
+# alignments of the same lines (decode_alignments.safetensors) computed here:
+# mean over each line's steps (its greedy.txt tokens + the EOS step, at most
+# the T steps decoding ran) of
+# -sum a ln a over its source positions, and of that over ln(source length)
+python3 - "$gold" <<'PY' >want_attention || fail "attention: no reference value"
+import json, math, struct, sys
+g = sys.argv[1]
+b = open(g + "/decode_alignments.safetensors", "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])["greedy"]
+N, T, S = h["shape"]
+flat = struct.unpack("<%df" % (N * T * S), b[8 + n + h["data_offsets"][0]:8 + n + h["data_offsets"][1]])
+a = [[flat[(i * T + t) * S:(i * T + t + 1) * S] for t in range(T)] for i in range(N)]
+src = [l.split() for l in open(g + "/src.txt")]
+hyp = [l.split() for l in open(g + "/greedy.txt")]
+ent, norm, steps = 0.0, 0.0, 0
+for i, (s, y) in enumerate(zip(src, hyp)):
+    for t in range(min(len(y) + 1, T)):  # a line that never produced EOS ran T steps
+        w = a[i][t][:len(s)]
+        e = -sum(x * math.log(x) for x in w if x > 0)
+        ent += e
+        norm += e / math.log(len(s)) if len(s) > 1 else 0.0
+        steps += 1
+print("%.4f %d %.4f" % (ent / steps, steps, norm / steps))
+PY
+expect attention 0 "" --model "$gold" --src "$gold/src.txt" --ref "$gold/greedy.txt" --metric attention
+read -r went wsteps wnorm <want_attention
+has attention "attention entropy: $went nats mean over $wsteps decoder steps ($wnorm of ln S)"
+grep -q '^attention invariants: pass (worst |sum - 1| [0-9.e+-]* at line [0-9]* step [0-9]*, tolerance 1e-05; worst padding weight 0; non-finite weights 0)$' out ||
+  fail "attention: invariants line: $(cat out)"
+grep -q '^exact' out && fail "attention: --metric attention printed exact"
+# decode -v reports the same figures on stderr
+expect_sub decode decode_v 0 "attention entropy: $went nats mean over $wsteps decoder steps ($wnorm of ln S)|attention invariants: pass" \
+  -v --model "$gold" --src "$gold/src.txt"
+expect attention_hyp 2 "--metric attention|--model" --hyp "$gold/greedy.txt" --ref "$gold/greedy.txt" --metric attention
+
 if [ "$failures" -gt 0 ]; then
   echo "$failures failure(s)" >&2
   exit 1
