@@ -190,7 +190,7 @@ static int draw_heatmap(FILE *f, const seqcl_decode_result *r, size_t line, cons
   char title[64];
   snprintf(title, sizeof title, "attention, line %zu", line + 1);
   sq_heatmap h = {r->alignments + line * (size_t)r->T * r->S, rows, cols, r->S,
-                  (const char *const *)labels, (const char *const *)labels + rows, title};
+                  (const char *const *)labels, (const char *const *)labels + rows, title, 0};
   int rc = bad ? -1 : svg ? sq_heatmap_svg(f, &h) : sq_heatmap_text(f, &h, utf8);
   for (int k = 0; k < rows + cols; k++) free(labels[k]);
   free(labels);

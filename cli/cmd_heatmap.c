@@ -112,7 +112,7 @@ static int render(const hm_args *a, const sq_st_file *f, const sq_seqs *src, con
     char title[64];
     snprintf(title, sizeof title, "attention, line %zu", line + 1);
     sq_heatmap h = {rowsp, (int)rows, (int)cols, (int)S, (const char *const *)labels,
-                    (const char *const *)labels + rows, title};
+                    (const char *const *)labels + rows, title, 0};
     sq_heatmap_text(stdout, &h, !a->ascii);
     if (a->svg) {
       sq_outfile o;

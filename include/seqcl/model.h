@@ -106,6 +106,17 @@ seqcl_status seqcl_model_forward(seqcl_model *model, const seqcl_seqs *src, cons
                                  int batch_size, seqcl_forward_result **out);
 void seqcl_forward_result_free(seqcl_forward_result *r); /* accepts NULL */
 
+/* seqcl_model_forward with source positions hidden from the attention (seed
+ * 000 §08's "force-mask its position"): keep holds one byte per source token,
+ * parallel to src->ids; 0 gives that position an energy of -inf before the
+ * softmax, so its weight is exactly 0 and it adds nothing to the context,
+ * as padding does. The encoder still reads every token. Every line must keep
+ * at least one position (SEQCL_ERR_EMPTY_SEQUENCE naming the line); keep NULL
+ * is seqcl_model_forward. Alignments are returned as usual (0 where masked). */
+seqcl_status seqcl_model_forward_masked(seqcl_model *model, const seqcl_seqs *src,
+                                        const uint8_t *keep, const seqcl_seqs *tgt,
+                                        int batch_size, seqcl_forward_result **out);
+
 /* ---- decoding ---- */
 
 typedef struct seqcl_hypothesis {

@@ -110,9 +110,9 @@ static seqcl_status attention_unfused(seqcl_model *m, const sq_encoded *e, sq_de
   if (!ws->abl_scores) SQ_TRY(sq_buf_alloc(ctx, nS * sizeof(float), &ws->abl_scores));
   if (!ws->abl_alpha) SQ_TRY(sq_buf_alloc(ctx, nS * sizeof(float), &ws->abl_alpha));
   sq_ref al = alpha.buf ? alpha : sq_at(ws->abl_alpha, 0);
-  SQ_TRY(sq_attn_scores(ctx, a, e->lens_host, NULL, sq_at(ws->abl_scores, 0)));
+  SQ_TRY(sq_attn_scores(ctx, a, e->lens_host, e->mask_host, sq_at(ws->abl_scores, 0)));
   SQ_TRY(sq_masked_softmax(ctx, ws->n, e->S, sq_at(ws->abl_scores, 0), a->lens, e->lens_host,
-                           sq_none(), NULL, al));
+                           a->mask, e->mask_host, al));
   return sq_context(ctx, ws->n, e->S, a->He, al, a->keys, ctxv, ld_c);
 }
 
@@ -134,7 +134,7 @@ static seqcl_status attend(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, s
   a.He = He;
   a.keys = sq_at(e->keys, 0);
   a.lens = sq_at(e->lens, 0);
-  a.mask = sq_none();
+  a.mask = e->mask ? sq_at(e->mask, 0) : sq_none();
   a.scale = c->score == SQ_SCORE_SCALED_DOT ? (float)(1.0 / sqrt((double)He)) : 1.0f;
   /* additive: b_q was folded into the projected keys (encoder.c) */
   sq_ref bq = c->score == SQ_SCORE_ADDITIVE ? sq_none() : m->query_b;
@@ -160,7 +160,7 @@ static seqcl_status attend(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, s
     a.pkeys = a.v = a.bv = sq_none();
   }
   if (off & SQ_ABL_FUSED_ATTN) return attention_unfused(m, e, ws, &a, ctxv, ld_c, alpha);
-  return sq_attn_fused(ctx, &a, e->lens_host, NULL, ctxv, ld_c, alpha);
+  return sq_attn_fused(ctx, &a, e->lens_host, e->mask_host, ctxv, ld_c, alpha);
 }
 
 seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ids,

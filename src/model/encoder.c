@@ -16,6 +16,8 @@ void sq_encoded_free(sq_encoded *e) {
   sq_buf_free(e->s0);
   sq_buf_free(e->fixed);
   sq_buf_free(e->rows);
+  sq_buf_free(e->mask);
+  free(e->mask_host);
   memset(e, 0, sizeof *e);
 }
 

@@ -27,12 +27,28 @@ static void fw_batch_free(fw_batch *b) {
   sq_buf_free(b->loss);
 }
 
-static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const seqcl_seqs *tgt,
-                              size_t first, int n, seqcl_forward_result *r, double *loss_sum,
-                              sq_encoded *e, sq_dec_ws *ws, fw_batch *b) {
+/* The attention mask of lines first..first+n-1 from keep (parallel to
+ * src->ids): [n, S], 0 past each line's end too. */
+static seqcl_status set_mask(seqcl_model *m, const seqcl_seqs *src, const uint8_t *keep,
+                             size_t first, sq_encoded *e) {
+  const size_t cells = (size_t)e->n * (size_t)e->S;
+  e->mask_host = calloc(cells, sizeof(int32_t));
+  if (!e->mask_host) return sq_fail(m->ctx, SEQCL_ERR_OUT_OF_MEMORY, "forward: out of host memory");
+  for (int i = 0; i < e->n; i++) {
+    const size_t o = src->offsets[first + i], len = sq_seq_len_of(src, first + i);
+    for (size_t j = 0; j < len; j++) e->mask_host[(size_t)i * e->S + j] = keep[o + j] != 0;
+  }
+  SQ_TRY(sq_buf_alloc(m->ctx, cells * sizeof(int32_t), &e->mask));
+  return sq_write(m->ctx, sq_at(e->mask, 0), e->mask_host, cells * sizeof(int32_t));
+}
+
+static seqcl_status run_batch(seqcl_model *m, const seqcl_seqs *src, const uint8_t *keep,
+                              const seqcl_seqs *tgt, size_t first, int n, seqcl_forward_result *r,
+                              double *loss_sum, sq_encoded *e, sq_dec_ws *ws, fw_batch *b) {
   seqcl_ctx *ctx = m->ctx;
   const int V = m->cfg.tgt_vocab, align = r->alignments != NULL;
   SQ_TRY(sq_encode(m, src, first, n, e));
+  if (keep) SQ_TRY(set_mask(m, src, keep, first, e));
   SQ_TRY(sq_dec_ws_init(m, n, ws));
   const int S = e->S;
   int T = 0;
@@ -121,6 +137,25 @@ static seqcl_status check_finite(seqcl_ctx *ctx, const seqcl_forward_result *r) 
 
 seqcl_status seqcl_model_forward(seqcl_model *m, const seqcl_seqs *src, const seqcl_seqs *tgt,
                                  int batch_size, seqcl_forward_result **out) {
+  return seqcl_model_forward_masked(m, src, NULL, tgt, batch_size, out);
+}
+
+/* Every line keeps a position: a line with all weights masked would have no
+ * softmax to take (NaN), so it is refused like an empty line. */
+static seqcl_status check_keep(seqcl_ctx *ctx, const seqcl_seqs *src, const uint8_t *keep) {
+  for (size_t i = 0; i < src->count; i++) {
+    int any = 0;
+    for (size_t j = src->offsets[i]; j < src->offsets[i + 1] && !any; j++) any = keep[j] != 0;
+    if (!any)
+      return sq_fail(ctx, SEQCL_ERR_EMPTY_SEQUENCE,
+                     "forward: the mask hides every source position of line %zu", i + 1);
+  }
+  return SEQCL_OK;
+}
+
+seqcl_status seqcl_model_forward_masked(seqcl_model *m, const seqcl_seqs *src,
+                                        const uint8_t *keep, const seqcl_seqs *tgt,
+                                        int batch_size, seqcl_forward_result **out) {
   if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_forward: out is NULL");
   *out = NULL;
   if (!m || !src || !tgt)
@@ -133,6 +168,7 @@ seqcl_status seqcl_model_forward(seqcl_model *m, const seqcl_seqs *src, const se
   if (src->count == 0) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "forward: no lines");
   SQ_TRY(sq_check_seqs(ctx, src, m->cfg.src_vocab, 1, "source"));
   SQ_TRY(sq_check_seqs(ctx, tgt, m->cfg.tgt_vocab, 2, "target"));
+  if (keep) SQ_TRY(check_keep(ctx, src, keep));
 
   const size_t N = src->count;
   seqcl_forward_result *r = calloc(1, sizeof *r);
@@ -168,7 +204,7 @@ seqcl_status seqcl_model_forward(seqcl_model *m, const seqcl_seqs *src, const se
     memset(&e, 0, sizeof e);
     memset(&ws, 0, sizeof ws);
     memset(&b, 0, sizeof b);
-    st = run_batch(m, src, tgt, first, n, r, &loss_sum, &e, &ws, &b);
+    st = run_batch(m, src, keep, tgt, first, n, r, &loss_sum, &e, &ws, &b);
     fw_batch_free(&b);
     sq_dec_ws_free(&ws);
     sq_encoded_free(&e);

@@ -37,19 +37,44 @@ static size_t max_len(const char *const *labels, int n) {
   return m;
 }
 
-int sq_heatmap_svg(FILE *f, const sq_heatmap *h) {
-  const double left = 20 + CHAR_W * (double)max_len(h->row_labels, h->rows) + 10;
-  const double top = 40 + 0.75 * CHAR_W * (double)max_len(h->col_labels, h->cols) + 12;
-  const double gw = (double)h->cols * CELL, gh = (double)h->rows * CELL;
-  const double bar_x = left + gw + 30, width = bar_x + 16 + 50, height = top + gh + 50;
-  const double bar_h = gh < 120 ? 120 : gh;
-  const double H = height < top + bar_h + 30 ? top + bar_h + 30 : height;
+/* The layout of one heatmap: label margins, grid and colour bar. */
+typedef struct layout {
+  double left, top, gw, gh, bar_x, bar_h, width, height;
+} layout;
+
+static layout layout_of(const sq_heatmap *h) {
+  layout L;
+  L.left = 20 + CHAR_W * (double)max_len(h->row_labels, h->rows) + 10;
+  L.top = 40 + 0.75 * CHAR_W * (double)max_len(h->col_labels, h->cols) + 12;
+  L.gw = (double)h->cols * CELL, L.gh = (double)h->rows * CELL;
+  L.bar_x = L.left + L.gw + 30;
+  L.width = L.bar_x + 16 + 50;
+  L.bar_h = L.gh < 120 ? 120 : L.gh;
+  const double height = L.top + L.gh + 50;
+  L.height = height < L.top + L.bar_h + 30 ? L.top + L.bar_h + 30 : height;
+  return L;
+}
+
+static void svg_open(FILE *f, double width, double height) {
   fprintf(f,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
           "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans Mono, monospace\" font-size=\"12\">\n"
           "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-          width, H, width, H);
+          width, height, width, height);
+  /* the colour bar's gradient, once per document (ids are unique) */
+  fprintf(f, "<defs><linearGradient id=\"scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">"
+             "<stop offset=\"0\" stop-color=\"#f7fbff\"/><stop offset=\"1\" stop-color=\"#08306b\"/>"
+             "</linearGradient></defs>\n");
+}
+
+/* One heatmap's elements, placed at the document's origin (a caller wraps
+ * them in a translated group to put several side by side). */
+static void body(FILE *f, const sq_heatmap *h, const layout *L) {
+  const double left = L->left, top = L->top, gw = L->gw, gh = L->gh;
+  const double bar_x = L->bar_x, bar_h = L->bar_h;
+  /* weights span [0, 1]; another map (an intervention's KL) gives its own top */
+  const double vmax = h->vmax > 0 ? h->vmax : 1.0;
   if (h->title) {
     fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">");
     xml_text(f, h->title);
@@ -73,14 +98,14 @@ int sq_heatmap_svg(FILE *f, const sq_heatmap *h) {
     for (int j = 0; j < h->cols; j++) {
       const float v = h->w[(size_t)t * h->ld + j];
       char c[8];
-      colour(v, c);
+      colour((float)(v / vmax), c);
       const double x = left + j * CELL, y = top + t * CELL;
       fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>%.4f</title></rect>\n",
               x, y, CELL, CELL, c, (double)v);
-      if (v >= 0.005f)
+      if (v >= 0.005 * vmax)
         fprintf(f,
                 "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\" fill=\"%s\">%.2f</text>\n",
-                x + CELL / 2.0, y + CELL / 2.0 + 3, v > 0.5f ? "white" : "#333333", (double)v);
+                x + CELL / 2.0, y + CELL / 2.0 + 3, v > 0.5 * vmax ? "white" : "#333333", (double)v);
     }
   }
   fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#888888\"/>\n",
@@ -90,17 +115,34 @@ int sq_heatmap_svg(FILE *f, const sq_heatmap *h) {
   fprintf(f,
           "<text x=\"12\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#555555\" transform=\"rotate(-90 12 %.1f)\">output</text>\n",
           top + gh / 2, top + gh / 2);
-  /* Colour bar: 0 at the bottom, 1 at the top. */
-  fprintf(f, "<defs><linearGradient id=\"scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">"
-             "<stop offset=\"0\" stop-color=\"#f7fbff\"/><stop offset=\"1\" stop-color=\"#08306b\"/>"
-             "</linearGradient></defs>\n");
+  /* Colour bar: 0 at the bottom, vmax at the top. */
   fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"16\" height=\"%.1f\" fill=\"url(#scale)\" stroke=\"#888888\"/>\n",
           bar_x, top, bar_h);
   for (int i = 0; i <= 4; i++) {
     const double y = top + bar_h * (1.0 - i / 4.0);
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555555\"/>\n", bar_x + 16,
             y, bar_x + 20, y);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", bar_x + 23, y + 4, i / 4.0);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%.2f</text>\n", bar_x + 23, y + 4, vmax * i / 4.0);
+  }
+}
+
+int sq_heatmap_svg(FILE *f, const sq_heatmap *h) { return sq_heatmap_svg_row(f, h, 1); }
+
+int sq_heatmap_svg_row(FILE *f, const sq_heatmap *h, int n) {
+  double width = 0, height = 0;
+  for (int i = 0; i < n; i++) {
+    const layout L = layout_of(&h[i]);
+    width += L.width;
+    if (L.height > height) height = L.height;
+  }
+  svg_open(f, width, height);
+  double x = 0;
+  for (int i = 0; i < n; i++) {
+    const layout L = layout_of(&h[i]);
+    if (n > 1) fprintf(f, "<g transform=\"translate(%.1f 0)\">\n", x);
+    body(f, &h[i], &L);
+    if (n > 1) fprintf(f, "</g>\n");
+    x += L.width;
   }
   fprintf(f, "</svg>\n");
   return ferror(f) ? -1 : 0;

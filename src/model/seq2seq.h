@@ -51,6 +51,10 @@ typedef struct sq_encoded {
    * layer [n, He], and rows = int32 0..n-1, the gather index that copies it
    * into the decoder's input once per batch (sq_dec_start); else NULL */
   sq_buf *fixed, *rows;
+  /* optional int32 [n, S] and its host copy: 0 hides a position from the
+   * attention as padding is hidden (seqcl_model_forward_masked); NULL = none */
+  sq_buf *mask;
+  int32_t *mask_host;
 } sq_encoded;
 
 /* Encodes sequences first..first+n-1 of src (lengths >= 1 already checked). */
