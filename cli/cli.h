@@ -23,6 +23,7 @@ int cmd_info(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_vocab(int argc, char **argv);
 int cmd_experiment(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 
 /* Prints "seqcl CMD: <message>" for a failed library call and returns the exit
  * status the status maps to (2 for bad input, 1 otherwise). */

@@ -19,6 +19,7 @@ static const struct {
     {"heatmap", cmd_heatmap, "draw one line's attention from an alignments file"},
     {"train", cmd_train, "train on the synthetic digit-reversal task"},
     {"experiment", cmd_experiment, "length-sweep: accuracy and attention entropy against length"},
+    {"probe", cmd_probe, "one line's attention beside the effect of hiding each source position"},
     {"demo", cmd_demo, "train the reversal model and show its attention"},
     {"cache", cmd_cache, "show (info) or empty (clear) the program cache"},
     {"bench", cmd_bench, "throughput and latency of decoding, training and kernels"},

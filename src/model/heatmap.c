@@ -49,6 +49,9 @@ static layout layout_of(const sq_heatmap *h) {
   L.gw = (double)h->cols * CELL, L.gh = (double)h->rows * CELL;
   L.bar_x = L.left + L.gw + 30;
   L.width = L.bar_x + 16 + 50;
+  /* a title wider than the grid widens the picture (14px bold: ~8.5px a character) */
+  const double title_w = h->title ? 20 + 8.5 * (double)strlen(h->title) : 0;
+  if (L.width < title_w) L.width = title_w;
   L.bar_h = L.gh < 120 ? 120 : L.gh;
   const double height = L.top + L.gh + 50;
   L.height = height < L.top + L.bar_h + 30 ? L.top + L.bar_h + 30 : height;
