@@ -92,6 +92,11 @@ void cli_attn_stats(const seqcl_decode_result *r, const sq_seqs *src, sq_attn_st
                       (int)sq_seq_len(src, i), r->S, (size_t)r->S, i);
 }
 
+void cli_attn_stats_print_none(FILE *f, const char *prefix) {
+  fprintf(f, "%sentropy: n/a (attention.score \"none\": a fixed context, no alignments)\n", prefix);
+  fprintf(f, "%sinvariants: n/a (no alignments)\n", prefix);
+}
+
 void cli_attn_stats_print(FILE *f, const char *prefix, const sq_attn_stats *st) {
   fprintf(f, "%sentropy: %.4f nats mean over %zu decoder steps (%.4f of ln S)\n", prefix,
           sq_attn_stats_mean_entropy(st), st->steps, sq_attn_stats_mean_entropy_norm(st));

@@ -63,5 +63,7 @@ void cli_attn_stats(const seqcl_decode_result *r, const sq_seqs *src, sq_attn_st
 /* Two lines, "PREFIXentropy: ..." and "PREFIXinvariants: pass|FAIL (worst values)",
  * lines and steps counted from 1. */
 void cli_attn_stats_print(FILE *f, const char *prefix, const sq_attn_stats *st);
+/* The same two lines for a model without alignments (attention.score "none"). */
+void cli_attn_stats_print_none(FILE *f, const char *prefix);
 
 #endif

@@ -253,6 +253,8 @@ int cmd_decode(int argc, char **argv) {
   if ((rc = cli_open_model(cmd, a.device, a.model, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src);
   seqcl_decode_options o = options_of(&a);
+  /* -v alone asks for no alignments a fixed-context model does not have */
+  if (cfg.score == SQ_SCORE_NONE) o.want_alignments = a.align || a.svg;
   streamer w = {NULL, &a, tv, 0};
   if (streams(a.out)) {
     w.f = !a.out || !strcmp(a.out, "-") ? stdout : fopen(a.out, "w");
@@ -301,7 +303,10 @@ int cmd_decode(int argc, char **argv) {
             res->count, sec, (double)res->count / sec, o.beam, o.batch_size ? o.batch_size : 64);
     sq_attn_stats as;
     cli_attn_stats(res, &src, &as);
-    cli_attn_stats_print(stderr, "seqcl decode: attention ", &as);
+    if (res->alignments)
+      cli_attn_stats_print(stderr, "seqcl decode: attention ", &as);
+    else
+      cli_attn_stats_print_none(stderr, "seqcl decode: attention ");
   }
   /* Outputs go to temporary files first; they are renamed into place only when
    * every one of them was written. */

@@ -136,7 +136,8 @@ static int parse(int argc, char **argv, eval_args *a) {
   return CLI_OK;
 }
 
-static void print_metrics(const eval_args *a, const sq_metrics *m, const sq_attn_stats *as) {
+static void print_metrics(const eval_args *a, const sq_metrics *m, const sq_attn_stats *as,
+                          int fixed_context) {
   printf("lines: %zu\n", m->lines);
   if (a->metrics & M_EXACT)
     printf("exact: %.2f %% (%zu of %zu lines; word error rate %.2f %%)\n", sq_metrics_exact(m),
@@ -155,7 +156,8 @@ static void print_metrics(const eval_args *a, const sq_metrics *m, const sq_attn
     printf(", brevity penalty %.4f, hypothesis/reference tokens %zu/%zu)\n", sq_metrics_brevity(m),
            m->hyp_tokens, m->ref_tokens);
   }
-  if (a->metrics & M_ATTENTION) cli_attn_stats_print(stdout, "attention ", as);
+  if ((a->metrics & M_ATTENTION) && !fixed_context) cli_attn_stats_print(stdout, "attention ", as);
+  if ((a->metrics & M_ATTENTION) && fixed_context) cli_attn_stats_print_none(stdout, "attention ");
 }
 
 /* A line of a training target file starts with BOS and ends with EOS; decode
@@ -191,7 +193,7 @@ static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, con
   o.beam = (int)a->beam;
   o.length_penalty = a->lp;
   o.batch_size = (int)a->batch;
-  o.want_alignments = (a->metrics & M_ATTENTION) != 0;
+  o.want_alignments = (a->metrics & M_ATTENTION) && cfg->score != SQ_SCORE_NONE;
   if ((st = seqcl_model_decode(model, &s, &o, res)) != SEQCL_OK) rc = cli_fail(cmd, st);
   else cli_attn_stats(*res, &src, as);
 done:
@@ -216,6 +218,7 @@ int cmd_eval(int argc, char **argv) {
   seqcl_decode_result *res = NULL;
   seqcl_status st = SEQCL_OK;
   const char *hyp_name = a.hyp ? a.hyp : "the decoded --src";
+  int fixed_context = 0; /* attention.score "none": nothing to measure */
   if (a.hyp) {
     if ((st = sq_words_read(a.hyp, &tab, &hyp)) != SEQCL_OK ||
         (st = sq_words_read(a.ref, &tab, &ref)) != SEQCL_OK) {
@@ -225,6 +228,7 @@ int cmd_eval(int argc, char **argv) {
   } else {
     sq_config cfg;
     if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
+    fixed_context = cfg.score == SQ_SCORE_NONE;
     if ((rc = cli_text_vocab(cmd, &a.tx, a.src_vocab, a.model, 0, &sv))) goto done;
     if ((rc = cli_text_vocab(cmd, &a.tx, a.tgt_vocab, a.model, 1, &tv))) goto done;
     /* the references before the decoding: a bad file fails at once */
@@ -249,7 +253,7 @@ int cmd_eval(int argc, char **argv) {
     goto done;
   }
   if (cli_verbose) fprintf(stderr, "seqcl eval: %s against %s\n", hyp_name, a.ref);
-  print_metrics(&a, &m, &as);
+  print_metrics(&a, &m, &as, fixed_context);
   if (fflush(stdout) || ferror(stdout)) rc = cli_usage_error(cmd, "writing to standard output failed");
 done:
   sq_metrics_free(&m);

@@ -232,10 +232,7 @@ static void score_outputs(const seqcl_decode_result *r, const int32_t *src, int 
 }
 
 /* 1 when a model of this score has alignments to measure. */
-static int has_alignments(const char *score) {
-  (void)score;
-  return 1;
-}
+static int has_alignments(const char *score) { return strcmp(score, sq_score_names[SQ_SCORE_NONE]) != 0; }
 
 static seqcl_status evaluate(seqcl_ctx *ctx, const char *dir, const sweep_args *a, int L,
                              sweep_row *row) {

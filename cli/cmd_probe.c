@@ -125,6 +125,10 @@ static void print_tables(const probe_args *a, const int32_t *src, const sq_probe
   printf(" (S = %d); output", p->S);
   print_ids("", p->labels, p->T - p->finished);
   printf("%s (T = %d steps)\n", p->finished ? " + EOS" : ", no EOS", p->T);
+  if (!p->attends) {
+    printf("attention.score \"none\": a fixed context, no attention to check or to hide a "
+           "position from; only the edits below intervene\n\n");
+  } else {
   printf("invariants of the decode: %s (worst |sum - 1| %.2e at step %d, tolerance %.0e; worst "
          "padding weight %g; non-finite weights %zu)\n",
          sq_attn_stats_pass(&p->inv) ? "pass" : "FAIL", p->inv.worst_sum, p->inv.worst_sum_step + 1,
@@ -156,6 +160,7 @@ static void print_tables(const probe_args *a, const int32_t *src, const sq_probe
     }
     putchar('\n');
   }
+  }
   for (int k = 0; k < p->n_edits; k++) {
     char name[64];
     edit_name(&a->edits[k], name, sizeof name);
@@ -181,7 +186,7 @@ static json_t *matrix_json(const sq_probe *p, int which) {
     json_t *row = json_array();
     for (int j = 0; j < p->S; j++) {
       const size_t c = (size_t)t * p->S + j;
-      json_array_append_new(row, which == 0   ? num(p->attn[c])
+      json_array_append_new(row, which == 0   ? (p->attn ? num(p->attn[c]) : json_null())
                                  : which == 1 ? num(p->kl[c])
                                               : json_boolean(p->flip[c]));
     }
@@ -201,10 +206,13 @@ static json_t *to_json(const probe_args *a, const int32_t *src, const sq_probe *
   json_object_set_new(inv, "worst_sum_error", num(p->inv.worst_sum));
   json_object_set_new(inv, "worst_padding_weight", num(p->inv.worst_pad));
   json_object_set_new(inv, "nonfinite", json_integer((json_int_t)p->inv.nonfinite));
-  json_object_set_new(o, "invariants", inv);
-  json_object_set_new(o, "entropy", num(sq_attn_stats_mean_entropy(&p->inv)));
-  json_object_set_new(o, "entropy_normalized", num(sq_attn_stats_mean_entropy_norm(&p->inv)));
-  json_object_set_new(o, "attention", matrix_json(p, 0));
+  json_object_set_new(o, "invariants", p->attends ? inv : json_null());
+  if (!p->attends) json_decref(inv);
+  json_object_set_new(o, "entropy", p->attends ? num(sq_attn_stats_mean_entropy(&p->inv)) : json_null());
+  json_object_set_new(o, "entropy_normalized",
+                      p->attends ? num(sq_attn_stats_mean_entropy_norm(&p->inv)) : json_null());
+  json_object_set_new(o, "attends", json_boolean(p->attends));
+  json_object_set_new(o, "attention", p->attends ? matrix_json(p, 0) : json_null());
   json_object_set_new(o, "intervention_kl", matrix_json(p, 1));
   json_object_set_new(o, "argmax_changed", matrix_json(p, 2));
   for (int t = 0; t < p->T; t++) json_array_append_new(rho, num(p->rho[t]));
@@ -302,6 +310,12 @@ int cmd_probe(int argc, char **argv) {
   memset(&p, 0, sizeof p);
   if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
   if ((rc = cli_read_tokens(cmd, a.src, &cfg, 0, NULL, 0, &src))) goto done;
+  if (a.svg && cfg.score == SQ_SCORE_NONE) {
+    rc = cli_usage_error(cmd, "--svg: %s has attention.score \"none\": no attention map to draw "
+                              "and no position to hide (the edits' KL is in the table and --json)",
+                         a.model);
+    goto done;
+  }
   if ((size_t)a.line > src.count) {
     rc = cli_usage_error(cmd, "--line %ld: %s has only %zu lines", a.line, a.src, src.count);
     goto done;

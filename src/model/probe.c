@@ -102,7 +102,7 @@ static seqcl_status decode_line(seqcl_model *m, const int32_t *src, int S, int m
   seqcl_decode_options o;
   seqcl_decode_options_init(&o);
   o.max_steps = max_steps;
-  o.want_alignments = 1;
+  o.want_alignments = p->attends;
   seqcl_decode_result *r = NULL;
   SQ_TRY(seqcl_model_decode(m, &s, &o, &r));
   const size_t L = r->offsets[1];
@@ -116,7 +116,7 @@ static seqcl_status decode_line(seqcl_model *m, const int32_t *src, int S, int m
   memcpy(p->labels, r->ids, L * sizeof(int32_t));
   if (p->finished) p->labels[L] = seqcl_model_eos_id(m);
   sq_attn_stats_init(&p->inv);
-  sq_attn_stats_add(&p->inv, r->alignments, r->steps[0], S, r->S, (size_t)r->S, 0);
+  if (p->attends) sq_attn_stats_add(&p->inv, r->alignments, r->steps[0], S, r->S, (size_t)r->S, 0);
   seqcl_decode_result_free(r);
   return SEQCL_OK;
 }
@@ -136,7 +136,7 @@ static void batch_free(batch *b) {
 
 static int build_batch(const int32_t *src, int S, const sq_probe *p, int bos,
                        const sq_probe_edit *edits, int n_edits, batch *b) {
-  const int masks = S > 1 ? S : 0;
+  const int masks = S > 1 && p->attends ? S : 0;
   b->lines = 1 + (size_t)masks + (size_t)n_edits;
   const size_t tok = b->lines * (size_t)S, tl = (size_t)p->T + 1;
   b->ids = malloc(sizeof(int32_t) * tok);
@@ -166,13 +166,13 @@ static int build_batch(const int32_t *src, int S, const sq_probe *p, int bos,
 
 static seqcl_status alloc_maps(seqcl_ctx *ctx, sq_probe *p, int n_edits) {
   const size_t cells = (size_t)p->T * (size_t)p->S, ne = n_edits > 0 ? (size_t)n_edits : 1;
-  p->attn = calloc(cells ? cells : 1, sizeof(float));
+  p->attn = p->attends ? calloc(cells ? cells : 1, sizeof(float)) : NULL;
   p->kl = calloc(cells ? cells : 1, sizeof(double));
   p->flip = calloc(cells ? cells : 1, 1);
   p->rho = calloc(p->T ? (size_t)p->T : 1, sizeof(double));
   p->edit_kl = calloc(ne * (size_t)(p->T ? p->T : 1), sizeof(double));
   p->edit_flip = calloc(ne * (size_t)(p->T ? p->T : 1), 1);
-  if (!p->attn || !p->kl || !p->flip || !p->rho || !p->edit_kl || !p->edit_flip)
+  if ((p->attends && !p->attn) || !p->kl || !p->flip || !p->rho || !p->edit_kl || !p->edit_flip)
     return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "probe: out of host memory");
   return SEQCL_OK;
 }
@@ -199,9 +199,10 @@ static seqcl_status maps(seqcl_model *m, const seqcl_forward_result *r, int n_ed
   }
   for (int t = 0; t < T; t++) {
     log_softmax(r->logits + (size_t)t * V, V, lp0 + (size_t)t * V);
-    memcpy(p->attn + (size_t)t * S, r->alignments + (size_t)t * r->S, sizeof(float) * (size_t)S);
+    if (p->attends)
+      memcpy(p->attn + (size_t)t * S, r->alignments + (size_t)t * r->S, sizeof(float) * (size_t)S);
   }
-  const int masks = S > 1 ? S : 0;
+  const int masks = S > 1 && p->attends ? S : 0;
   for (int j = 0; j < S; j++) {
     if (!masks) {
       for (int t = 0; t < T; t++) p->kl[(size_t)t * S + j] = NAN;
@@ -212,10 +213,11 @@ static seqcl_status maps(seqcl_model *m, const seqcl_forward_result *r, int n_ed
   for (int k = 0; k < n_edits; k++)
     compare(r, 1 + (size_t)masks + (size_t)k, lp0, lq, T, p->edit_kl + (size_t)k * T, 1,
             p->edit_flip + (size_t)k * T);
-  for (int t = 0; t < T; t++) {
+  for (int t = 0; t < T && !masks; t++) p->rho[t] = NAN;
+  for (int t = 0; t < T && masks; t++) {
     double *a = scratch + 2 * (size_t)S;
     for (int j = 0; j < S; j++) a[j] = p->attn[(size_t)t * S + j];
-    p->rho[t] = masks ? spearman(a, p->kl + (size_t)t * S, S, scratch) : NAN;
+    p->rho[t] = spearman(a, p->kl + (size_t)t * S, S, scratch);
   }
   free(lp0), free(lq), free(scratch);
   return SEQCL_OK;
@@ -227,8 +229,11 @@ seqcl_status sq_probe_run(seqcl_model *m, const int32_t *src, int S, int max_ste
   seqcl_ctx *ctx = seqcl_model_ctx(m);
   if (S < 1) return sq_fail(ctx, SEQCL_ERR_EMPTY_SEQUENCE, "probe: the source line is empty");
   SQ_TRY(check_edits(ctx, S, seqcl_model_src_vocab_size(m), edits, n_edits));
+  seqcl_model_config cfg;
+  SQ_TRY(seqcl_model_get_config(m, &cfg));
   out->S = S;
   out->n_edits = n_edits;
+  out->attends = cfg.score != SEQCL_SCORE_NONE;
   seqcl_status st = decode_line(m, src, S, max_steps, out);
   if (st == SEQCL_OK && out->T == 0)
     st = sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "probe: the decode took no step");
@@ -240,7 +245,7 @@ seqcl_status sq_probe_run(seqcl_model *m, const int32_t *src, int S, int max_ste
     st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "probe: out of host memory");
   if (st == SEQCL_OK) {
     seqcl_seqs s = {b.lines, b.ids, b.off}, t = {b.lines, b.tgt, b.toff};
-    st = seqcl_model_forward_masked(m, &s, b.keep, &t, 0, &r);
+    st = seqcl_model_forward_masked(m, &s, out->attends ? b.keep : NULL, &t, 0, &r);
   }
   if (st == SEQCL_OK) st = maps(m, r, n_edits, out);
   seqcl_forward_result_free(r);

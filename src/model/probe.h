@@ -25,6 +25,8 @@ typedef struct sq_probe_edit {
 typedef struct sq_probe {
   int S, T;          /* source length; decoder steps of the output (EOS step included) */
   int finished;      /* the decode produced EOS */
+  int attends;       /* 0 for attention.score "none": no attention map, nothing to
+                      * hide (attn NULL, kl and rho NAN); the edits still run */
   int32_t *labels;   /* [T]: the output's tokens, then EOS when finished */
   float *attn;       /* [T, S]: teacher-forced weights of the unedited line */
   sq_attn_stats inv; /* invariants of the decode's own weights */

@@ -140,6 +140,12 @@ grep -q '^exact' out && fail "attention: --metric attention printed exact"
 # decode -v reports the same figures on stderr
 expect_sub decode decode_v 0 "attention entropy: $went nats mean over $wsteps decoder steps ($wnorm of ln S)|attention invariants: pass" \
   -v --model "$gold" --src "$gold/src.txt"
+# a fixed-context model (attention.score "none") has no alignments: n/a, not an error
+none=$(dirname "$gold")/uni1_none_zeros_state
+expect attention_none 0 "" --model "$none" --src "$none/src.txt" --ref "$none/greedy.txt"
+has attention_none 'attention entropy: n/a (attention.score "none": a fixed context, no alignments)'
+has attention_none "exact: 100.00 % (5 of 5 lines; word error rate 0.00 %)"
+expect_sub decode decode_v_none 0 "attention invariants: n/a" -v --model "$none" --src "$none/src.txt"
 expect attention_hyp 2 "--metric attention|--model" --hyp "$gold/greedy.txt" --ref "$gold/greedy.txt" --metric attention
 
 if [ "$failures" -gt 0 ]; then

@@ -5,7 +5,7 @@
 # position hidden, since the encoder is unidirectional and the decoder starts
 # from zeros); rho is Spearman's of the two maps; the SVG; usage errors.
 #
-#   test_probe.sh SEQCL_BINARY
+#   test_probe.sh SEQCL_BINARY SOURCE_ROOT
 set -u
 seqcl=$1
 . "$(dirname "$0")/lib.sh"
@@ -106,6 +106,13 @@ sys.exit(1 if bad else 0)
 PY
 grep -q '<svg' p.svg && [ "$(grep -c 'rotate(-90' p.svg)" = 2 ] && grep -q 'KL, position j hidden' p.svg \
   || fail "svg: want two heatmaps (attention and KL)"
+
+# a fixed-context model: no attention map, nothing to hide; the edits still measure
+none=$2/tests/golden/uni1_none_zeros_state
+expect none 0 "" --model "$none" --src "$none/src.txt" --replace 1=3 --json none.json
+"$py" -c 'import json,sys; p=json.load(open("none.json")); sys.exit(0 if not p["attends"] and p["attention"] is None and p["invariants"] is None and len(p["edits"][0]["kl"]) == p["steps"] and all(v is not None and v >= 0 for v in p["edits"][0]["kl"]) else 1)' ||
+  fail "none: want attends false, no attention, the edit's KL per step"
+expect none_svg 2 '--svg|"none"' --model "$none" --src "$none/src.txt" --svg none.svg
 
 printf '4\n' >one.txt
 expect one_token 0 "" --model m --src one.txt --json one.json
