@@ -148,37 +148,19 @@ static int parse(int argc, char **argv, sweep_args *a) {
   if (strcmp(argv[1], "length-sweep"))
     return cli_usage_error(cmd, "unknown experiment '%s' (the one experiment is length-sweep)",
                            argv[1]);
+  const cli_opt opts[] = {CLI_STR("--scores", &a->scores), CLI_STR("--lengths", &a->lengths),
+                          CLI_STR("--device", &a->device), CLI_STR("--json", &a->json),
+                          CLI_STR("--svg", &a->svg), CLI_NUM("--steps", &a->steps, 1, 1L << 30),
+                          CLI_NUM("--batch-size", &a->batch, 1, 1L << 20),
+                          CLI_NUM("--seed", &a->seed, 0, 0x7fffffffL), {NULL}};
   for (int i = 2; i < argc; i++) {
-    const char *o = argv[i];
-    if (cli_is_help(o)) {
-      help(stdout);
-      return -1;
-    }
-    if (!strcmp(o, "--full")) {
+    int r = cli_take(cmd, opts, help, argc, argv, &i);
+    if (r == CLI_TAKEN) continue;
+    if (r) return r;
+    if (!strcmp(argv[i], "--full"))
       a->full = 1;
-      continue;
-    }
-    const char **slot = !strcmp(o, "--scores")    ? &a->scores
-                        : !strcmp(o, "--lengths") ? &a->lengths
-                        : !strcmp(o, "--device")  ? &a->device
-                        : !strcmp(o, "--json")    ? &a->json
-                        : !strcmp(o, "--svg")     ? &a->svg
-                                                  : NULL;
-    long *num = !strcmp(o, "--steps")        ? &a->steps
-                : !strcmp(o, "--batch-size") ? &a->batch
-                : !strcmp(o, "--seed")       ? &a->seed
-                                             : NULL;
-    if (!slot && !num)
-      return cli_usage_error(cmd, "unknown option '%s' (see seqcl experiment --help)", o);
-    const char *v = cli_value(cmd, argc, argv, &i);
-    if (!v) return CLI_USAGE;
-    if (slot) {
-      *slot = v;
-    } else if (cli_long(cmd, o, v, num == &a->seed ? 0 : 1,
-                        num == &a->seed ? 0x7fffffffL : num == &a->batch ? 1L << 20 : 1L << 30,
-                        num)) {
-      return CLI_USAGE;
-    }
+    else
+      return cli_usage_error(cmd, "unknown option '%s' (see seqcl experiment --help)", argv[i]);
   }
   if (a->full && a->lengths) return cli_usage_error(cmd, "--full and --lengths exclude each other");
   if (split_list(cmd, "--scores", a->scores ? a->scores : DEFAULT_SCORES, &a->nscores, one_score,

@@ -78,30 +78,19 @@ static int parse(int argc, char **argv, probe_args *a) {
   static const char cmd[] = "probe";
   memset(a, 0, sizeof *a);
   a->line = 1;
+  const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
+                          CLI_STR("--device", &a->device), CLI_STR("--json", &a->json),
+                          CLI_STR("--svg", &a->svg), CLI_NUM("--line", &a->line, 1, 1L << 30),
+                          {NULL}};
   for (int i = 1; i < argc; i++) {
+    int r = cli_take(cmd, opts, help, argc, argv, &i);
+    if (r == CLI_TAKEN) continue;
+    if (r) return r;
     const char *o = argv[i];
-    if (cli_is_help(o)) {
-      help(stdout);
-      return -1;
-    }
-    const char **slot = !strcmp(o, "--model")    ? &a->model
-                        : !strcmp(o, "--src")    ? &a->src
-                        : !strcmp(o, "--device") ? &a->device
-                        : !strcmp(o, "--json")   ? &a->json
-                        : !strcmp(o, "--svg")    ? &a->svg
-                                                 : NULL;
-    const int edit = !strcmp(o, "--replace") || !strcmp(o, "--delete");
-    if (!slot && !edit && strcmp(o, "--line"))
+    if (strcmp(o, "--replace") && strcmp(o, "--delete"))
       return cli_usage_error(cmd, "unknown option '%s' (see seqcl probe --help)", o);
     const char *v = cli_value(cmd, argc, argv, &i);
-    if (!v) return CLI_USAGE;
-    if (slot) {
-      *slot = v;
-    } else if (edit) {
-      if (parse_edit(cmd, o, v, a)) return CLI_USAGE;
-    } else if (cli_long(cmd, o, v, 1, 1L << 30, &a->line)) {
-      return CLI_USAGE;
-    }
+    if (!v || parse_edit(cmd, o, v, a)) return CLI_USAGE;
   }
   if (!a->model || !a->src) return cli_usage_error(cmd, "--model and --src are required (see --help)");
   return CLI_OK;
