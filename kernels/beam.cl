@@ -132,13 +132,7 @@ __kernel void beam_topk(__global const float *x, int x_off, int ld, int V, int K
   }
 }
 
-/* Candidate order of beam_select: score (NaN last), lower token, lower hypothesis. */
-static int cand_better(float s, int tok, int k, float bs, int btok, int bk) {
-  if (isnan(s) != isnan(bs)) return isnan(bs);
-  if (!isnan(s) && s != bs) return s > bs;
-  if (tok != btok) return tok < btok;
-  return k < bk;
-}
+/* cand_better and beam_pick: beam_pick.h, compiled in front of this file. */
 
 /* One work-item per sentence (no barriers, so the range guard may return).
  * The K x K candidates are ranked by repeated selection: each pick is the best
@@ -166,24 +160,11 @@ __kernel void beam_select(int n, int K, int step, int max_steps, int eos,
   float ps = 0.0f;
   int ptok = -1, pk = -1;
   for (int c = 0; c < keep; c++) {
-    float bs = 0.0f;
-    int btok = -1, bk = -1;
-    for (int k = 0; k < K; k++) {
-      const int r = row0 + k;
-      if (!live[live_off + r]) continue;
-      for (int j = 0; j < K; j++) {
-        const int tok = toks[toks_off + r * K + j];
-        if (tok < 0) continue;
-        const float sc = cum[cum_off + r] + vals[vals_off + r * K + j];
-        if (pk >= 0 && !cand_better(ps, ptok, pk, sc, tok, k)) continue;
-        if (bk < 0 || cand_better(sc, tok, k, bs, btok, bk)) {
-          bs = sc;
-          btok = tok;
-          bk = k;
-        }
-      }
-    }
-    if (bk < 0) break;
+    float bs;
+    int btok, bk;
+    if (!beam_pick(K, row0, live + live_off, toks + toks_off, cum + cum_off, vals + vals_off, ps,
+                   ptok, pk, &bs, &btok, &bk))
+      break;
     ps = bs;
     ptok = btok;
     pk = bk;

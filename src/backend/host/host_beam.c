@@ -1,11 +1,13 @@
 /* Beam search slots on the host backend (backend.h, "Beam search slots"). The
  * arithmetic is float32, in the same order as kernels/beam.cl where the order
- * matters (score = cum + val), so both backends rank candidates alike. */
+ * matters; the candidate pick is the kernel's own text (kernels/beam_pick.h),
+ * so both backends rank candidates alike. */
 #include <math.h>
 #include <string.h>
 
 #include "backend/host/host.h"
 #include "backend/host/pool.h"
+#include "beam_pick.h" /* kernels/: the candidate pick kernels/beam.cl shares */
 
 /* Is (v, i) ranked ahead of (bv, bi)? Higher value first, NaN below every
  * number, lower index on ties; an empty slot (bi < 0) loses to anything. */
@@ -80,14 +82,6 @@ seqcl_status sq_host_beam_topk(sq_backend *be, int N, int V, sq_ref x, int ld, i
   return SEQCL_OK;
 }
 
-/* Candidate order of beam_select: score (NaN last), lower token, lower hypothesis. */
-static int cand_better(float s, int tok, int k, float bs, int btok, int bk) {
-  if (isnan(s) != isnan(bs)) return isnan(bs);
-  if (!isnan(s) && s != bs) return s > bs;
-  if (tok != btok) return tok < btok;
-  return k < bk;
-}
-
 static void select_sentence(const sq_beam_args *a, int s) {
   const int K = a->K, R = a->n * K, t = a->step;
   const float *vals = sq_host_f32(a->vals);
@@ -114,24 +108,9 @@ static void select_sentence(const sq_beam_args *a, int s) {
   float ps = 0.0f;
   int ptok = -1, pk = -1;
   for (int c = 0; c < keep; c++) {
-    float bs = 0.0f;
-    int btok = -1, bk = -1;
-    for (int k = 0; k < K; k++) {
-      const int r = row0 + k;
-      if (!live[r]) continue;
-      for (int j = 0; j < K; j++) {
-        const int tok = toks[(size_t)r * K + j];
-        if (tok < 0) continue;
-        const float sc = cum[r] + vals[(size_t)r * K + j];
-        if (pk >= 0 && !cand_better(ps, ptok, pk, sc, tok, k)) continue;
-        if (bk < 0 || cand_better(sc, tok, k, bs, btok, bk)) {
-          bs = sc;
-          btok = tok;
-          bk = k;
-        }
-      }
-    }
-    if (bk < 0) break;
+    float bs;
+    int btok, bk;
+    if (!beam_pick(K, row0, live, toks, cum, vals, ps, ptok, pk, &bs, &btok, &bk)) break;
     ps = bs;
     ptok = btok;
     pk = bk;

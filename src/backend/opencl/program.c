@@ -228,11 +228,13 @@ static seqcl_status build_failure(sq_ocl *o, cl_program prog, cl_int err, const 
 }
 
 /* The kernels file compiled in front of file's own text, or NULL: a
- * training program's shared prelude, the small-GEMM files' row block. The
+ * training program's shared prelude, the small-GEMM files' row block, the
+ * beam search's candidate pick. The
  * in-memory cache keys on (file, options), which decide the prelude too. */
 static const char *prelude_of(const char *file, const char *options) {
   if (options && strstr(options, SQ_OCL_TRAIN_OPTION)) return SQ_OCL_TRAIN_PRELUDE;
   if (!strcmp(file, "gemv.cl") || !strcmp(file, "gemm_lanes.cl")) return "gemm_rows.cl";
+  if (!strcmp(file, "beam.cl")) return "beam_pick.h"; /* shared with the host path */
   return NULL;
 }
 
