@@ -74,6 +74,16 @@ static inline seqcl_status launch3(kargs *a, size_t x, size_t y, size_t z, size_
   return sq_ocl_launch(a->o, a->k, 3, global, local, a->name);
 }
 
+/* An elementwise training kernel over count elements: the count checked to
+ * fit the kernels' int index, the kernel, and its arguments started with it. */
+static inline seqcl_status train_flat_args(sq_ocl *o, const char *file, const char *name,
+                                           size_t count, kargs *a) {
+  SQ_TRY(sq_ocl_fits_int(o, count, name));
+  SQ_TRY(train_args(o, file, name, a, NULL));
+  arg_size(a, count);
+  return SEQCL_OK;
+}
+
 /* groups work-groups of wg work-items each (a reduction's group size) */
 static inline seqcl_status launch_groups(kargs *a, size_t groups, size_t wg) {
   SQ_TRY(a->st);

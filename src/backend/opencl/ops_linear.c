@@ -54,10 +54,8 @@ seqcl_status sq_ocl_bias_grad(sq_backend *be, int rows, int cols, sq_ref dy, int
 
 seqcl_status sq_ocl_tanh_bwd(sq_backend *be, size_t count, sq_ref y, sq_ref dy, sq_ref dx) {
   sq_ocl *o = sq_ocl_of(be);
-  SQ_TRY(sq_ocl_fits_int(o, count, "tanh_bwd"));
   kargs a;
-  SQ_TRY(train_args(o, LINEAR_FILE, "tanh_bwd", &a, NULL));
-  arg_size(&a, count);
+  SQ_TRY(train_flat_args(o, LINEAR_FILE, "tanh_bwd", count, &a));
   arg_ref(&a, y);
   arg_ref(&a, dy);
   arg_ref(&a, dx);

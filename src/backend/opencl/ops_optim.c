@@ -48,10 +48,8 @@ seqcl_status sq_ocl_sum_squares(sq_backend *be, size_t count, sq_ref x, sq_ref o
 
 seqcl_status sq_ocl_scale(sq_backend *be, size_t count, sq_ref x, float s) {
   sq_ocl *o = sq_ocl_of(be);
-  SQ_TRY(sq_ocl_fits_int(o, count, "scale"));
   kargs a;
-  SQ_TRY(train_args(o, OPTIM_FILE, "scale_inplace", &a, NULL));
-  arg_size(&a, count);
+  SQ_TRY(train_flat_args(o, OPTIM_FILE, "scale_inplace", count, &a));
   arg_ref(&a, x);
   arg_float(&a, s);
   return launch1(&a, count, FLAT_WG);
@@ -60,10 +58,8 @@ seqcl_status sq_ocl_scale(sq_backend *be, size_t count, sq_ref x, float s) {
 seqcl_status sq_ocl_adam(sq_backend *be, size_t count, sq_ref p, sq_ref g, sq_ref m, sq_ref v,
                            float b1, float b2, float eps, float step_size, float bc2_sqrt) {
   sq_ocl *o = sq_ocl_of(be);
-  SQ_TRY(sq_ocl_fits_int(o, count, "adam"));
   kargs a;
-  SQ_TRY(train_args(o, OPTIM_FILE, "adam_step", &a, NULL));
-  arg_size(&a, count);
+  SQ_TRY(train_flat_args(o, OPTIM_FILE, "adam_step", count, &a));
   arg_ref(&a, p);
   arg_ref(&a, g);
   arg_ref(&a, m);
