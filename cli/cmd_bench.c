@@ -320,16 +320,23 @@ static void on_point(void *user, const sq_bench_point_row *r) {
   json_array_append_new((json_t *)user, point_json(r));
 }
 
-/* The grid on one device. */
-static seqcl_status grid_device(const seqcl_device_info *d, const sq_bench_cfg *cfg,
-                                json_t *jdev) {
-  seqcl_ctx *ctx = NULL;
-  seqcl_status st = seqcl_ctx_open_info(d, &ctx);
+/* Opens device d for a run and starts its table and JSON object. */
+static seqcl_status open_device(const seqcl_device_info *d, json_t *jdev, seqcl_ctx **ctx) {
+  seqcl_status st = seqcl_ctx_open_info(d, ctx);
   if (st != SEQCL_OK) return st;
   printf("\n== %s: %s (%s)\n", d->selector, d->name, d->platform[0] ? d->platform : "host path");
   set_str(jdev, "selector", d->selector);
   set_str(jdev, "name", d->name);
   set_str(jdev, "platform", d->platform);
+  return SEQCL_OK;
+}
+
+/* The grid on one device. */
+static seqcl_status grid_device(const seqcl_device_info *d, const sq_bench_cfg *cfg,
+                                json_t *jdev) {
+  seqcl_ctx *ctx = NULL;
+  seqcl_status st = open_device(d, jdev, &ctx);
+  if (st != SEQCL_OK) return st;
   printf("  grid (H 256, embed 128, A 256, %d steps; bidirectional = 2 x 128; tok/s = lines x "
          "steps / time; step FLOPs and ceiling: bench/RESULTS.md)\n",
          cfg->steps);
@@ -346,12 +353,8 @@ static seqcl_status grid_device(const seqcl_device_info *d, const sq_bench_cfg *
 static seqcl_status bench_device(const seqcl_device_info *d, const bench_opts *o,
                                  const sq_bench_cfg *cfg, json_t *jdev) {
   seqcl_ctx *ctx = NULL;
-  seqcl_status st = seqcl_ctx_open_info(d, &ctx);
+  seqcl_status st = open_device(d, jdev, &ctx);
   if (st != SEQCL_OK) return st;
-  printf("\n== %s: %s (%s)\n", d->selector, d->name, d->platform[0] ? d->platform : "host path");
-  set_str(jdev, "selector", d->selector);
-  set_str(jdev, "name", d->name);
-  set_str(jdev, "platform", d->platform);
   fflush(stdout);
   printer p;
   memset(&p, 0, sizeof p);

@@ -212,6 +212,14 @@ static int parse(int argc, char **argv, train_args *a) {
   return CLI_OK;
 }
 
+/* 1 when SIGINT stopped the run (then reported, after the progress line). */
+static int stopped_by_sigint(seqcl_status st) {
+  if (st != SEQCL_ERR_CANCELLED || !cli_interrupted()) return 0;
+  fputc('\n', stderr);
+  cli_fail("train", st);
+  return 1;
+}
+
 static int check_score(const char *score, int bidirectional) {
   static const char cmd[] = "train";
   sq_score kind;
@@ -356,11 +364,7 @@ int cmd_train(int argc, char **argv) {
   st = seqcl_train_reverse(ctx, &o, &r);
   double total = now_s() - t0;
   seqcl_ctx_close(ctx);
-  if (st == SEQCL_ERR_CANCELLED && cli_interrupted()) {
-    fputc('\n', stderr);
-    cli_fail(cmd, st);
-    return CLI_INTERRUPTED;
-  }
+  if (stopped_by_sigint(st)) return CLI_INTERRUPTED;
   if (st == SEQCL_ERR_OUT_OF_MEMORY || st == SEQCL_ERR_DEVICE_OUT_OF_MEMORY)
     return cli_fail_hint(cmd, st, " (batch %d, length %d: lower --batch-size)",
                          o.resume_dir ? (int)meta.batch_size : o.batch_size,
@@ -488,11 +492,7 @@ static int train_files(const train_args *a) {
   cli_interrupt_install();
   seqcl_status st = seqcl_train_files(ctx, &o, &r);
   seqcl_ctx_close(ctx);
-  if (st == SEQCL_ERR_CANCELLED && cli_interrupted()) {
-    fputc('\n', stderr);
-    cli_fail(cmd, st);
-    return CLI_INTERRUPTED;
-  }
+  if (stopped_by_sigint(st)) return CLI_INTERRUPTED;
   if (st == SEQCL_ERR_OUT_OF_MEMORY || st == SEQCL_ERR_DEVICE_OUT_OF_MEMORY)
     return a->resume ? cli_fail_hint(cmd, st, " (the checkpoint's batch size is too large "
                                               "here: train anew with a smaller --batch-size)")
