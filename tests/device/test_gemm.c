@@ -179,32 +179,13 @@ static void test_larger_and_exact(void **state) {
 }
 
 int main(void) {
-  seqcl_device_info *devs = NULL;
-  size_t n = test_opencl_devices(&devs);
-  if (n == 0) {
-    printf("no OpenCL device: skipped\n");
-    free(devs);
-    return 77;
-  }
+  TEST_OPENCL_DEVICES_OR_SKIP(devs, n);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shapes_and_transposes),
       cmocka_unit_test(test_alpha_beta_ld_offsets),
       cmocka_unit_test(test_strided_batches),
       cmocka_unit_test(test_larger_and_exact),
   };
-  int failed = 0;
-  for (size_t i = 0; i < n; i++) {
-    printf("device %s: %s (%s)\n", devs[i].selector, devs[i].name, devs[i].platform);
-    seqcl_status st = test_open(&devs[i], &ctx);
-    if (st != SEQCL_OK) {
-      printf("cannot open %s: %s\n", devs[i].selector, seqcl_last_message());
-      failed++;
-      continue;
-    }
-    worst_ratio = 0;
-    failed += cmocka_run_group_tests_name(devs[i].selector, tests, NULL, NULL);
-    test_close(ctx);
-  }
-  free(devs);
+  TEST_RUN_ON_DEVICES(failed, devs, n, ctx, tests, worst_ratio = 0);
   return failed ? 1 : 0;
 }

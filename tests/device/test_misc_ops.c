@@ -312,31 +312,14 @@ static void test_huge_alloc_refused(void **state) {
 }
 
 int main(void) {
-  seqcl_device_info *devs = NULL;
-  size_t n = test_opencl_devices(&devs);
-  if (n == 0) {
-    printf("no OpenCL device: skipped\n");
-    free(devs);
-    return 77;
-  }
+  TEST_OPENCL_DEVICES_OR_SKIP(devs, n);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fill_copy),      cmocka_unit_test(test_add_bias),
       cmocka_unit_test(test_embedding),      cmocka_unit_test(test_argmax),
       cmocka_unit_test(test_log_softmax),    cmocka_unit_test(test_cross_entropy),
       cmocka_unit_test(test_huge_alloc_refused),
   };
-  int failed = 0;
   test_seed(42);
-  for (size_t i = 0; i < n; i++) {
-    printf("device %s: %s (%s)\n", devs[i].selector, devs[i].name, devs[i].platform);
-    if (test_open(&devs[i], &ctx) != SEQCL_OK) {
-      printf("cannot open %s: %s\n", devs[i].selector, seqcl_last_message());
-      failed++;
-      continue;
-    }
-    failed += cmocka_run_group_tests_name(devs[i].selector, tests, NULL, NULL);
-    test_close(ctx);
-  }
-  free(devs);
+  TEST_RUN_ON_DEVICES(failed, devs, n, ctx, tests, (void)0);
   return failed ? 1 : 0;
 }

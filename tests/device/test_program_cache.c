@@ -322,13 +322,7 @@ static void test_fault_injection(void **state) {
 #endif
 
 int main(void) {
-  seqcl_device_info *devs = NULL;
-  size_t n = test_opencl_devices(&devs);
-  if (n == 0) {
-    printf("no OpenCL device: skipped\n");
-    free(devs);
-    return 77;
-  }
+  TEST_OPENCL_DEVICES_OR_SKIP(devs, n);
   device = devs[0];
   free(devs);
   const struct CMUnitTest tests[] = {

@@ -46,6 +46,36 @@ static inline size_t test_opencl_devices(seqcl_device_info **out) {
   return k;
 }
 
+/* main's start in a test of every OpenCL device: the devices into devs and
+ * their count into n; with none, the skip line and meson's "skipped" (77). */
+#define TEST_OPENCL_DEVICES_OR_SKIP(devs, n)                                                 \
+  seqcl_device_info *devs = NULL;                                                          \
+  size_t n = test_opencl_devices(&devs);                                                   \
+  if (n == 0) {                                                                            \
+    printf("no OpenCL device: skipped\n");                                                 \
+    free(devs);                                                                            \
+    return 77;                                                                             \
+  }
+
+/* Runs the cmocka group tests on each of the n devices in turn with ctx open
+ * on it, each_device (a statement, may be empty) run first, then frees devs;
+ * declares int failed, the number of failures (a device that does not open
+ * counts as one). */
+#define TEST_RUN_ON_DEVICES(failed, devs, n, ctx, tests, each_device)                        \
+  int failed = 0;                                                                          \
+  for (size_t i_ = 0; i_ < (n); i_++) {                                                    \
+    printf("device %s: %s (%s)\n", devs[i_].selector, devs[i_].name, devs[i_].platform);   \
+    if (test_open(&devs[i_], &(ctx)) != SEQCL_OK) {                                        \
+      printf("cannot open %s: %s\n", devs[i_].selector, seqcl_last_message());             \
+      failed++;                                                                            \
+      continue;                                                                            \
+    }                                                                                      \
+    each_device;                                                                           \
+    failed += cmocka_run_group_tests_name(devs[i_].selector, tests, NULL, NULL);           \
+    test_close(ctx);                                                                       \
+  }                                                                                        \
+  free(devs)
+
 /* A context whose backend is the OpenCL backend of `info`. */
 static inline seqcl_status test_open(const seqcl_device_info *info, seqcl_ctx **out) {
   *out = calloc(1, sizeof **out);
