@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "device/selector.h"
 
 static void help(FILE *f) {
   fprintf(f,
@@ -15,16 +16,6 @@ static void help(FILE *f) {
           "  --json        print a JSON array with every property\n"
           "  -h, --help    this text\n\n"
           "A SEQCL_DEVICE that matches nothing is reported (exit status 2).\n");
-}
-
-static const char *type_name(seqcl_device_type t) {
-  switch (t) {
-  case SEQCL_DEVICE_HOST: return "host";
-  case SEQCL_DEVICE_CPU: return "cpu";
-  case SEQCL_DEVICE_GPU: return "gpu";
-  case SEQCL_DEVICE_ACCELERATOR: return "accelerator";
-  default: return "other";
-  }
 }
 
 static void json_str(const char *s) {
@@ -46,7 +37,7 @@ static void print_json(const seqcl_device_info *d, size_t n) {
     printf("%s\n  {\"selector\": ", i ? "," : "");
     json_str(d[i].selector);
     printf(", \"type\": \"%s\", \"index\": %d, \"platform_index\": %d, \"device_index\": %d,\n",
-           type_name(d[i].type), d[i].index, d[i].platform_index, d[i].device_index);
+           sq_device_type_name(d[i].type), d[i].index, d[i].platform_index, d[i].device_index);
     printf("   \"name\": ");
     json_str(d[i].name);
     printf(", \"vendor\": ");
@@ -75,7 +66,7 @@ static void print_table(const seqcl_device_info *d, size_t n) {
     char mem[32];
     snprintf(mem, sizeof mem, "%.1f GiB", (double)d[i].global_mem_bytes / (1024.0 * 1024 * 1024));
     printf("%c %-12s %-11s %-34.34s %-30.30s %-22.22s %5u %9s\n", d[i].is_default ? '*' : ' ',
-           d[i].selector, type_name(d[i].type), d[i].name, d[i].platform, d[i].driver_version,
+           d[i].selector, sq_device_type_name(d[i].type), d[i].name, d[i].platform, d[i].driver_version,
            d[i].compute_units, mem);
   }
   printf("\n* = the default (SEQCL_DEVICE unset or \"auto\")\n");

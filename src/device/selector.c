@@ -66,7 +66,7 @@ static seqcl_status bad(const char *selector, const char *item, size_t len, cons
                  selector, (int)len, item, why);
 }
 
-static const char *type_word(seqcl_device_type t) {
+const char *sq_device_type_name(seqcl_device_type t) {
   switch (t) {
   case SEQCL_DEVICE_HOST: return "host";
   case SEQCL_DEVICE_CPU: return "cpu";
@@ -83,7 +83,7 @@ static seqcl_status no_match(const seqcl_device_info *all, size_t n, const char 
   list[0] = '\0';
   for (size_t i = 0; i < n && used < sizeof list; i++) {
     int w = snprintf(list + used, sizeof list - used, "\n  %-14s %-11s %s (%s)", all[i].selector,
-                     type_word(all[i].type), all[i].name, all[i].platform);
+                     sq_device_type_name(all[i].type), all[i].name, all[i].platform);
     if (w < 0) break;
     used += (size_t)w;
   }

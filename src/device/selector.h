@@ -7,6 +7,10 @@
 
 #include <seqcl/seqcl.h>
 
+/* The word for a device type in listings and messages: host, cpu, gpu,
+ * accelerator or other. */
+const char *sq_device_type_name(seqcl_device_type t);
+
 /* Index in `all` of the device "auto" picks: the first GPU, else the first
  * accelerator, else the host. OpenCL CPU devices are never picked (on a CPU the
  * host path is faster). -1 when the list has none of those. */
