@@ -8,19 +8,26 @@
 #define DECODE_FILE "decode.cl"
 #define DECODE_WG 64
 
+/* Arguments 0 to 8 of argmax and argmax_greedy: the scores x (row stride ld,
+ * V columns), the optional bias (+flag) and the ids written. */
+static seqcl_status set_argmax_args(sq_ocl *o, cl_kernel k, const char *name, sq_ref x, int ld,
+                                    int V, sq_ref bias, sq_ref ids) {
+  int has_bias = bias.buf != NULL;
+  SQ_TRY(sq_ocl_ref_args(o, k, 0, x, name));
+  SQ_TRY(sq_ocl_arg(o, k, 2, sizeof ld, &ld, name));
+  SQ_TRY(sq_ocl_arg(o, k, 3, sizeof V, &V, name));
+  SQ_TRY(sq_ocl_ref_args(o, k, 4, bias, name));
+  SQ_TRY(sq_ocl_arg(o, k, 6, sizeof has_bias, &has_bias, name));
+  return sq_ocl_ref_args(o, k, 7, ids, name);
+}
+
 seqcl_status sq_ocl_argmax(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
                            sq_ref ids) {
   sq_ocl *o = sq_ocl_of(be);
   cl_kernel k;
   SQ_TRY(sq_ocl_kernel(o, DECODE_FILE, "", "argmax", &k));
   size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
-  int has_bias = bias.buf != NULL;
-  SQ_TRY(sq_ocl_ref_args(o, k, 0, x, "argmax"));
-  SQ_ARG(o, k, 2, ld);
-  SQ_ARG(o, k, 3, V);
-  SQ_TRY(sq_ocl_ref_args(o, k, 4, bias, "argmax"));
-  SQ_ARG(o, k, 6, has_bias);
-  SQ_TRY(sq_ocl_ref_args(o, k, 7, ids, "argmax"));
+  SQ_TRY(set_argmax_args(o, k, "argmax", x, ld, V, bias, ids));
   SQ_TRY(sq_ocl_arg(o, k, 9, wg * sizeof(cl_float), NULL, "argmax"));
   SQ_TRY(sq_ocl_arg(o, k, 10, wg * sizeof(cl_int), NULL, "argmax"));
   return sq_ocl_launch_rows(o, k, (size_t)N, wg, "argmax");
@@ -58,13 +65,8 @@ seqcl_status sq_ocl_argmax_greedy(sq_backend *be, int N, int V, sq_ref x, int ld
   cl_kernel k;
   SQ_TRY(sq_ocl_kernel(o, DECODE_FILE, "", "argmax_greedy", &k));
   size_t wg = sq_ocl_wg_size(o, k, ROW_WG);
-  int has_bias = bias.buf != NULL, has_hist = hist.buf != NULL;
-  SQ_TRY(sq_ocl_ref_args(o, k, 0, x, "argmax_greedy"));
-  SQ_ARG(o, k, 2, ld);
-  SQ_ARG(o, k, 3, V);
-  SQ_TRY(sq_ocl_ref_args(o, k, 4, bias, "argmax_greedy"));
-  SQ_ARG(o, k, 6, has_bias);
-  SQ_TRY(sq_ocl_ref_args(o, k, 7, ids, "argmax_greedy"));
+  int has_hist = hist.buf != NULL;
+  SQ_TRY(set_argmax_args(o, k, "argmax_greedy", x, ld, V, bias, ids));
   SQ_TRY(sq_ocl_ref_args(o, k, 9, finished, "argmax_greedy"));
   SQ_ARG(o, k, 11, eos);
   SQ_TRY(sq_ocl_ref_args(o, k, 12, hist, "argmax_greedy"));
