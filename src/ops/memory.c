@@ -53,20 +53,21 @@ seqcl_status sq_copy(seqcl_ctx *ctx, sq_ref dst, sq_ref src, size_t count) {
   return OPS(ctx)->copy(BE(ctx), dst, src, count);
 }
 
-seqcl_status sq_fill(seqcl_ctx *ctx, sq_ref dst, size_t count, float value) {
-  static const char op[] = "sq_fill";
+/* The checks of both fills. */
+static seqcl_status fill_checks(seqcl_ctx *ctx, const char *op, sq_ref dst, size_t count) {
   SQ_CHK(sq_chk_ctx(ctx, op));
   SQ_CHK(sq_chk_ref(ctx, op, "dst", dst, count, 1));
-  if (!count) return SEQCL_OK;
-  return OPS(ctx)->fill(BE(ctx), dst, count, value);
+  return SEQCL_OK;
+}
+
+seqcl_status sq_fill(seqcl_ctx *ctx, sq_ref dst, size_t count, float value) {
+  SQ_TRY(fill_checks(ctx, "sq_fill", dst, count));
+  return count ? OPS(ctx)->fill(BE(ctx), dst, count, value) : SEQCL_OK;
 }
 
 seqcl_status sq_fill_i32(seqcl_ctx *ctx, sq_ref dst, size_t count, int32_t value) {
-  static const char op[] = "sq_fill_i32";
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_ref(ctx, op, "dst", dst, count, 1));
-  if (!count) return SEQCL_OK;
-  return OPS(ctx)->fill_i32(BE(ctx), dst, count, value);
+  SQ_TRY(fill_checks(ctx, "sq_fill_i32", dst, count));
+  return count ? OPS(ctx)->fill_i32(BE(ctx), dst, count, value) : SEQCL_OK;
 }
 
 seqcl_status sq_finish(seqcl_ctx *ctx) {
