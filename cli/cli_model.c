@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/fileio.h"
 #include "cli_model.h"
 
 const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
@@ -59,7 +60,7 @@ int cli_read_tokens(const char *cmd, const char *path, const sq_config *cfg, int
   if (st != SEQCL_OK) return cli_fail(cmd, st);
   if (unknown)
     fprintf(stderr, "seqcl %s: %s: %zu unknown word%s mapped to %s_unk_id %ld\n", cmd,
-            strcmp(path, "-") ? path : "standard input", unknown, unknown == 1 ? "" : "s",
+            sq_path_shown(path), unknown, unknown == 1 ? "" : "s",
             target ? "tgt" : "src", unk);
   return CLI_OK;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/fileio.h"
 #include "cli_model.h"
 #include "cli_text.h"
 
@@ -41,7 +42,7 @@ int cli_read_side(const char *cmd, const cli_text *t, const char *path, const sq
   if (st != SEQCL_OK) return cli_fail(cmd, st);
   if (unknown)
     fprintf(stderr, "seqcl %s: %s: %zu unknown token%s mapped to %s_unk_id %ld\n", cmd,
-            strcmp(path, "-") ? path : "standard input", unknown, unknown == 1 ? "" : "s",
+            sq_path_shown(path), unknown, unknown == 1 ? "" : "s",
             target ? "tgt" : "src", unk);
   return CLI_OK;
 }

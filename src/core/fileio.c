@@ -26,12 +26,16 @@ static int is_stdout_name(const char *path) {
          !strcmp(path, "/proc/self/fd/1");
 }
 
+const char *sq_path_shown(const char *path) {
+  return is_stdin_name(path) ? "standard input" : path;
+}
+
 seqcl_status sq_file_read_all(const char *path, unsigned char **buf, size_t *len) {
   if (!buf || !len || !path)
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_file_read_all: NULL argument");
   *buf = NULL;
   *len = 0;
-  const char *shown = is_stdin_name(path) ? "standard input" : path;
+  const char *shown = sq_path_shown(path);
   FILE *f = is_stdin_name(path) ? stdin : fopen(path, "rb");
   if (!f) return sq_fail(NULL, SEQCL_ERR_IO, "%s: cannot open: %s", shown, strerror(errno));
 

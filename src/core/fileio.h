@@ -29,6 +29,8 @@
  * that shrinks or grows while being read yields the bytes actually read.
  * Errors are SEQCL_ERR_IO naming the file. */
 seqcl_status sq_file_read_all(const char *path, unsigned char **buf, size_t *len);
+/* How messages name path: "standard input" for "-", else path itself. */
+const char *sq_path_shown(const char *path);
 
 typedef struct sq_outfile {
   FILE *f;     /* write here */

@@ -119,7 +119,7 @@ seqcl_status sq_text_read(const char *path, sq_split split, const sq_vocab *voca
   unsigned char *buf = NULL;
   size_t len = 0;
   SQ_TRY(sq_file_read_all(path, &buf, &len));
-  const char *name = strcmp(path, "-") == 0 ? "standard input" : path;
+  const char *name = sq_path_shown(path);
   seqcl_status st = sq_text_parse((const char *)buf, len, name, split, vocab, vocab_size, unk_id,
                                   flags, unknown, out);
   free(buf);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/fileio.h"
 #include "model/tokens.h"
 
 /* Separators inside a line. A CR is one only right before the line's end (CRLF);
@@ -217,7 +218,7 @@ seqcl_status sq_tokens_read_flags(const char *path, long vocab_size, const sq_vo
   unsigned char *buf = NULL;
   size_t len = 0;
   SQ_TRY(sq_file_read_all(path, &buf, &len));
-  const char *name = strcmp(path, "-") == 0 ? "standard input" : path;
+  const char *name = sq_path_shown(path);
   seqcl_status st =
       sq_tokens_parse_flags((const char *)buf, len, name, vocab_size, vocab, flags, unk_id, unknown, out);
   free(buf);

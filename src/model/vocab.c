@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/fileio.h"
 #include "core/hash.h"
 #include "model/tokens.h"
 
@@ -112,7 +113,7 @@ seqcl_status sq_vocab_read(const char *path, sq_vocab **out) {
   unsigned char *buf = NULL;
   size_t len = 0;
   SQ_TRY(sq_file_read_all(path, &buf, &len));
-  const char *name = strcmp(path, "-") == 0 ? "standard input" : path;
+  const char *name = sq_path_shown(path);
   seqcl_status st = sq_vocab_parse((const char *)buf, len, name, out);
   free(buf);
   return st;

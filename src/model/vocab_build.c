@@ -47,7 +47,7 @@ seqcl_status sq_vocab_count(const char *path, sq_split split, sq_wordtab *t) {
   unsigned char *buf = NULL;
   size_t len = 0;
   SQ_TRY(sq_file_read_all(path, &buf, &len));
-  const char *name = strcmp(path, "-") == 0 ? "standard input" : path;
+  const char *name = sq_path_shown(path);
   seqcl_status st = count_text((const char *)buf, len, name, split, t);
   free(buf);
   return st;

@@ -140,7 +140,7 @@ seqcl_status sq_words_read(const char *path, sq_wordtab *t, sq_seqs *out) {
   unsigned char *buf = NULL;
   size_t len = 0;
   SQ_TRY(sq_file_read_all(path, &buf, &len));
-  const char *name = strcmp(path, "-") == 0 ? "standard input" : path;
+  const char *name = sq_path_shown(path);
   seqcl_status st = read_text((const char *)buf, len, name, t, out);
   free(buf);
   if (st != SEQCL_OK) sq_seqs_free(out);
