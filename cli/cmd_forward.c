@@ -70,22 +70,22 @@ static int parse(int argc, char **argv, fw_args *a) {
 }
 
 /* Target lines need BOS first (as training does) and at least one label; the
- * two files pair up line by line. */
+ * two files pair up line by line. The first bad line is the one named. */
 static int check_pairs(const fw_args *a, const sq_seqs *src, const sq_seqs *tgt, int bos) {
   if (src->count != tgt->count)
     return cli_usage_error("forward", "%s has %zu lines but %s has %zu; they must pair up",
                            a->src, src->count, a->tgt, tgt->count);
-  for (size_t i = 0; i < tgt->count; i++)
-    if (sq_seq_len(tgt, i) < 2)
-      return cli_usage_error("forward",
-                             "%s:%zu: a target line needs BOS and at least one more token",
-                             a->tgt, i + 1);
-  for (size_t i = 0; i < tgt->count; i++)
-    if (tgt->ids[tgt->offsets[i]] != bos)
+  for (size_t i = 0; i < tgt->count; i++) {
+    if (sq_seq_len(tgt, i) > 0 && tgt->ids[tgt->offsets[i]] != bos)
       return cli_usage_error("forward",
                              "%s:%zu: a target line starts with BOS (id %d), not %d: the decoder "
                              "reads it as its first input",
                              a->tgt, i + 1, bos, (int)tgt->ids[tgt->offsets[i]]);
+    if (sq_seq_len(tgt, i) < 2)
+      return cli_usage_error("forward",
+                             "%s:%zu: a target line needs BOS and at least one more token",
+                             a->tgt, i + 1);
+  }
   return CLI_OK;
 }
 

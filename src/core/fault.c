@@ -16,7 +16,10 @@ static atomic_uint countdown[SQ_FAULT_KINDS_];
  * ignore the variable. */
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
+static void check_gemm_env(void);
+
 static void arm_from_env(void) {
+  check_gemm_env();
   const char *v = getenv("SEQCL_FAULT");
   if (!v || !*v) return;
   static const char *const names[SQ_FAULT_KINDS_] = {"alloc", "build", "launch"};
@@ -52,6 +55,20 @@ int sq_fault_hit(sq_fault_kind kind) {
 unsigned sq_fault_pending(sq_fault_kind kind) {
   pthread_once(&env_once, arm_from_env);
   return (unsigned)kind < SQ_FAULT_KINDS_ ? atomic_load(&countdown[kind]) : 0;
+}
+
+/* SEQCL_FAULT_GEMM names a GEMM path; another value would break nothing and
+ * let the test that set it pass for the wrong reason, so it is reported the
+ * way SEQCL_FAULT is (once, with the first fault event of the process). */
+static void check_gemm_env(void) {
+  const char *v = getenv("SEQCL_FAULT_GEMM");
+  if (!v || !*v) return;
+  static const char *const paths[] = {"small", "direct", "indirect", "batched"};
+  for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+    if (!strcmp(v, paths[i])) return;
+  fprintf(stderr,
+          "seqcl: ignoring SEQCL_FAULT_GEMM='%s' (expected small, direct, indirect or batched)\n",
+          v);
 }
 
 int sq_fault_gemm(const char *path) {

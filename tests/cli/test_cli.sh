@@ -62,6 +62,7 @@ absent() {
 printf '1 2 3\n4 5\n' >src2.txt
 printf '10 1 2 11\n10 3 11\n' >tgt2.txt
 printf '1 2 11\n10 3 11\n' >tgt2_nobos.txt
+printf '1 2 11\n10\n' >tgt2_nobos_short.txt
 
 group_options() {
   # -v and --opt=value anywhere, after the command and among its options
@@ -117,6 +118,19 @@ group_env() {
     "$seqcl" devices
   run_case "SEQCL_LOG=info" 0 "device cpu" -- env SEQCL_LOG=info "$seqcl" decode --model "$gold" \
     --src "$gold/src.txt"
+  run_case "SEQCL_GEMM=fastest" 2 "SEQCL_GEMM='fastest'|environment|small" -- \
+    env SEQCL_GEMM=fastest "$seqcl" decode --model "$gold" --src "$gold/src.txt"
+  run_case "SEQCL_KERNELS=fast" 2 "SEQCL_KERNELS='fast'|environment|gpu" -- \
+    env SEQCL_KERNELS=fast "$seqcl" decode --model "$gold" --src "$gold/src.txt"
+  # the test-only hooks (builds with fault injection): a value they do not know
+  # is reported, not silently unused
+  if ! env SEQCL_FAULT=alloc:3 "$seqcl" decode --model "$gold" --src "$gold/src.txt" \
+    >/dev/null 2>&1; then
+    run_case "SEQCL_FAULT=often" 0 "SEQCL_FAULT='often'|alloc:N" -- \
+      env SEQCL_FAULT=often "$seqcl" decode --model "$gold" --src "$gold/src.txt"
+    run_case "SEQCL_FAULT_GEMM=all" 0 "SEQCL_FAULT_GEMM='all'|batched" -- \
+      env SEQCL_FAULT_GEMM=all "$seqcl" decode --model "$gold" --src "$gold/src.txt"
+  fi
   run_case "SEQCL_DEVICE matches nothing" 2 "SEQCL_DEVICE='opencl:99'|environment|--device" -- \
     env SEQCL_DEVICE=opencl:99 "$seqcl" decode --model "$gold" --src "$gold/src.txt"
   run_case "SEQCL_DEVICE malformed, check" 2 "SEQCL_DEVICE='bogus'|environment" -- \
@@ -139,6 +153,8 @@ group_errors() {
   run_case "check --shape Q=3" 2 "Q|masked_softmax" -- check --op masked_softmax --shape Q=3
   run_case "forward without BOS" 2 "tgt2_nobos.txt:1|BOS" -- forward --model "$gold" \
     --src src2.txt --tgt tgt2_nobos.txt --out f1.st
+  run_case "forward: the first bad target line is named" 2 "tgt2_nobos_short.txt:1|BOS" -- \
+    forward --model "$gold" --src src2.txt --tgt tgt2_nobos_short.txt --out f1.st
   absent f1.st
   "$seqcl" decode --model "$gold" --src "$gold/src.txt" --alignments al.st >/dev/null 2>&1 ||
     fail "decode --alignments failed"
