@@ -28,6 +28,10 @@ int cmd_probe(int argc, char **argv);
 /* Prints "seqcl CMD: <message>" for a failed library call and returns the exit
  * status the status maps to (2 for bad input, 1 otherwise). */
 int cli_fail(const char *cmd, seqcl_status st);
+/* cli_fail for an output written after the work (disk full, a failed
+ * rename): a runtime failure, exit 1, whatever the status (SEQCL_ERR_IO is
+ * otherwise bad input, exit 2: a file that cannot be read). */
+int cli_fail_output(const char *cmd, seqcl_status st);
 /* cli_fail with more text after the library's message (a hint naming the
  * option to change). */
 int cli_fail_hint(const char *cmd, seqcl_status st, const char *fmt, ...)

@@ -26,6 +26,11 @@ int cli_fail(const char *cmd, seqcl_status st) {
   return seqcl_status_is_input_error(st) ? CLI_USAGE : CLI_RUNTIME;
 }
 
+int cli_fail_output(const char *cmd, seqcl_status st) {
+  cli_fail(cmd, st);
+  return CLI_RUNTIME;
+}
+
 int cli_fail_hint(const char *cmd, seqcl_status st, const char *fmt, ...) {
   const char *msg = seqcl_last_message();
   fprintf(stderr, "seqcl %s: %s", cmd,

@@ -432,7 +432,7 @@ static int write_json(const char *path, json_t *root) {
     return CLI_RUNTIME;
   }
   st = sq_outfile_commit(&f);
-  return st == SEQCL_OK ? CLI_OK : cli_fail("bench", st);
+  return st == SEQCL_OK ? CLI_OK : cli_fail_output("bench", st);
 }
 
 int cmd_bench(int argc, char **argv) {

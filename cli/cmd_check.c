@@ -191,7 +191,7 @@ int cmd_check(int argc, char **argv) {
   }
   if (rc == CLI_OK) {
     sq_report_summary(rep, stdout);
-    if (o.json && (st = sq_report_write_json(rep, o.json)) != SEQCL_OK) rc = cli_fail("check", st);
+    if (o.json && (st = sq_report_write_json(rep, o.json)) != SEQCL_OK) rc = cli_fail_output("check", st);
     if (rc == CLI_OK && sq_report_failed(rep)) rc = CLI_RUNTIME;
   }
   sq_report_free(rep);

@@ -335,7 +335,7 @@ int cmd_decode(int argc, char **argv) {
   }
   if (a.align) {
     if ((st = write_alignments(a.align, res)) != SEQCL_OK) {
-      rc = cli_fail(cmd, st);
+      rc = cli_fail_output(cmd, st);
       goto done;
     }
     align_written = 1;
@@ -343,14 +343,14 @@ int cmd_decode(int argc, char **argv) {
   if (heat_open) {
     heat_open = 0;
     if ((st = sq_outfile_commit(&heat)) != SEQCL_OK) {
-      rc = cli_fail(cmd, st);
+      rc = cli_fail_output(cmd, st);
       goto done;
     }
   }
   if (out_open) {
     out_open = 0;
     if ((st = sq_outfile_commit(&out)) != SEQCL_OK) {
-      rc = cli_fail(cmd, st);
+      rc = cli_fail_output(cmd, st);
       if (a.svg) sq_output_remove(a.svg);
       goto done;
     }

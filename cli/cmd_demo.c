@@ -153,7 +153,7 @@ static int show_examples(seqcl_ctx *ctx, const char *dir, unsigned long long see
         sq_outfile_abort(&f);
         rc = cli_usage_error(cmd, "cannot write %s", svg_path);
       } else if ((st = sq_outfile_commit(&f)) != SEQCL_OK) {
-        rc = cli_fail(cmd, st);
+        rc = cli_fail_output(cmd, st);
       }
     }
   }

@@ -96,7 +96,7 @@ static int write_result(const char *path, const seqcl_forward_result *r) {
   /* score "none": no alignments (SPEC §4), so the file holds logits and loss */
   if (!r->alignments) t[1] = t[2];
   seqcl_status st = sq_st_write(path, t, r->alignments ? 3 : 2);
-  return st == SEQCL_OK ? CLI_OK : cli_fail("forward", st);
+  return st == SEQCL_OK ? CLI_OK : cli_fail_output("forward", st);
 }
 
 int cmd_forward(int argc, char **argv) {

@@ -124,7 +124,7 @@ static int render(const hm_args *a, const sq_st_file *f, const sq_seqs *src, con
         rc = cli_usage_error(cmd, "%s: write failed", a->svg);
         rc = CLI_RUNTIME;
       } else if ((st = sq_outfile_commit(&o)) != SEQCL_OK) {
-        rc = cli_fail(cmd, st);
+        rc = cli_fail_output(cmd, st);
       }
     }
   }

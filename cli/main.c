@@ -1,4 +1,5 @@
 /* seqcl: the command-line tool. Dispatches to one function per command. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,18 @@ int main(int argc, char **argv) {
   int rc = cli_check_env(); /* after --help/--version: those work whatever the environment */
   if (rc != CLI_OK) return rc;
   for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
-    if (!strcmp(argv[i], commands[c].name)) return commands[c].fn(argc - i, argv + i);
+    if (!strcmp(argv[i], commands[c].name)) {
+      rc = commands[c].fn(argc - i, argv + i);
+      /* what a command printed to standard output (a listing, a report)
+       * must have arrived: a full disk or a closed pipe is a failure, not
+       * exit 0 with the text lost. A command that already failed has said
+       * why. */
+      if ((fflush(stdout) != 0 || ferror(stdout)) && rc == CLI_OK) {
+        fprintf(stderr, "seqcl %s: standard output: write failed: %s\n", argv[i], strerror(errno));
+        rc = CLI_RUNTIME;
+      }
+      return rc;
+    }
   fprintf(stderr, "seqcl: unknown command '%s'\n", argv[i]);
   usage(stderr);
   return CLI_USAGE;

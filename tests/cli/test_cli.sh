@@ -156,6 +156,19 @@ group_errors() {
   run_case "forward: the first bad target line is named" 2 "tgt2_nobos_short.txt:1|BOS" -- \
     forward --model "$gold" --src src2.txt --tgt tgt2_nobos_short.txt --out f1.st
   absent f1.st
+  # a full disk after the work is a runtime failure (exit 1) that says so, for
+  # files written at the end and for what a command prints
+  if [ -c /dev/full ]; then
+    for c in "info --model $gold" "devices" "decode --model $gold --src $gold/src.txt"; do
+      # shellcheck disable=SC2086
+      "$seqcl" $c >/dev/full 2>err.full
+      rc=$?
+      { [ $rc = 1 ] && grep -qF "standard output: write failed" err.full; } ||
+        fail "$c >/dev/full: exit $rc, want 1 naming standard output: $(cat err.full)"
+    done
+    run_case "forward --out /dev/full" 1 "/dev/full|write failed" -- forward --model "$gold" \
+      --src "$gold/src.txt" --tgt "$gold/tgt.txt" --out /dev/full
+  fi
   "$seqcl" decode --model "$gold" --src "$gold/src.txt" --alignments al.st >/dev/null 2>&1 ||
     fail "decode --alignments failed"
   run_case "heatmap, source of another line count" 2 "src2.txt|2 lines|al.st" -- heatmap \
