@@ -23,22 +23,6 @@ static inline int32_t *sq_host_i32(sq_ref r) { return (int32_t *)r.buf->ptr + r.
 static inline float *sq_host_f32_opt(sq_ref r) { return r.buf ? sq_host_f32(r) : NULL; }
 static inline int32_t *sq_host_i32_opt(sq_ref r) { return r.buf ? sq_host_i32(r) : NULL; }
 
-/* Scalar sigmoid and tanh of the training slots (host_gru.c, host_attention.c). */
-static inline float sq_host_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-/* tanh through expf: glibc's tanhf goes through expm1f and dominated a training
- * step (over half its time). Near 0 the identity 1 - 2/(e^2x + 1) cancels, so
- * a short odd series takes over there (its truncation below 1e-10 at |x| 0.1);
- * elsewhere the error is a few float ulps of 1, i.e. absolute ~2e-7, which is
- * far inside what gradients of a float32 model resolve. */
-static inline float sq_host_fast_tanhf(float x) {
-  if (fabsf(x) < 0.1f) {
-    float x2 = x * x;
-    return x * (1.0f + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315))));
-  }
-  return 1.0f - 2.0f / (expf(2.0f * x) + 1.0f);
-}
-
 /* Scratch of at least n floats owned by the backend (valid until the next call). */
 seqcl_status sq_host_scratch(sq_backend *be, size_t n, float **out);
 

@@ -17,6 +17,7 @@
 
 #include "backend/host/host.h"
 #include "backend/host/host_math.h"
+#include "backend/host/host_softmax.h"
 #include "backend/host/pool.h"
 #include "core/error.h"
 
@@ -123,29 +124,6 @@ static void score_block(const sq_attn_args *a, int n, int j0, int nb, float *res
 static void score_row(const sq_attn_args *a, int n, int len, float *restrict e) {
   if (len > 0) score_block(a, n, 0, len, e);
   for (int j = len; j < a->S; j++) e[j] = 0.0f;
-}
-
-/* The row maximum m after valid score x, NaN once any score is NaN (a plain
- * comparison skipped a NaN score, so a row of them gave a zero context); a
- * valid -inf counts as -FLT_MAX, so that m stays -INFINITY only for a row
- * without valid positions. The kernels (attention.cl) use the same rule. */
-static inline float max_score(float m, float x) {
-  if (isnan(m) || isnan(x)) return NAN;
-  if (x < -FLT_MAX) x = -FLT_MAX;
-  return x > m ? x : m;
-}
-
-/* A row that has valid positions but no softmax: a NaN or +inf score (m), or
- * valid scores all -inf (the sum of exp(x - m) is 0). Its weights at valid
- * positions and its context are NaN, as PyTorch's softmax gives, on every
- * device alike; the decoders then report the non-finite logits. */
-static inline int no_softmax(float m, double sum) {
-  return isnan(m) || m == INFINITY || (m != -INFINITY && !(sum > 0.0));
-}
-
-/* Weights of a row without softmax: NaN at the valid positions, 0 elsewhere. */
-static void nan_row(int S, int len, const int32_t *restrict mask, float *y) {
-  for (int j = 0; j < S; j++) y[j] = j < len && (!mask || mask[j]) ? NAN : 0.0f;
 }
 
 /* y = softmax of x over the valid positions (j < len and mask[j] != 0), exact
@@ -348,151 +326,3 @@ seqcl_status sq_host_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c,
   sq_pool_run(j.parts, fused_part, &j);
   return SEQCL_OK;
 }
-
-/* ---- training: the forward pass that keeps its activations, and the backward ---- */
-
-typedef struct attn_fwd_job {
-  const sq_attn_args *a;
-  sq_ref u, c, alpha;
-  int ld_c;
-} attn_fwd_job;
-
-static void attn_fwd_rows(void *arg, int lo, int hi) {
-  const attn_fwd_job *job = arg;
-  const sq_attn_args *a = job->a;
-  const sq_ref ur = job->u, cr = job->c, alphar = job->alpha;
-  const int ld_c = job->ld_c;
-  const int S = a->S, He = a->He, A = a->A;
-  const int additive = a->kind == SQ_SCORE_ADDITIVE;
-  const int32_t *lens = sq_host_i32(a->lens);
-  const int32_t *mask = a->mask.buf ? sq_host_i32(a->mask) : NULL;
-  const float *v = additive ? sq_host_f32(a->v) : NULL;
-  const float bv = additive && a->bv.buf ? sq_host_f32(a->bv)[0] : 0.0f;
-  for (int n = lo; n < hi; n++) {
-    const float *qp = sq_host_f32(a->qp) + (size_t)n * a->ld_qp;
-    const float *keys = sq_host_f32(a->keys) + (size_t)n * S * He;
-    float *al = sq_host_f32(alphar) + (size_t)n * S;
-    float *c = sq_host_f32(cr) + (size_t)n * ld_c;
-    int len = lens[n] < S ? lens[n] : S;
-    float mx = -INFINITY;
-    for (int j = 0; j < S; j++) {
-      if (j >= len || (mask && !mask[(size_t)n * S + j])) {
-        al[j] = -INFINITY;
-        continue;
-      }
-      float e = 0.0f;
-      if (additive) {
-        const float *pk = sq_host_f32(a->pkeys) + ((size_t)n * S + j) * A;
-        float *u = ur.buf ? sq_host_f32(ur) + ((size_t)n * S + j) * A : NULL;
-        for (int k = 0; k < A; k++) {
-          float t = sq_host_fast_tanhf(pk[k] + qp[k]);
-          if (u) u[k] = t;
-          e += v[k] * t;
-        }
-        e += bv;
-      } else {
-        const float *h = keys + (size_t)j * He;
-        for (int k = 0; k < He; k++) e += h[k] * qp[k];
-      }
-      al[j] = e * a->scale;
-      mx = max_score(mx, al[j]);
-    }
-    double sum = 0.0;
-    if (!no_softmax(mx, 1.0))
-      for (int j = 0; j < S; j++) {
-        al[j] = al[j] == -INFINITY ? 0.0f : expf(al[j] - mx);
-        sum += al[j];
-      }
-    if (no_softmax(mx, sum)) { /* as the inference path: NaN weights and context */
-      nan_row(S, len, mask ? mask + (size_t)n * S : NULL, al);
-      for (int k = 0; k < He; k++) c[k] = NAN;
-      continue;
-    }
-    float inv = (float)(1.0 / sum);
-    for (int k = 0; k < He; k++) c[k] = 0.0f;
-    for (int j = 0; j < S; j++) {
-      al[j] *= inv;
-      if (al[j] == 0.0f) continue;
-      const float *h = keys + (size_t)j * He;
-      for (int k = 0; k < He; k++) c[k] += al[j] * h[k];
-    }
-  }
-}
-
-seqcl_status sq_host_attn_fwd(sq_backend *be, const sq_attn_args *a, sq_ref ur, sq_ref cr,
-                               int ld_c, sq_ref alphar) {
-  (void)be;
-  attn_fwd_job job = {a, ur, cr, alphar, ld_c};
-  const double per_pos = a->kind == SQ_SCORE_ADDITIVE ? 20.0 * a->A + a->He : 2.0 * a->He;
-  sq_pool_for(be, a->N, (double)a->N * a->S * per_pos, attn_fwd_rows, &job);
-  return SEQCL_OK;
-}
-
-seqcl_status sq_host_attn_bwd(sq_backend *be, const sq_attn_args *a, sq_ref alphar, sq_ref ur,
-                               sq_ref dcr, int ld_dc, sq_ref dqpr, int ld_dqp, sq_ref dkeysr, sq_ref dpkeysr,
-                               sq_ref dvr, sq_ref dbvr) {
-  (void)be;
-  const int S = a->S, He = a->He, A = a->A;
-  const int additive = a->kind == SQ_SCORE_ADDITIVE;
-  const int32_t *lens = sq_host_i32(a->lens);
-  const int32_t *mask = a->mask.buf ? sq_host_i32(a->mask) : NULL;
-  /* dalpha for the first 4096 positions is kept; longer rows recompute the rest. */
-  float dalpha[4096];
-  float *dv = additive ? sq_host_f32(dvr) : NULL;
-  float *dbv = additive && dbvr.buf ? sq_host_f32(dbvr) : NULL;
-  const float *v = additive ? sq_host_f32(a->v) : NULL;
-  for (int n = 0; n < a->N; n++) {
-    const float *al = sq_host_f32(alphar) + (size_t)n * S;
-    const float *dc = sq_host_f32(dcr) + (size_t)n * ld_dc;
-    const float *qp = sq_host_f32(a->qp) + (size_t)n * a->ld_qp;
-    float *dqp = sq_host_f32(dqpr) + (size_t)n * ld_dqp;
-    const float *keys = sq_host_f32(a->keys) + (size_t)n * S * He;
-    float *dkeys = sq_host_f32(dkeysr) + (size_t)n * S * He;
-    int len = lens[n] < S ? lens[n] : S;
-    /* dalpha_j = dc . h_j; de_j = alpha_j (dalpha_j - sum_k alpha_k dalpha_k) */
-    double sdot = 0.0;
-    for (int j = 0; j < len; j++) {
-      if (mask && !mask[(size_t)n * S + j]) continue;
-      const float *h = keys + (size_t)j * He;
-      float s = 0.f;
-      for (int k = 0; k < He; k++) s += dc[k] * h[k];
-      if (j < 4096) dalpha[j] = s;
-      sdot += (double)al[j] * s;
-    }
-    for (int j = 0; j < len; j++) {
-      if (mask && !mask[(size_t)n * S + j]) continue;
-      const float *h = keys + (size_t)j * He;
-      float *dh = dkeys + (size_t)j * He;
-      float daj;
-      if (j < 4096) {
-        daj = dalpha[j];
-      } else {
-        daj = 0.f;
-        for (int k = 0; k < He; k++) daj += dc[k] * h[k];
-      }
-      float aj = al[j];
-      float de = aj * (daj - (float)sdot) * a->scale;
-      for (int k = 0; k < He; k++) dh[k] += aj * dc[k];
-      if (!additive) {
-        for (int k = 0; k < He; k++) {
-          dqp[k] += de * h[k];
-          dh[k] += de * qp[k];
-        }
-      } else {
-        const float *pk = sq_host_f32(a->pkeys) + ((size_t)n * S + j) * A;
-        float *dpk = sq_host_f32(dpkeysr) + ((size_t)n * S + j) * A;
-        const float *us = ur.buf ? sq_host_f32(ur) + ((size_t)n * S + j) * A : NULL;
-        for (int k = 0; k < A; k++) {
-          float u = us ? us[k] : sq_host_fast_tanhf(pk[k] + qp[k]);
-          float du = de * v[k] * (1.f - u * u);
-          dpk[k] += du;
-          dqp[k] += du;
-          dv[k] += de * u;
-        }
-        if (dbv) dbv[0] += de;
-      }
-    }
-  }
-  return SEQCL_OK;
-}
-
