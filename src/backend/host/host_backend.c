@@ -88,10 +88,30 @@ static seqcl_status host_copy(sq_backend *be, sq_ref dst, sq_ref src, size_t cou
   return SEQCL_OK;
 }
 
+typedef struct fill_job {
+  float *dst;
+  float value;
+  int parts;
+  size_t count;
+} fill_job;
+
+static void fill_part(void *arg, int p) {
+  const fill_job *j = arg;
+  const size_t lo = j->count * (size_t)p / (size_t)j->parts;
+  const size_t hi = j->count * (size_t)(p + 1) / (size_t)j->parts;
+  float *restrict d = j->dst;
+  if (j->value == 0.0f && !signbit(j->value))
+    memset(d + lo, 0, (hi - lo) * sizeof(float)); /* +0.0f is all zero bits */
+  else
+    for (size_t i = lo; i < hi; i++) d[i] = j->value;
+}
+
+/* Split across the pool like a copy: training clears its gradients and
+ * backward buffers every step, megabytes at a time. */
 static seqcl_status host_fill(sq_backend *be, sq_ref dst, size_t count, float value) {
-  (void)be;
-  float *restrict d = sq_host_f32(dst);
-  for (size_t i = 0; i < count; i++) d[i] = value;
+  fill_job j = {sq_host_f32(dst), value, 1, count};
+  if (count <= (size_t)INT_MAX) j.parts = sq_pool_parts(be, (int)(count / 1024), (double)count);
+  if (count) sq_pool_run(j.parts, fill_part, &j);
   return SEQCL_OK;
 }
 

@@ -115,15 +115,31 @@ seqcl_status sq_host_tanh_inplace(sq_backend *be, size_t count, sq_ref x) {
 }
 
 
-seqcl_status sq_host_bias_grad(sq_backend *be, int rows, int cols, sq_ref dyr, int ld,
-                                sq_ref dbr) {
-  (void)be;
-  const float *dy = sq_host_f32(dyr);
-  float *db = sq_host_f32(dbr);
-  for (int r = 0; r < rows; r++) {
-    const float *row = dy + (size_t)r * ld;
-    for (int c = 0; c < cols; c++) db[c] += row[c];
+typedef struct bias_grad_job {
+  const float *dy;
+  float *db;
+  int rows, ld;
+} bias_grad_job;
+
+/* Columns [lo, hi): each column is summed over the rows in row order, so the
+ * bits do not depend on the split. */
+static void bias_grad_cols(void *arg, int lo, int hi) {
+  const bias_grad_job *j = arg;
+  float *restrict db = j->db;
+  for (int r = 0; r < j->rows; r++) {
+    const float *restrict row = j->dy + (size_t)r * (size_t)j->ld;
+    for (int c = lo; c < hi; c++) db[c] += row[c];
   }
+}
+
+seqcl_status sq_host_bias_grad(sq_backend *be, int rows, int cols, sq_ref dyr, int ld,
+                               sq_ref dbr) {
+  bias_grad_job j = {sq_host_f32(dyr), sq_host_f32(dbr), rows, ld};
+  /* split only where each part gets 64 columns or more (cache lines of db) */
+  if (cols >= 128)
+    sq_pool_for(be, cols, (double)rows * cols, bias_grad_cols, &j);
+  else
+    bias_grad_cols(&j, 0, cols);
   return SEQCL_OK;
 }
 
