@@ -90,7 +90,7 @@ static int parse(int argc, char **argv, dec_args *a) {
                           CLI_NUM("--batch-size", &a->batch, 1, 1L << 30),
                           CLI_NUM_SEEN("--line", &a->line, 1, 1L << 30, &a->line_given),
                           CLI_NUM_SEEN("--heatmap-line", &a->line, 1, 1L << 30, &a->line_given),
-                          {NULL}};
+                          {0}};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = NULL;
     int r = cli_take(cmd, opts, help, argc, argv, &i);

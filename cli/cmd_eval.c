@@ -94,7 +94,7 @@ static int parse(int argc, char **argv, eval_args *a) {
                           CLI_STR("--tgt-vocab", &a->tgt_vocab), CLI_STR("--text", &a->text),
                           CLI_NUM("--beam", &a->beam, 1, 16),
                           CLI_NUM("--max-steps", &a->max_steps, 1, 1000000),
-                          CLI_NUM("--batch-size", &a->batch, 1, 1L << 30), {NULL}};
+                          CLI_NUM("--batch-size", &a->batch, 1, 1L << 30), {0}};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = NULL;
     int r = cli_take(cmd, opts, help, argc, argv, &i);

@@ -152,7 +152,7 @@ static int parse(int argc, char **argv, sweep_args *a) {
                           CLI_STR("--device", &a->device), CLI_STR("--json", &a->json),
                           CLI_STR("--svg", &a->svg), CLI_NUM("--steps", &a->steps, 1, 1L << 30),
                           CLI_NUM("--batch-size", &a->batch, 1, 1L << 20),
-                          CLI_NUM("--seed", &a->seed, 0, 0x7fffffffL), {NULL}};
+                          CLI_NUM("--seed", &a->seed, 0, 0x7fffffffL), {0}};
   for (int i = 2; i < argc; i++) {
     int r = cli_take(cmd, opts, help, argc, argv, &i);
     if (r == CLI_TAKEN) continue;

@@ -53,7 +53,7 @@ static int parse(int argc, char **argv, fw_args *a) {
                           CLI_STR("--tgt", &a->tgt), CLI_STR("--out", &a->out),
                           CLI_STR("--device", &a->device), CLI_STR("--src-vocab", &a->src_vocab),
                           CLI_STR("--tgt-vocab", &a->tgt_vocab), CLI_STR("--text", &a->text),
-                          CLI_NUM("--batch-size", &a->batch, 1, 1L << 30), {NULL}};
+                          CLI_NUM("--batch-size", &a->batch, 1, 1L << 30), {0}};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     int r = cli_take(cmd, opts, help, argc, argv, &i);

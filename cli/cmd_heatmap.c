@@ -43,7 +43,7 @@ static int parse(int argc, char **argv, hm_args *a) {
                           CLI_STR("--tgt", &a->tgt), CLI_STR("--svg", &a->svg),
                           CLI_STR("--src-vocab", &a->src_vocab),
                           CLI_STR("--tgt-vocab", &a->tgt_vocab),
-                          CLI_NUM("--line", &a->line, 1, 1L << 30), {NULL}};
+                          CLI_NUM("--line", &a->line, 1, 1L << 30), {0}};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     int r = cli_take(cmd, opts, help, argc, argv, &i);

@@ -81,7 +81,7 @@ static int parse(int argc, char **argv, probe_args *a) {
   const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
                           CLI_STR("--device", &a->device), CLI_STR("--json", &a->json),
                           CLI_STR("--svg", &a->svg), CLI_NUM("--line", &a->line, 1, 1L << 30),
-                          {NULL}};
+                          {0}};
   for (int i = 1; i < argc; i++) {
     int r = cli_take(cmd, opts, help, argc, argv, &i);
     if (r == CLI_TAKEN) continue;

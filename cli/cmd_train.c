@@ -166,7 +166,7 @@ static int parse(int argc, char **argv, train_args *a) {
       CLI_NUM_SEEN("--batch-tokens", &a->batch_tokens, 1, 1L << 30, &a->sched_given),
       CLI_NUM_SEEN("--warmup", &a->warmup, 1, 1L << 30, &a->sched_given),
       CLI_NUM_SEEN("--decay-patience", &a->decay_patience, 1, 1L << 30, &a->sched_given),
-      CLI_NUM_SEEN("--patience", &a->patience, 1, 1L << 30, &a->sched_given), {NULL}};
+      CLI_NUM_SEEN("--patience", &a->patience, 1, 1L << 30, &a->sched_given), {0}};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     int r = cli_take(cmd, opts, train_help, argc, argv, &i);
