@@ -17,6 +17,7 @@
 #include "cli_model.h"
 #include "cli_plot.h"
 #include "cli_progress.h"
+#include "cli_report.h"
 #include "core/fileio.h"
 #include "model/attn_stats.h"
 #include "train/task.h"
@@ -405,36 +406,22 @@ static int draw(FILE *f, const sweep_args *a, const sweep_row *rows) {
   return rc;
 }
 
+typedef struct sweep_view {
+  const sweep_args *a;
+  const sweep_row *rows;
+} sweep_view;
+
+static int draw_view(FILE *f, const void *user) {
+  const sweep_view *v = user;
+  return draw(f, v->a, v->rows);
+}
+
 static int write_outputs(const sweep_args *a, const seqcl_ctx *ctx, const sweep_row *rows) {
-  static const char cmd[] = "experiment";
-  sq_outfile jf = {0}, sf = {0};
-  int jopen = 0, sopen = 0, rc = CLI_OK;
-  seqcl_status st = SEQCL_OK;
-  if (a->json) {
-    json_t *root = to_json(a, ctx, rows, a->nscores * a->nlengths);
-    if ((st = sq_outfile_open(a->json, &jf)) == SEQCL_OK) {
-      jopen = 1;
-      if (json_dumpf(root, jf.f, JSON_INDENT(2)) != 0 || fputc('\n', jf.f) == EOF)
-        rc = cli_usage_error(cmd, "%s: write failed", a->json), rc = CLI_RUNTIME;
-    }
-    json_decref(root);
-  }
-  if (st == SEQCL_OK && rc == CLI_OK && a->svg && (st = sq_outfile_open(a->svg, &sf)) == SEQCL_OK) {
-    sopen = 1;
-    if (draw(sf.f, a, rows)) rc = cli_usage_error(cmd, "%s: write failed", a->svg), rc = CLI_RUNTIME;
-  }
-  /* renamed into place only when both were written */
-  if (st == SEQCL_OK && rc == CLI_OK && jopen) {
-    jopen = 0;
-    st = sq_outfile_commit(&jf);
-  }
-  if (st == SEQCL_OK && rc == CLI_OK && sopen) {
-    sopen = 0;
-    if ((st = sq_outfile_commit(&sf)) != SEQCL_OK && a->json) sq_output_remove(a->json);
-  }
-  if (jopen) sq_outfile_abort(&jf);
-  if (sopen) sq_outfile_abort(&sf);
-  return st != SEQCL_OK ? cli_fail(cmd, st) : rc;
+  json_t *root = a->json ? to_json(a, ctx, rows, a->nscores * a->nlengths) : NULL;
+  const sweep_view v = {a, rows};
+  int rc = cli_write_reports("experiment", a->json, root, a->svg, draw_view, &v);
+  json_decref(root);
+  return rc;
 }
 
 int cmd_experiment(int argc, char **argv) {

@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "cli_model.h"
-#include "core/fileio.h"
+#include "cli_report.h"
 #include "model/heatmap.h"
 #include "model/probe.h"
 
@@ -254,35 +254,23 @@ static int draw(FILE *f, const probe_args *a, const int32_t *src, const sq_probe
   return rc;
 }
 
+typedef struct probe_view {
+  const probe_args *a;
+  const int32_t *src;
+  const sq_probe *p;
+} probe_view;
+
+static int draw_view(FILE *f, const void *user) {
+  const probe_view *v = user;
+  return draw(f, v->a, v->src, v->p);
+}
+
 static int write_outputs(const probe_args *a, const int32_t *src, const sq_probe *p) {
-  static const char cmd[] = "probe";
-  sq_outfile jf = {0}, sf = {0};
-  int jopen = 0, sopen = 0, bad = 0;
-  seqcl_status st = SEQCL_OK;
-  if (a->json && (st = sq_outfile_open(a->json, &jf)) == SEQCL_OK) {
-    jopen = 1;
-    json_t *root = to_json(a, src, p);
-    bad = json_dumpf(root, jf.f, JSON_INDENT(2)) != 0 || fputc('\n', jf.f) == EOF;
-    json_decref(root);
-  }
-  if (st == SEQCL_OK && !bad && a->svg && (st = sq_outfile_open(a->svg, &sf)) == SEQCL_OK) {
-    sopen = 1;
-    bad = draw(sf.f, a, src, p) != 0;
-  }
-  /* renamed into place only when both were written */
-  if (st == SEQCL_OK && !bad && jopen) jopen = 0, st = sq_outfile_commit(&jf);
-  if (st == SEQCL_OK && !bad && sopen) {
-    sopen = 0;
-    if ((st = sq_outfile_commit(&sf)) != SEQCL_OK && a->json) sq_output_remove(a->json);
-  }
-  if (jopen) sq_outfile_abort(&jf);
-  if (sopen) sq_outfile_abort(&sf);
-  if (st != SEQCL_OK) return cli_fail(cmd, st);
-  if (bad) {
-    fprintf(stderr, "seqcl probe: writing %s failed\n", a->svg && sopen ? a->svg : a->json);
-    return CLI_RUNTIME;
-  }
-  return CLI_OK;
+  json_t *root = a->json ? to_json(a, src, p) : NULL;
+  const probe_view v = {a, src, p};
+  int rc = cli_write_reports("probe", a->json, root, a->svg, draw_view, &v);
+  json_decref(root);
+  return rc;
 }
 
 int cmd_probe(int argc, char **argv) {
