@@ -45,6 +45,25 @@ LD_LIBRARY_PATH="$dest$libdir" ldd "$stage/decode" | grep -q "libseqcl.so.* => $
 LD_LIBRARY_PATH="$dest$libdir" python3 tests/examples/check_c_example.py "$stage/decode" "$root"
 
 # seqcl-uninstalled.pc: the source tree's include/ and the build's library.
+# The Python package: installed into site-packages next to _install.py (which
+# names the final libdir; the staged copy is reached through SEQCL_LIBRARY).
+pkg=$(find "$dest" -path '*/seqcl/__init__.py' | head -n 1)
+[ -n "$pkg" ] && [ -f "$(dirname "$pkg")/_install.py" ] ||
+  { echo "install-check: the Python package seqcl was not installed" >&2; exit 1; }
+grep -q "LIBDIR = \"$libdir\"" "$(dirname "$pkg")/_install.py" ||
+  { echo "install-check: seqcl/_install.py does not name $libdir" >&2; exit 1; }
+py=""
+for cand in python3 /usr/bin/python3; do
+  if "$cand" -c 'import numpy' 2>/dev/null; then py=$cand; break; fi
+done
+if [ -n "$py" ]; then
+  (cd "$stage" && PYTHONPATH="$(dirname "$(dirname "$pkg")")" SEQCL_LIBRARY="$dest$libdir/libseqcl.so" \
+    "$py" -c 'import sys, seqcl; m = seqcl.Model.load(sys.argv[1], "cpu"); print("installed Python package:", seqcl.__file__, m.decode([[1, 2, 3]]).tokens)' \
+    "$root/tests/golden/uni1_additive_zeros_state")
+else
+  echo "install-check: no Python with numpy here; the installed package was not imported"
+fi
+
 export PKG_CONFIG_PATH="$build/meson-uninstalled"
 flags=$(pkg-config --cflags --libs seqcl)
 echo "uninstalled: pkg-config --cflags --libs seqcl: $flags"

@@ -45,19 +45,40 @@ def _as_ids(line, what, i):
 
 
 class Packed:
-    """seqcl_seqs over arrays kept alive with it."""
+    """seqcl_seqs over arrays kept alive with it (numpy arrays, or ctypes
+    arrays on the short path); lens is a list of ints."""
 
     __slots__ = ("ids", "offsets", "lens", "seqs", "ref")
 
-    def __init__(self, ids, offsets):
-        self.ids, self.offsets = ids, offsets
-        self.lens = np.diff(offsets)
-        self.seqs = _lib.Seqs(len(offsets) - 1, ids.ctypes.data, offsets.ctypes.data)
+    def __init__(self, ids, offsets, lens, ids_addr, offsets_addr):
+        self.ids, self.offsets, self.lens = ids, offsets, lens
+        self.seqs = _lib.Seqs(len(lens), ids_addr, offsets_addr)
         self.ref = ctypes.byref(self.seqs)
 
     @property
     def count(self):
-        return len(self.offsets) - 1
+        return len(self.lens)
+
+
+def _short_line(line):
+    """A list or tuple of plain ints, checked in Python (fast for the short
+    lines of an interactive call); None when line is anything else."""
+    if type(line) not in (list, tuple):
+        return None
+    for v in line:
+        if type(v) is not int:
+            return None
+    return line
+
+
+def _range_error(what, i, bad, vocab_size):
+    return InvalidArgumentError(f"{what} line {i + 1}: id {bad} is outside the vocabulary "
+                                f"[0, {vocab_size})")
+
+
+def _empty_error(what, i, n, min_len):
+    need = "a token" if min_len == 1 else f"{min_len} tokens (BOS and a label)"
+    return EmptySequenceError(f"{what} line {i + 1}: has {n} tokens, needs at least {need}")
 
 
 def pack(lines, vocab_size, what, min_len=1):
@@ -71,21 +92,41 @@ def pack(lines, vocab_size, what, min_len=1):
                                    f"{type(lines).__name__}")
     if len(lines) == 0:
         raise EmptySequenceError(f"{what}: no lines")
-    arrays = [_as_ids(l, what, i) for i, l in enumerate(lines)]
-    offsets = np.zeros(len(arrays) + 1, dtype=np.uintp)
-    np.cumsum([a.size for a in arrays], out=offsets[1:])
-    ids = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
-    ids = np.ascontiguousarray(ids, dtype=np.int32)
-    for i, a in enumerate(arrays):
-        if a.size < min_len:
-            need = "a token" if min_len == 1 else f"{min_len} tokens (BOS and a label)"
-            raise EmptySequenceError(f"{what} line {i + 1}: has {a.size} tokens, needs at "
-                                     f"least {need}")
-    if ids.size:
-        lo, hi = int(ids.min()), int(ids.max())
-        if lo < 0 or hi >= vocab_size:
-            bad = lo if lo < 0 else hi
-            line = next(i for i, a in enumerate(arrays) if a.size and (a.min() == bad or a.max() == bad))
-            raise InvalidArgumentError(f"{what} line {line + 1}: id {bad} is outside the "
-                                       f"vocabulary [0, {vocab_size})")
-    return Packed(ids, offsets)
+    flat, lens, arrays = [], [], None
+    for i, line in enumerate(lines):
+        short = _short_line(line)
+        if short is None:  # arrays, tensors, anything else: the general path
+            arrays = [_as_ids(l, what, k) for k, l in enumerate(lines)]
+            break
+        n = len(short)
+        if n < min_len:
+            raise _empty_error(what, i, n, min_len)
+        if n:
+            lo, hi = min(short), max(short)
+            if lo < 0 or hi >= vocab_size:
+                raise _range_error(what, i, lo if lo < 0 else hi, vocab_size)
+        flat.extend(short)
+        lens.append(n)
+    if arrays is None:
+        # ctypes arrays: cheaper than numpy for the few ids of a short call
+        # (ctypes caches the array types; numpy's .ctypes is not free)
+        ids = (ctypes.c_int32 * max(len(flat), 1))(*flat)
+        if len(lens) == 1:
+            offsets = (ctypes.c_size_t * 2)(0, lens[0])
+        else:
+            offsets = (ctypes.c_size_t * (len(lens) + 1))(0, *np.cumsum(lens).tolist())
+        return Packed(ids, offsets, lens, ctypes.addressof(ids), ctypes.addressof(offsets))
+    else:
+        lens = [int(a.size) for a in arrays]
+        for i, a in enumerate(arrays):
+            if a.size < min_len:
+                raise _empty_error(what, i, a.size, min_len)
+            if a.size:
+                lo, hi = int(a.min()), int(a.max())
+                if lo < 0 or hi >= vocab_size:
+                    raise _range_error(what, i, lo if lo < 0 else hi, vocab_size)
+        ids = np.ascontiguousarray(np.concatenate(arrays) if len(arrays) > 1 else arrays[0],
+                                   dtype=np.int32)
+    offsets = np.zeros(len(lens) + 1, dtype=np.uintp)
+    np.cumsum(lens, out=offsets[1:])
+    return Packed(ids, offsets, lens, ids.ctypes.data, offsets.ctypes.data)

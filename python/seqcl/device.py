@@ -1,7 +1,6 @@
 """seqcl.devices() and seqcl.Context: the devices and one open device."""
 import ctypes
 import threading
-import weakref
 
 from . import _lib
 from .errors import InvalidArgumentError
@@ -81,7 +80,11 @@ class Context:
                        "seqcl_ctx_open")
         self._h = handle.value
         self._lock = threading.RLock()
-        self._models = weakref.WeakSet()
+        # Each model's handle box, held strongly: at interpreter exit the
+        # collector may clear weak references (and so a WeakSet of models)
+        # before it runs the finalizers, and a model freed after its context
+        # would touch freed memory.
+        self._boxes = set()
         self.device = _info_dict(L.seqcl_ctx_device(self._h).contents)
 
     @property
@@ -102,9 +105,13 @@ class Context:
         if getattr(self, "_h", None) is None:
             return
         with self._lock:
-            for m in list(self._models):
-                m.close()
-            _lib.lib().seqcl_ctx_close(self._h)
+            L = _lib.lib()
+            for box in list(self._boxes):
+                if box.h is not None:
+                    L.seqcl_model_free(box.h)
+                    box.h = None
+            self._boxes.clear()
+            L.seqcl_ctx_close(self._h)
             self._h = None
 
     def __enter__(self):
@@ -122,6 +129,16 @@ class Context:
     def __repr__(self):
         state = "closed" if self._h is None else self.device["name"]
         return f"<seqcl.Context {self.device['selector']} ({state})>"
+
+
+class Handle:
+    """A C handle shared by a model and its context: whichever closes first
+    frees it and sets h to None."""
+
+    __slots__ = ("h",)
+
+    def __init__(self, h):
+        self.h = h
 
 
 def as_context(ctx):

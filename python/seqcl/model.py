@@ -10,7 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import _lib, _seqs
-from .device import as_context
+from .device import Handle, as_context
 from .errors import InvalidArgumentError
 
 _SCORES = {0: "additive", 1: "general", 2: "dot", 3: "scaled_dot", 4: "none"}
@@ -66,20 +66,27 @@ class Model:
     closing the Context closes its models)."""
 
     def __init__(self, _handle, ctx, owns_ctx, files, path=None):
-        self._h = _handle
+        self._box = Handle(_handle)
         self.ctx = ctx
         self._owns_ctx = owns_ctx
         self._files = files
         self.path = path
-        ctx._models.add(self)
+        ctx._boxes.add(self._box)
         cfg = _lib.ModelConfig()
-        _lib.check(_lib.lib().seqcl_model_get_config(self._h, ctypes.byref(cfg)),
+        _lib.check(_lib.lib().seqcl_model_get_config(_handle, ctypes.byref(cfg)),
                    "seqcl_model_get_config")
         self._cfg = cfg
         self.config = json.loads(files["config.json"].decode("utf-8"))
         self.src_vocab = self._vocab("src.vocab")
         self.tgt_vocab = self._vocab("tgt.vocab")
         self._src_index = {w: i for i, w in enumerate(self.src_vocab)} if self.src_vocab else None
+        self._opts_cache = {}
+        res = ctypes.POINTER(_lib.DecodeResult)()
+        self._res = (res, ctypes.byref(res))
+        self._L = _lib.lib()
+        ids, offsets = (ctypes.c_int32 * 4096)(), (ctypes.c_size_t * 2)()
+        seqs = _lib.Seqs(1, ctypes.addressof(ids), ctypes.addressof(offsets))
+        self._one = (ids, offsets, ctypes.byref(seqs), res, self._res[1], seqs)
 
     def _vocab(self, name):
         data = self._files.get(name)
@@ -160,10 +167,14 @@ class Model:
 
     def close(self):
         """Frees the model (idempotent); a later call raises."""
-        if getattr(self, "_h", None) is None:
+        box = getattr(self, "_box", None)
+        if box is None:
             return
-        _lib.lib().seqcl_model_free(self._h)
-        self._h = None
+        with self.ctx._lock:
+            if box.h is not None:
+                _lib.lib().seqcl_model_free(box.h)
+                box.h = None
+            self.ctx._boxes.discard(box)
         if self._owns_ctx:
             self.ctx.close()
 
@@ -180,9 +191,10 @@ class Model:
         self.close()
 
     def _handle(self):
-        if self._h is None:
+        h = self._box.h
+        if h is None:
             raise InvalidArgumentError("this seqcl.Model is closed")
-        return self._h
+        return h
 
     # ---- properties ----------------------------------------------------------
 
@@ -235,7 +247,7 @@ class Model:
         return out
 
     def _pack_src(self, src):
-        text = isinstance(src, (list, tuple)) and len(src) > 0 and isinstance(src[0], str)
+        text = type(src) in (list, tuple) and len(src) > 0 and isinstance(src[0], str)
         if text:
             src = self._encode_text(src, self.src_vocab, self._src_index, "src_unk_id", "src")
         return _seqs.pack(src, self._cfg.src_vocab_size, "src"), text
@@ -251,6 +263,73 @@ class Model:
         scores=None computes scores where the beam path runs (beam > 1 or
         nbest > 1); scores=True runs it at beam 1 too (same tokens as greedy,
         SPEC §4). Returns Decoded (tokens, scores, alignments)."""
+        # The options struct is built once per distinct set of arguments and
+        # reused: a one-line decode is a few milliseconds, and every Python
+        # step on the way to the C call counts against it.
+        key = (beam, max_steps, length_penalty, nbest, batch_size, bool(alignments), scores)
+        cached = self._opts_cache.get(key)
+        if cached is None:
+            cached = self._decode_options(*key)
+        opts_ref, nbest = cached
+        if nbest == 1 and type(src) is list and len(src) == 1 and type(src[0]) is list:
+            out = self._decode_one(src[0], opts_ref, alignments)
+            if out is not None:
+                return out
+        packed, text = self._pack_src(src)
+        L = _lib.lib()
+        with self.ctx._lock:  # the result pointer is the model's, reused under the lock
+            res, res_ref = self._res
+            _lib.check(L.seqcl_model_decode(self._handle(), packed.ref, opts_ref, res_ref),
+                       "seqcl_model_decode")
+            try:
+                return self._decoded(res.contents, packed, text, nbest, alignments)
+            finally:
+                L.seqcl_decode_result_free(res)
+
+    def _decode_one(self, line, opts_ref, want_al):
+        """One line of plain ints, inlined end to end: the interactive call
+        runs right after a decode has streamed the weights through the
+        caches, so every Python step on the way costs a cold start; the id
+        buffer and the seqcl_seqs are the model's, reused under the lock.
+        None when the line needs the general path (a non-int, an id out of
+        range, an empty line: that path raises the error)."""
+        n = len(line)
+        if not n or n > 4096:
+            return None
+        for v in line:
+            if type(v) is not int:
+                return None
+        if min(line) < 0 or max(line) >= self._cfg.src_vocab_size:
+            return None
+        h = self._box.h
+        if h is None:
+            raise InvalidArgumentError("this seqcl.Model is closed")
+        L = self._L
+        with self.ctx._lock:
+            ids, offsets, seqs_ref, res, res_ref, _ = self._one
+            ids[:n] = line
+            offsets[1] = n
+            st = L.seqcl_model_decode(h, seqs_ref, opts_ref, res_ref)
+            if st:
+                _lib.check(st, "seqcl_model_decode")
+            try:
+                r = res.contents
+                k = r.offsets[1]
+                steps = r.steps[0]
+                aligns = None
+                if want_al and r.alignments:
+                    S = r.S  # = n: one line; rows [0, steps) are contiguous
+                    aligns = [np.frombuffer(ctypes.string_at(r.alignments, 4 * steps * S),
+                                            dtype=np.float32).reshape(steps, S).copy()]
+                return Decoded([r.ids[:k] if k else []], np.array([r.scores[0]]), aligns,
+                               np.array([steps], dtype=np.int32), None)
+            finally:
+                L.seqcl_decode_result_free(res)
+
+    def _decode_options(self, beam, max_steps, length_penalty, nbest, batch_size, alignments,
+                        scores):
+        """Checks decode's arguments; (byref(seqcl_decode_options), nbest), cached."""
+        key = (beam, max_steps, length_penalty, nbest, batch_size, alignments, scores)
         beam = _int_arg("beam", beam, 1, MAX_BEAM)
         nbest = _int_arg("nbest", nbest, 1, beam)
         batch_size = _int_arg("batch_size", batch_size, 1, 1 << 20)
@@ -262,45 +341,43 @@ class Model:
         if alignments and self._cfg.score == 4:
             raise InvalidArgumentError("a model with score \"none\" has no alignments: pass "
                                        "alignments=False")
-        packed, text = self._pack_src(src)
         opts = _lib.DecodeOptions(max_steps or 0, beam, float(length_penalty),
                                   nbest if (beam > 1 or nbest > 1 or scores) else 0,
                                   batch_size, 1 if alignments else 0, None, None)
-        L = _lib.lib()
-        res = ctypes.POINTER(_lib.DecodeResult)()
-        with self.ctx._lock:
-            st = L.seqcl_model_decode(self._handle(), packed.ref, ctypes.byref(opts),
-                                      ctypes.byref(res))
-            _lib.check(st, "seqcl_model_decode")
+        if len(self._opts_cache) >= 64:
+            self._opts_cache.clear()
         try:
-            return self._decoded(res.contents, packed, text, nbest, alignments)
-        finally:
-            L.seqcl_decode_result_free(res)
+            self._opts_cache[key] = entry = (ctypes.byref(opts), nbest)
+        except TypeError:  # an unhashable argument slipped through the checks
+            entry = (ctypes.byref(opts), nbest)
+        return entry
 
     def _decoded(self, r, packed, text, nbest, want_al):
+        # ctypes pointer slices and one memmove per array: np.ctypeslib.as_array
+        # builds a ctypes type per call, which costs more than a short decode.
         n = r.count
-        offsets = np.ctypeslib.as_array(r.offsets, (n + 1,))
-        total = int(offsets[n])
-        ids = np.ctypeslib.as_array(r.ids, (total,)).tolist() if total else []
-        off = offsets.tolist()
+        off = r.offsets[:n + 1]
+        total = off[n]
+        ids = r.ids[:total] if total else []
         tokens = [ids[off[i]:off[i + 1]] for i in range(n)]
-        steps = np.ctypeslib.as_array(r.steps, (n,)).copy()
-        scores = np.ctypeslib.as_array(r.scores, (n,)).copy()
+        steps = np.array(r.steps[:n], dtype=np.int32)
+        scores = np.array(r.scores[:n], dtype=np.float64)
         aligns = None
         if want_al and r.alignments:
             T, S = r.T, r.S
-            full = np.ctypeslib.as_array(r.alignments, (n, T, S))
+            full = np.frombuffer(ctypes.string_at(r.alignments, 4 * n * T * S),
+                                 dtype=np.float32).reshape(n, T, S)
             lens = packed.lens
             aligns = [full[i, :steps[i], :lens[i]].copy() for i in range(n)]
         hyps = None
         if nbest > 1:
-            counts = np.ctypeslib.as_array(r.hyp_counts, (n,))
+            counts = r.hyp_counts[:n]
             hyps = []
             for i in range(n):
                 row = []
-                for k in range(int(counts[i])):
+                for k in range(counts[i]):
                     h = r.hyps[i * r.nbest + k]
-                    toks = [h.ids[j] for j in range(h.len)]
+                    toks = h.ids[:h.len] if h.len else []
                     row.append(Hypothesis(toks, h.score, h.logprob, bool(h.finished), h.steps))
                 hyps.append(row)
         if text:
@@ -337,12 +414,15 @@ class Model:
         try:
             r = res.contents
             N, T, S, V = r.N, r.T, r.S, r.V
-            logits = np.ctypeslib.as_array(r.logits, (N, T, V)).copy() if N * T * V else \
-                np.zeros((N, T, V), np.float32)
+            logits = np.zeros((N, T, V), np.float32)
+            if logits.size:
+                ctypes.memmove(logits.ctypes.data, r.logits, logits.nbytes)
             al = None
             if r.alignments:
-                al = np.ctypeslib.as_array(r.alignments, (N, T, S)).copy()
-            steps = np.ctypeslib.as_array(r.steps, (N,)).copy()
+                al = np.zeros((N, T, S), np.float32)
+                if al.size:
+                    ctypes.memmove(al.ctypes.data, r.alignments, al.nbytes)
+            steps = np.array(r.steps[:N], dtype=np.int32)
             return Forwarded(logits, al, float(r.loss), steps, int(r.labels))
         finally:
             L.seqcl_forward_result_free(res)

@@ -21,8 +21,8 @@ TrainResult.__doc__ = ("What seqcl.train returns; model is the trained seqcl.Mod
 
 def _write_tokens(path, lines, vocab_size, what, min_len):
     packed = _seqs.pack(lines, vocab_size, what, min_len)
-    off = packed.offsets.tolist()
-    ids = packed.ids.tolist()
+    off = [int(v) for v in packed.offsets]
+    ids = [int(v) for v in packed.ids]
     with open(path, "w") as f:
         for i in range(packed.count):
             f.write(" ".join(map(str, ids[off[i]:off[i + 1]])) + "\n")

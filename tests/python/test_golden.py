@@ -79,6 +79,13 @@ def test_decode(ctx, name):
     g = m.decode(src, max_steps=fx["max_steps"], scores=True, alignments=has_al)
     assert g.tokens == read_lines(os.path.join(d, "greedy.txt"))
     assert np.all(np.isfinite(g.scores)) and np.all(g.scores <= 0)
+    # one line at a time (the one-line path of decode) gives the same lines
+    for n, line in enumerate(src):
+        one = m.decode([line], max_steps=fx["max_steps"], alignments=has_al)
+        assert one.tokens == [g.tokens[n]] and one.steps[0] == g.steps[n]
+        if has_al:
+            assert close(one.alignments[0], read_safetensors(os.path.join(
+                d, "decode_alignments.safetensors"))["greedy"][n, :one.steps[0], :len(line)])
     # batch size only splits the work
     assert m.decode(src, max_steps=fx["max_steps"], batch_size=2, alignments=has_al).tokens \
         == g.tokens

@@ -195,3 +195,14 @@ def test_cli_wrapper_help_needs_no_torch():
             f"sys.argv = ['export_pytorch.py', '--help']; runpy.run_path({tool!r}, run_name='__main__')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and "--demo" in r.stdout, r.stderr
+
+
+def test_example_runs():
+    """examples/python/from_torch.py, shortened: trains, exports, decodes, verifies."""
+    import subprocess
+    import sys
+    ex = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python", "from_torch.py")
+    r = subprocess.run([sys.executable, ex, "--device", "cpu", "--steps", "40"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "verify: max logit difference" in r.stdout
