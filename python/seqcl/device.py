@@ -145,7 +145,7 @@ def as_context(ctx):
     """(Context, owned): a Context as given, else one opened on a selector."""
     if isinstance(ctx, Context):
         return ctx, False
-    if ctx is None or isinstance(ctx, str):
-        return Context("auto" if ctx is None else ctx), True
+    if ctx is None or isinstance(ctx, str):  # None: SEQCL_DEVICE, else auto (SPEC §3)
+        return Context(ctx), True
     raise InvalidArgumentError(f"ctx must be a seqcl.Context or a device selector, not "
                                f"{type(ctx).__name__}")

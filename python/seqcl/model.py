@@ -102,7 +102,8 @@ class Model:
     @classmethod
     def load(cls, path, ctx=None):
         """Loads PATH/config.json and PATH/model.safetensors (and src.vocab /
-        tgt.vocab when present) on ctx (a Context, or a selector; None = auto)."""
+        tgt.vocab when present) on ctx (a Context, or a selector; None =
+        SEQCL_DEVICE, else auto)."""
         if not isinstance(path, (str, os.PathLike)):
             raise InvalidArgumentError(f"model path must be a str or path, not {type(path).__name__}")
         path = os.fspath(path)

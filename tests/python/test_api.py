@@ -5,7 +5,6 @@ import resource
 import threading
 
 import numpy as np
-import pytest
 
 import seqcl
 from conftest import DEVICES, GOLDEN, golden_names, read_lines

@@ -1,7 +1,6 @@
 """Every seqcl.Error class: raised by the call that fails, with the status
 name and the library's message; bad input is refused before the C call and
 never crashes the interpreter."""
-import ctypes
 import json
 import os
 import shutil
