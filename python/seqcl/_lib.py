@@ -71,7 +71,9 @@ class DecodeResult(ctypes.Structure):
 class TrainEvent(ctypes.Structure):
     _fields_ = [("step", c_int), ("steps", c_int), ("loss", c_float), ("validated", c_int),
                 ("valid_loss", c_double), ("valid_correct", c_int), ("valid_count", c_int),
-                ("checkpointed", c_int)]
+                ("checkpointed", c_int), ("lr", c_double), ("lines", c_int), ("tokens", c_int),
+                ("valid_ter", c_double), ("best", c_int), ("decayed", c_int),
+                ("stopping", c_int)]
 
 
 TRAIN_PROGRESS = ctypes.CFUNCTYPE(c_int, c_void_p, P(TrainEvent))
@@ -85,7 +87,10 @@ class TrainFilesOptions(ctypes.Structure):
                 ("seed", ctypes.c_longlong), ("checkpoint_every", c_int), ("valid_every", c_int),
                 ("progress", c_void_p), ("user", c_void_p), ("overwrite", c_int),
                 ("dropout", c_double), ("text", c_char_p), ("src_vocab_path", c_char_p),
-                ("tgt_vocab_path", c_char_p)]
+                ("tgt_vocab_path", c_char_p), ("epochs", c_double), ("bucket", c_int),
+                ("batch_tokens", ctypes.c_long), ("warmup", c_int), ("lr_decay", c_double),
+                ("decay_patience", c_int), ("min_lr", c_double), ("patience", c_int),
+                ("metric", c_char_p), ("keep_best", c_int), ("init_optimizer", c_int)]
 
 
 class TrainFilesResult(ctypes.Structure):
@@ -93,7 +98,10 @@ class TrainFilesResult(ctypes.Structure):
                 ("validated", c_int), ("valid_loss", c_double), ("valid_correct", c_int),
                 ("valid_count", c_int), ("train_seconds", c_double), ("train_lines", c_int),
                 ("max_src_len", c_int), ("max_tgt_len", c_int), ("save_dir", ctypes.c_char * 1024),
-                ("unknown", c_size_t * 2), ("vocab_size", c_int * 2), ("vocab_built", c_int * 2)]
+                ("unknown", c_size_t * 2), ("vocab_size", c_int * 2), ("vocab_built", c_int * 2),
+                ("valid_ter", c_double), ("best_step", c_int), ("best_value", c_double),
+                ("stopped_early", c_int), ("kept_best", c_int), ("metric", ctypes.c_char * 8),
+                ("final_lr", c_double)]
 
 
 class CheckRow(ctypes.Structure):
