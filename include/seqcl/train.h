@@ -12,7 +12,7 @@ extern "C" {
 
 typedef struct seqcl_train_options {
   int length;         /* digits per source line (default 6) */
-  const char *score;  /* "additive" (default), "general", "dot", "scaled_dot" */
+  const char *score;  /* "additive" (default), "general", "dot", "scaled_dot", "none" */
   int bidirectional;  /* encoder direction count 2 (dot/scaled_dot refuse it) */
   int steps;          /* Adam steps, the total (default 1200; on resume 0 = the checkpoint's) */
   int batch_size;     /* default 64 */

@@ -14,6 +14,11 @@
  *            [N,S,He] (layer l > 0 reads layer l-1's, as nn.GRU does);
  *   decoder: inputs X [T,N,D+He] = [embedding ; context], query projection qp,
  *            weights alpha [T,N,S], gi/gh [T,N,3Hd], states [T+1,N,Hd].
+ * Score "none" (a fixed context) has no attention: hfinal [N,He] = the top
+ * layer's [h_fwd_final ; h_bwd_final] is gathered into every step's context
+ * columns of X once, the input GEMM then covers all of X in one call, and the
+ * backward sums dL/dc over the steps straight into the final states' gradient
+ * (one batched GEMM per direction against a vector of ones).
  * With output "state_context" the output layer reads [s_t ; c_t]: its weight
  * is used as two column blocks, the state block against the states and the
  * context block against X's context columns, so nothing is copied. The
@@ -53,6 +58,9 @@ struct sq_graph {
   size_t X, qp, alpha, u, sv, gi, gh, st, logits, dlogits, dS, ds, dX, dgi, dgh, dqp, loss;
   /* int32 offsets into ib */
   size_t src, lens, dec_in, labels, pred;
+  size_t rows; /* score "none": int32 [T*N], rows[t*N + n] = n (the context gather) */
+  size_t ones; /* score "none": T floats 1.0, the sum over steps in the backward */
+  int none;
   /* host copies for the fronts' validation */
   int32_t *src_h, *lens_h, *dec_in_h, *labels_h;
   int valid;
@@ -98,6 +106,7 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   g->G = 3 * g->H, g->Gd = 3 * g->Hd, g->Xw = g->D + g->He;
   g->qw = c->score == SQ_SCORE_ADDITIVE ? g->A : g->He;
   g->layers = c->enc_layers;
+  g->none = c->score == SQ_SCORE_NONE;
   g->ctxout = c->output == SQ_OUTPUT_STATE_CONTEXT;
   g->Ow = g->Hd + (g->ctxout ? g->He : 0);
   const size_t N = (size_t)max_n;
@@ -147,6 +156,7 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   TAKE(loss, 4);
   TAKE(sd, (size_t)T * N * g->Hd);
   TAKE(cd, (size_t)T * N * (g->ctxout ? g->He : 1));
+  TAKE(ones, g->none ? (size_t)T : 0);
   size_t nf = f;
   f = 0;
   TAKE(src, N * S);
@@ -154,12 +164,14 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   TAKE(dec_in, (size_t)T * N);
   TAKE(labels, (size_t)T * N);
   TAKE(pred, N);
+  TAKE(rows, g->none ? (size_t)T * N : 0);
   size_t ni = f;
 #undef TAKE
   seqcl_status st = sq_buf_alloc(ctx, nf * sizeof(float), &g->fb);
   if (st == SEQCL_OK) st = sq_buf_alloc(ctx, ni * sizeof(int32_t), &g->ib);
   if (st == SEQCL_OK) st = sq_fill(ctx, F(g, 0), nf, 0.0f);
   if (st == SEQCL_OK) st = sq_fill_i32(ctx, I(g, 0), ni, 0);
+  if (st == SEQCL_OK && g->none) st = sq_fill(ctx, F(g, g->ones), (size_t)T, 1.0f);
   g->src_h = malloc(sizeof(int32_t) * ni);
   if (st == SEQCL_OK && !g->src_h)
     st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
@@ -230,6 +242,12 @@ seqcl_status sq_graph_set_batch_shape(sq_graph *g, int N, int S, int T, const in
   SQ_TRY(sq_write(g->ctx, I(g, g->lens), g->lens_h, sizeof(int32_t) * (size_t)N));
   SQ_TRY(sq_write(g->ctx, I(g, g->dec_in), g->dec_in_h, sizeof(int32_t) * (size_t)T * N));
   SQ_TRY(sq_write(g->ctx, I(g, g->labels), g->labels_h, sizeof(int32_t) * (size_t)T * N));
+  if (g->none) {
+    int32_t *rows = g->labels_h + (size_t)g->max_t * g->max_n + g->max_n; /* its host mirror */
+    for (int t = 0; t < T; t++)
+      for (int n = 0; n < N; n++) rows[(size_t)t * N + n] = n;
+    SQ_TRY(sq_write(g->ctx, I(g, g->rows), rows, sizeof(int32_t) * (size_t)T * N));
+  }
   return SEQCL_OK;
 }
 
@@ -284,6 +302,12 @@ static seqcl_status encoder_forward(sq_graph *g, int dropout) {
   if (L->cfg.score == SQ_SCORE_ADDITIVE)
     SQ_TRY(sq_linear(ctx, N * S, He, g->A, F(g, g->enc_out), He, P(g, L->key_w), P(g, L->key_b),
                      F(g, g->pkeys), g->A));
+  /* score "none": hfinal = [h_fwd_final ; h_bwd_final], each direction's block
+   * of hist[S] gathered row by row into its columns */
+  for (int d = 0; g->none && d < g->ndir; d++)
+    SQ_TRY(sq_embedding_device_ids(ctx, N, H, N, I(g, g->rows),
+                                   F(g, g->enc_hist[top][d] + (size_t)S * N * H),
+                                   F(g, g->hfinal + (size_t)d * H), He));
   sq_ref s0 = F(g, g->st);
   if (L->cfg.init == SQ_INIT_BRIDGE) {
     /* s0 = tanh(W_b [h_fwd_final ; h_bwd_final] + b_b) of the top layer;
@@ -351,12 +375,15 @@ static seqcl_status decoder_step(sq_graph *g, int t, int hoisted) {
   if (L->cfg.score == SQ_SCORE_ADDITIVE || L->cfg.score == SQ_SCORE_GENERAL)
     SQ_TRY(sq_linear(ctx, N, Hd, g->qw, sprev, Hd, P(g, L->query_w), Popt(g, L->query_b),
                      F(g, g->qp + k * N * g->qw), g->qw));
-  sq_attn_args a = attn_args(g, t);
-  SQ_TRY(sq_attn_fwd(ctx, &a, saved_u(g, t), sq_ref_add(X, (size_t)D), Xw,
-                          F(g, g->alpha + k * N * g->S)));
-  /* gi += c W_ih[:, D:]^T */
-  SQ_TRY(sq_gemm(ctx, 0, 1, N, Gd, He, 1.0f, sq_ref_add(X, (size_t)D), Xw, 0,
-                 P(g, L->dec_wih + (size_t)D), Xw, 0, 1.0f, gi, Gd, 0, 1));
+  if (!g->none) {
+    sq_attn_args a = attn_args(g, t);
+    SQ_TRY(sq_attn_fwd(ctx, &a, saved_u(g, t), sq_ref_add(X, (size_t)D), Xw,
+                       F(g, g->alpha + k * N * g->S)));
+  }
+  /* gi += c W_ih[:, D:]^T (score "none", hoisted: already in the one input GEMM) */
+  if (!g->none || !hoisted)
+    SQ_TRY(sq_gemm(ctx, 0, 1, N, Gd, He, 1.0f, sq_ref_add(X, (size_t)D), Xw, 0,
+                   P(g, L->dec_wih + (size_t)D), Xw, 0, 1.0f, gi, Gd, 0, 1));
   SQ_TRY(sq_gemm(ctx, 0, 1, N, Gd, Hd, 1.0f, sprev, Hd, 0, P(g, L->dec_whh), Hd, 0, 0.0f, gh, Gd, 0,
                  1));
   SQ_TRY(sq_copy(ctx, snext, sprev, (size_t)N * Hd));
@@ -381,6 +408,12 @@ static seqcl_status output_forward(sq_graph *g, int rows, sq_ref s, sq_ref c, in
   return sq_add_bias(ctx, rows, V, logits, V, P(g, L->out_b));
 }
 
+/* Score "none": every step's context columns of X = hfinal (one gather). */
+static seqcl_status fixed_context_all_steps(sq_graph *g) {
+  return sq_embedding_device_ids(g->ctx, g->T * g->N, g->He, g->N, I(g, g->rows),
+                                 F(g, g->hfinal), F(g, g->X + (size_t)g->D), g->Xw);
+}
+
 seqcl_status sq_graph_forward(sq_graph *g, float *loss) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
@@ -392,8 +425,10 @@ seqcl_status sq_graph_forward(sq_graph *g, float *loss) {
   SQ_TRY(sq_embedding(ctx, T * N, D, L->cfg.tgt_vocab, I(g, g->dec_in), g->dec_in_h,
                       P(g, L->dec_emb), F(g, g->X), Xw));
   if (on) SQ_TRY(drop(g, DROP_DEC_EMB, T * N, D, F(g, g->X), Xw, F(g, g->X), Xw));
-  SQ_TRY(sq_gemm(ctx, 0, 1, T * N, Gd, D, 1.0f, F(g, g->X), Xw, 0, P(g, L->dec_wih), Xw, 0, 0.0f,
-                 F(g, g->gi), Gd, 0, 1));
+  /* score "none": the context is known up front too, so the GEMM covers it */
+  if (g->none) SQ_TRY(fixed_context_all_steps(g));
+  SQ_TRY(sq_gemm(ctx, 0, 1, T * N, Gd, g->none ? Xw : D, 1.0f, F(g, g->X), Xw, 0, P(g, L->dec_wih),
+                 Xw, 0, 0.0f, F(g, g->gi), Gd, 0, 1));
   for (int t = 1; t <= T; t++) SQ_TRY(decoder_step(g, t, 1));
   sq_ref s1 = F(g, g->st + (size_t)N * Hd), c1 = F(g, g->X + (size_t)D);
   int ldc = Xw;
@@ -534,6 +569,7 @@ seqcl_status sq_graph_backward(sq_graph *g) {
     SQ_TRY(sq_gru_gates_bwd(ctx, &b));
     SQ_TRY(sq_gemm(ctx, 0, 0, N, Hd, Gd, 1.0f, dgh, Gd, 0, P(g, L->dec_whh), Hd, 0, 1.0f, ds, Hd,
                    0, 1));
+    if (g->none) continue; /* no attention; dc of all steps is taken after the loop */
     /* dc (+)= dgi W_ih[:, D:]; "state_context" already put the output layer's part there */
     SQ_TRY(sq_gemm(ctx, 0, 0, N, He, Gd, 1.0f, dgi, Gd, 0, P(g, L->dec_wih + (size_t)D), Xw, 0,
                    g->ctxout ? 1.0f : 0.0f, dc, Xw, 0, 1));
@@ -549,6 +585,11 @@ seqcl_status sq_graph_backward(sq_graph *g) {
       SQ_TRY(sq_gemm(ctx, 0, 0, N, Hd, qw, 1.0f, dqp, qw, 0, P(g, L->query_w), Hd, 0, 1.0f, ds, Hd,
                      0, 1));
   }
+  /* score "none": dc_t of every step in one GEMM (as the loop does per step) */
+  if (g->none)
+    SQ_TRY(sq_gemm(ctx, 0, 0, T * N, He, Gd, 1.0f, F(g, g->dgi), Gd, 0,
+                   P(g, L->dec_wih + (size_t)D), Xw, 0, g->ctxout ? 1.0f : 0.0f,
+                   F(g, g->dX + (size_t)D), Xw, 0, 1));
   /* decoder weight gradients of all steps at once */
   SQ_TRY(sq_gemm(ctx, 1, 0, Gd, Xw, T * N, 1.0f, F(g, g->dgi), Gd, 0, F(g, g->X), Xw, 0, 1.0f,
                  Gr(g, L->dec_wih), Xw, 0, 1));
@@ -598,6 +639,13 @@ seqcl_status sq_graph_backward(sq_graph *g) {
                          sq_ref_add(ds, (size_t)n * Hd + (size_t)d * H), (size_t)H));
     }
   }
+  /* score "none": the context was hfinal at every step, so dh_final_d +=
+   * sum_t dc_t[:, dH:(d+1)H]: for each row n, ones[1,T] times the [T, H] block
+   * of dX at that row (stride N*Xw between steps): one batched GEMM, batch = N */
+  for (int d = 0; g->none && d < g->ndir; d++)
+    SQ_TRY(sq_gemm(ctx, 0, 0, 1, H, T, 1.0f, F(g, g->ones), T, 0,
+                   F(g, g->dX + (size_t)D + (size_t)d * H), N * Xw, (size_t)Xw, 1.0f,
+                   F(g, g->enc_dh[d]), H, (size_t)H, N));
   return encoder_backward(g);
 }
 
@@ -606,6 +654,7 @@ seqcl_status sq_graph_greedy(sq_graph *g, int32_t *out) {
   const sq_tlayout *L = &g->L;
   const int N = g->N, T = g->T, D = g->D, Hd = g->Hd, Xw = g->Xw, V = g->V;
   SQ_TRY(encoder_forward(g, 0)); /* decoding never drops */
+  if (g->none) SQ_TRY(fixed_context_all_steps(g)); /* the steps write only the embedding */
   int32_t *ids = g->dec_in_h; /* the current input token per row */
   for (int n = 0; n < N; n++) ids[n] = L->cfg.bos_id;
   SQ_TRY(sq_write(ctx, I(g, g->pred), ids, sizeof(int32_t) * (size_t)N));

@@ -63,10 +63,6 @@ seqcl_status sq_tlayout_make(seqcl_ctx *ctx, const sq_config *c, sq_tlayout *L) 
     return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED,
                    "training: encoder.num_layers %d is outside 1..%d", c->enc_layers,
                    SQ_TRAIN_MAX_LAYERS);
-  if (c->score == SQ_SCORE_NONE)
-    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED,
-                   "training: attention.score \"none\" cannot be trained yet (decode and forward "
-                   "run it)");
   L->cfg = *c;
   memset(&L->enc_emb, 0xff, sizeof *L - offsetof(sq_tlayout, enc_emb));
   const int D = c->embed_dim, H = c->enc_hidden, He = sq_config_enc_width(c), Hd = c->dec_hidden;
@@ -103,7 +99,7 @@ seqcl_status sq_tlayout_make(seqcl_ctx *ctx, const sq_config *c, sq_tlayout *L) 
   } else if (c->score == SQ_SCORE_GENERAL) {
     L->query_w = add(L, "decoder.attention.query.weight", He, Hd, SQ_TINIT_UNIFORM, Hd);
     L->query_b = add(L, "decoder.attention.query.bias", He, 0, SQ_TINIT_UNIFORM, Hd);
-  } else if (He != Hd) {
+  } else if (c->score != SQ_SCORE_NONE && He != Hd) { /* "none" has no attention weights */
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
                    "training: dot and scaled_dot scores need encoder width %d == decoder hidden %d",
                    He, Hd);

@@ -55,6 +55,18 @@ CASES = {
     "uni2_scaled_dot_bridge": ("scaled_dot", False, "bridge", 0, 6, 6, 0, 2, "state"),
     "bi4_additive_bridge_ctx": ("additive", True, "bridge", 0, 3, 4, 3, 4, "state_context"),
 }
+# score "none" (a fixed context: the top layer's final state at every step, so
+# dL/dc of every step flows into each direction's last step); seeds from 100
+NONE_CASES = {
+    "uni_none_zeros": ("none", False, "zeros", None, 5, 7, 0),
+    "bi_none_bridge": ("none", True, "bridge", 0, 4, 6, 0),
+    "bi2_none_zeros_ctx": ("none", True, "zeros", None, 3, 5, 0, 2, "state_context"),
+    "uni3_none_bridge_ctx": ("none", False, "bridge", 0, 4, 6, 0, 3, "state_context"),
+}
+NONE_DROPOUT_CASES = {
+    "bi2_none_bridge_ctx_drop": (("none", True, "bridge", 0, 3, 5, 0, 2, "state_context"),
+                                 (0.2, 77, 3)),
+}
 # name: the case above plus (dropout p, seed, step)
 DROPOUT_CASES = {
     "bi2_additive_bridge_ctx_drop": (("additive", True, "bridge", 0, 4, 6, 5, 2, "state_context"),
@@ -160,7 +172,7 @@ def masked_forward(model, cfg, src_lines, tgt_lines, p, seed, step):
     m_c = mask(p, seed, step, DROP_OUT_CTX, T * N, He).reshape(T, N, -1)
     logits = []
     for t in range(T):
-        context, _ = dec.attention(state, keys, valid)
+        context, _ = dec.attention(state, keys, valid, torch.cat(finals, dim=-1))
         state = dec.rnn(torch.cat([dec.embedding(inputs[:, t]) * m_emb[t], context], dim=-1), state)
         feats = state * m_s[t]
         if dec.output_kind == "state_context":
@@ -230,5 +242,10 @@ if __name__ == "__main__":
         make_case(name, *case, seed=i)
     for i, (name, (case, dropout)) in enumerate(DROPOUT_CASES.items()):
         make_case(name, *case, seed=len(CASES) + i, dropout=dropout)
+    for i, (name, case) in enumerate(NONE_CASES.items()):
+        make_case(name, *case, seed=100 + i)
+    for i, (name, (case, dropout)) in enumerate(NONE_DROPOUT_CASES.items()):
+        make_case(name, *case, seed=100 + len(NONE_CASES) + i, dropout=dropout)
     with open(os.path.join(OUT, "cases.txt"), "w", encoding="utf-8") as f:
-        f.write("\n".join(list(CASES) + list(DROPOUT_CASES)) + "\n")
+        f.write("\n".join(list(CASES) + list(DROPOUT_CASES) + list(NONE_CASES)
+                          + list(NONE_DROPOUT_CASES)) + "\n")

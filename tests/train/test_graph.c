@@ -1,6 +1,7 @@
 /* The whole training graph (BPTT through decoder steps, attention, both encoder
  * directions with variable lengths, stacked layers, the [s; c] output, the
- * bridge and the "final" initial state, embeddings with a pad row)
+ * bridge and the "final" initial state, the fixed context of score "none",
+ * embeddings with a pad row)
  * against central finite differences of its own float32 loss on the host.
  *
  * Float differences with h = 1e-2: truncation ~h^2 |f'''| ~ 1e-4 and rounding
@@ -120,6 +121,26 @@ static void test_general_uni_final_ctx(void **s) {
   run_case(SQ_SCORE_GENERAL, 0, SQ_INIT_FINAL, 1, SQ_OUTPUT_STATE_CONTEXT);
 }
 
+/* score "none": the fixed context is the top layer's final state at every
+ * step, so dL/dc of all steps flows into both directions' last steps (alone,
+ * next to the bridge's or the "final" init's path, and with [s; c]). */
+static void test_none_uni_zeros(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_NONE, 0, SQ_INIT_ZEROS, 1, SQ_OUTPUT_STATE);
+}
+static void test_none_bi2_bridge_ctx(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_NONE, 1, SQ_INIT_BRIDGE, 2, SQ_OUTPUT_STATE_CONTEXT);
+}
+static void test_none_bi_final_ctx(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_NONE, 1, SQ_INIT_FINAL, 1, SQ_OUTPUT_STATE_CONTEXT);
+}
+static void test_none_uni3_final(void **s) {
+  (void)s;
+  run_case(SQ_SCORE_NONE, 0, SQ_INIT_FINAL, 3, SQ_OUTPUT_STATE);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_additive_bidir_bridge),
@@ -130,6 +151,10 @@ int main(void) {
       cmocka_unit_test(test_dot_uni2_zeros_ctx),
       cmocka_unit_test(test_additive_bi2_final),
       cmocka_unit_test(test_general_uni_final_ctx),
+      cmocka_unit_test(test_none_uni_zeros),
+      cmocka_unit_test(test_none_bi2_bridge_ctx),
+      cmocka_unit_test(test_none_bi_final_ctx),
+      cmocka_unit_test(test_none_uni3_final),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
