@@ -255,17 +255,16 @@ static seqcl_status save_checkpoint(seqcl_ctx *ctx, const seqcl_train_files_opti
   return sq_checkpoint_write(ctx, o->save_dir, &R->L, R->host, R->host + total, &m);
 }
 
-static seqcl_status validate(run *R, seqcl_train_event *e) {
+/* mt accumulates the token edit rate, as seqcl eval counts it (the caller
+ * frees it, also after a failure). */
+static seqcl_status validate_into(run *R, seqcl_train_event *e, sq_metrics *mt) {
   const dataset *d = &R->valid;
   const long n = (long)d->src.count;
   double loss_sum = 0;
   long labels = 0;
   e->valid_correct = 0;
   SQ_TRY(sq_graph_set_dropout(R->g, 0.0, 0, 0)); /* the next step sets it again */
-  sq_metrics mt; /* the token edit rate, as seqcl eval counts it */
-  sq_metrics_init(&mt);
-  seqcl_status st = SEQCL_OK;
-  for (long at = 0; at < n && st == SEQCL_OK; at += R->B) {
+  for (long at = 0; at < n; at += R->B) {
     int rows = (int)(n - at < R->B ? n - at : R->B);
     for (int r = 0; r < rows; r++) R->idx[r] = at + r;
     int S, T;
@@ -292,16 +291,22 @@ static seqcl_status validate(run *R, seqcl_train_event *e) {
       int got = 0;
       while (got < R->T && p[got] != R->cfg.eos_id) got++;
       e->valid_correct += got == want && !memcmp(p, t, sizeof(int32_t) * (size_t)want);
-      if (st == SEQCL_OK) st = sq_metrics_add(&mt, p, (size_t)got, t, (size_t)want);
+      SQ_TRY(sq_metrics_add(mt, p, (size_t)got, t, (size_t)want));
     }
   }
-  e->valid_ter = sq_metrics_ter(&mt);
-  sq_metrics_free(&mt);
-  SQ_TRY(st);
+  e->valid_ter = sq_metrics_ter(mt);
   e->validated = 1;
   e->valid_loss = labels ? loss_sum / (double)labels : 0.0;
   e->valid_count = (int)n;
   return SEQCL_OK;
+}
+
+static seqcl_status validate(run *R, seqcl_train_event *e) {
+  sq_metrics mt;
+  sq_metrics_init(&mt);
+  seqcl_status st = validate_into(R, e, &mt);
+  sq_metrics_free(&mt);
+  return st;
 }
 
 /* One data file on resume: a given path must be the recorded one; an absent
