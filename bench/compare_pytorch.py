@@ -229,9 +229,9 @@ def export(m, out_dir, V):
         output=m.output, bos_id=V - 2, eos_id=V - 1, pad_id=None)
 
 
-def time_torch(m, src, batch, steps, bos, eos, keys_once, reps, beam=1):
+def time_torch(m, src, batch, steps, bos, eos, keys_once, reps, beam=1, warm=True):
     """Median seconds over reps (model and src on the same device) and the outputs
-    of the last run, on the CPU."""
+    of the last run, on the CPU; warm=False skips the warm-up run."""
     def run():
         outs = []
         with torch.no_grad():
@@ -241,7 +241,8 @@ def time_torch(m, src, batch, steps, bos, eos, keys_once, reps, beam=1):
                 else:
                     outs.append(m.beam(src[i:i + batch], steps, bos, eos, keys_once, beam))
         return outs
-    run()                                   # warm-up
+    if warm:
+        run()                               # warm-up
     times = []
     for _ in range(reps):
         sync(src.device)
@@ -300,15 +301,27 @@ def decode_peer(args, V, D, H, A, S, batch, beam=1, lines=None, **shape):
         json_file = os.path.join(tmp, "bench.json")
         bench_cmd = [args.seqcl, "bench", "--device", args.device, "--model", mdir, "--src",
                      src_file, "--max-steps", str(args.steps), "--batch-size", str(batch),
-                     "--beam", str(beam), "--reps", str(args.reps), "--json", json_file]
+                     "--beam", str(beam), "--reps", "1", "--json", json_file]
         dev = torch.device(args.torch_device)
         m, src_dev = m.to(dev), src.to(dev)   # exported above, from the CPU copy
-        t_torch, outs = time_torch(m, src_dev, batch, args.steps, bos, eos, False, args.reps,
-                                   beam)
-        subprocess.run(bench_cmd, check=True, stdout=subprocess.DEVNULL)
-        with open(json_file) as f:
-            sq = json.load(f)
-        t_once, _ = time_torch(m, src_dev, batch, args.steps, bos, eos, True, args.reps, beam)
+        # The three are timed in turns, one repetition each, so that a change
+        # in the machine's load falls on all of them alike.
+        ts, to, sqs = [], [], []
+        _, outs = time_torch(m, src_dev, batch, args.steps, bos, eos, False, 1, beam)
+        time_torch(m, src_dev, batch, args.steps, bos, eos, True, 1, beam, warm=False)
+        for _ in range(args.reps):
+            t, outs = time_torch(m, src_dev, batch, args.steps, bos, eos, False, 1, beam,
+                                 warm=False)
+            ts.append(t)
+            subprocess.run(bench_cmd, check=True, stdout=subprocess.DEVNULL)
+            with open(json_file) as f:
+                sqs.append(json.load(f))
+            to.append(time_torch(m, src_dev, batch, args.steps, bos, eos, True, 1, beam,
+                                 warm=False)[0])
+        t_torch, t_once = statistics.median(ts), statistics.median(to)
+        sqs.sort(key=lambda r: r["decode_seconds"])
+        sq = sqs[len(sqs) // 2]   # the median run's figures, all from one run
+        t_proc = statistics.median(r["process_seconds"] for r in sqs)
     if beam == 1:
         same, tie, bad = agree(seqcl_lines, outs, eos)
     else:   # no near-tie rule for beams: identical best hypotheses are reported only
@@ -316,7 +329,7 @@ def decode_peer(args, V, D, H, A, S, batch, beam=1, lines=None, **shape):
         same = sum(a == b for a, b in zip(seqcl_lines, ref))
         tie, bad = 0, 0
     tokens = lines * args.steps
-    t_seqcl, t_proc = sq["decode_seconds"], sq["process_seconds"]
+    t_seqcl = sq["decode_seconds"]
     return {
         "hidden": H, "embed": D, "vocab": V, "attention_dim": A, "src_len": S, "batch": batch,
         "beam": beam, "lines": lines, "steps": args.steps, "device": args.device,
