@@ -50,18 +50,27 @@ int cli_read_vocab(const char *cmd, const char *path, sq_vocab **out) {
   return st == SEQCL_OK ? CLI_OK : cli_fail(cmd, st);
 }
 
+long cli_unk_id(const sq_config *cfg, int target) {
+  const int has = target ? cfg->has_tgt_unk : cfg->has_src_unk;
+  return has ? (target ? cfg->tgt_unk_id : cfg->src_unk_id) : -1;
+}
+
+void cli_warn_unknown(const char *cmd, const char *path, size_t unknown, const char *what,
+                      int target, long unk) {
+  if (unknown)
+    fprintf(stderr, "seqcl %s: %s: %zu unknown %s%s mapped to %s_unk_id %ld\n", cmd,
+            sq_path_shown(path), unknown, what, unknown == 1 ? "" : "s", target ? "tgt" : "src",
+            unk);
+}
+
 int cli_read_tokens(const char *cmd, const char *path, const sq_config *cfg, int target,
                     const sq_vocab *vocab, unsigned flags, sq_seqs *out) {
-  const int has = target ? cfg->has_tgt_unk : cfg->has_src_unk;
-  const long unk = has ? (target ? cfg->tgt_unk_id : cfg->src_unk_id) : -1;
+  const long unk = cli_unk_id(cfg, target);
   size_t unknown = 0;
   seqcl_status st = sq_tokens_read_flags(path, target ? cfg->tgt_vocab : cfg->src_vocab, vocab,
                                          flags, unk, &unknown, out);
   if (st != SEQCL_OK) return cli_fail(cmd, st);
-  if (unknown)
-    fprintf(stderr, "seqcl %s: %s: %zu unknown word%s mapped to %s_unk_id %ld\n", cmd,
-            sq_path_shown(path), unknown, unknown == 1 ? "" : "s",
-            target ? "tgt" : "src", unk);
+  cli_warn_unknown(cmd, path, unknown, "word", target, unk);
   return CLI_OK;
 }
 

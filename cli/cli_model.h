@@ -39,6 +39,13 @@ int cli_take(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int arg
 int cli_read_config(const char *cmd, const char *dir, sq_config *cfg);
 /* Reads a vocabulary when path is not NULL (*out = NULL otherwise). */
 int cli_read_vocab(const char *cmd, const char *path, sq_vocab **out);
+/* The unk id a side's unknown words map to (target: the target side), -1 when
+ * the config has none. */
+long cli_unk_id(const sq_config *cfg, int target);
+/* After reading path: the count of unknown words or tokens (what) mapped to
+ * that side's unk id, on stderr; nothing when unknown is 0. */
+void cli_warn_unknown(const char *cmd, const char *path, size_t unknown, const char *what,
+                      int target, long unk);
 /* Reads a token file of the model's source (target = 0) or target side: ids,
  * or words through vocab when it is not NULL; there an unknown word maps to the
  * config's src_unk_id / tgt_unk_id when it has one (how many did is printed

@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/fileio.h"
 #include "cli_model.h"
 #include "cli_text.h"
 
@@ -32,18 +31,14 @@ int cli_text_vocab(const char *cmd, const cli_text *t, const char *given, const 
 int cli_read_side(const char *cmd, const cli_text *t, const char *path, const sq_config *cfg,
                   int target, const sq_vocab *vocab, unsigned flags, int wrap, sq_seqs *out) {
   if (!t->on) return cli_read_tokens(cmd, path, cfg, target, vocab, flags, out);
-  const int has = target ? cfg->has_tgt_unk : cfg->has_src_unk;
-  const long unk = has ? (target ? cfg->tgt_unk_id : cfg->src_unk_id) : -1;
+  const long unk = cli_unk_id(cfg, target);
   size_t unknown = 0;
   seqcl_status st = sq_text_read(path, t->split[target], vocab,
                                  target ? cfg->tgt_vocab : cfg->src_vocab, unk, flags, &unknown, out);
   if (st == SEQCL_OK && wrap && (st = sq_seqs_wrap(out, cfg->bos_id, cfg->eos_id)) != SEQCL_OK)
     sq_seqs_free(out);
   if (st != SEQCL_OK) return cli_fail(cmd, st);
-  if (unknown)
-    fprintf(stderr, "seqcl %s: %s: %zu unknown token%s mapped to %s_unk_id %ld\n", cmd,
-            sq_path_shown(path), unknown, unknown == 1 ? "" : "s",
-            target ? "tgt" : "src", unk);
+  cli_warn_unknown(cmd, path, unknown, "token", target, unk);
   return CLI_OK;
 }
 
