@@ -1,8 +1,9 @@
 #!/bin/bash
 # seqcl experiment length-sweep on a tiny grid (host path): the JSON's schema
 # and values, the same seed giving the same numbers, another seed others, a
-# one-digit source's entropy exactly 0, a model that learns short reversal,
-# the SVG, and usage errors that name the option.
+# one-digit source's entropy exactly 0, models that learn short reversal, the
+# default scores (the fixed-context "none" among them, with no entropy), the
+# SVG, and usage errors that name the option.
 #
 #   test_experiment.sh SEQCL_BINARY
 set -u
@@ -16,9 +17,12 @@ py=$(command -v python3)
 
 expect() { expect_sub experiment "$@"; }
 
-grid=(length-sweep --scores additive,general --lengths 1,3 --steps 300 --batch-size 32)
+# no --scores: the default list, none,additive,general
+grid=(length-sweep --lengths 1,3 --steps 300 --batch-size 32)
 expect tiny 0 "" "${grid[@]}" --json a.json --svg a.svg
-[ "$(grep -c '^additive\|^general' out)" = 4 ] || fail "tiny: want 4 table rows: $(cat out)"
+[ "$(grep -c '^none\|^additive\|^general' out)" = 6 ] || fail "tiny: want 6 table rows: $(cat out)"
+# the fixed context has no alignments: its H and H/lnL columns are '-'
+[ "$(grep -c '^none .* - *- ' out)" = 2 ] || fail "tiny: none rows without '-' entropy: $(cat out)"
 expect tiny_again 0 "" "${grid[@]}" --json b.json
 expect other_seed 0 "" "${grid[@]}" --seed 5 --json c.json
 
@@ -37,11 +41,19 @@ want(a["experiment"] == "length-sweep" and a["steps"] == 300 and a["batch_size"]
      "settings: %r" % {k: v for k, v in a.items() if k != "runs"})
 runs = a["runs"]
 want([(r["score"], r["length"]) for r in runs] ==
-     [("additive", 1), ("general", 1), ("additive", 3), ("general", 3)], "grid order")
+     [(s, n) for n in (1, 3) for s in ("none", "additive", "general")], "grid order")
 for r in runs:
     name = "%s/%d" % (r["score"], r["length"])
     want(set(r) == keys, name + ": keys " + str(sorted(set(r) ^ keys)))
     want(0 <= r["sequence_accuracy"] <= r["token_accuracy"] <= 1, name + ": accuracies")
+    if r["score"] == "none":
+        # no alignments: no entropy and nothing to check, so nulls (not 0, not a pass)
+        want(r["entropy"] is None and r["entropy_normalized"] is None, name + ": entropy not null")
+        want(r["invariants"] == {"pass": None, "worst_sum_error": None,
+                                 "worst_padding_weight": None}, name + ": invariants not null")
+        want(r["length"] == 1 or r["sequence_accuracy"] > 0.9,
+             name + ": sequence accuracy %g" % r["sequence_accuracy"])
+        continue
     want(0 <= r["entropy"] <= math.log(r["length"]) + 1e-9, name + ": entropy in [0, ln L]")
     want(0 <= r["entropy_normalized"] <= 1 + 1e-9, name + ": normalised entropy in [0, 1]")
     want(r["invariants"]["pass"] and r["invariants"]["worst_padding_weight"] == 0
@@ -67,9 +79,10 @@ for w in bad:
 sys.exit(1 if bad else 0)
 PY
 grep -q '<svg' a.svg && grep -q 'source length L' a.svg && grep -q '>additive<' a.svg \
-  && grep -q '>general<' a.svg && grep -q 'attention entropy' a.svg \
+  && grep -q '>general<' a.svg && grep -q '>none<' a.svg && grep -q 'attention entropy' a.svg \
   || fail "svg: axes, labels or legend missing"
-[ "$(grep -c '<polyline' a.svg)" = 6 ] || fail "svg: want 3 panels x 2 lines"
+# two accuracy panels x 3 scores, the entropy panel x 2 (none has no entropy)
+[ "$(grep -c '<polyline' a.svg)" = 8 ] || fail "svg: want 2 x 3 + 2 lines"
 
 # usage errors name the option and leave nothing behind
 expect bad_score 2 "--scores|bogus" length-sweep --scores additive,bogus --json x.json
