@@ -131,15 +131,11 @@ static void test_non_finite_half(void **state) {
   }
 }
 
-/* Finite weights whose products overflow (every output weight 3e38): the
- * non-finite logits are a runtime failure, SEQCL_ERR_NON_FINITE, naming the
- * line, the step and the tensor, on every device and through every path
- * (teacher forcing, greedy on the device, beam search). */
-static void test_overflow_at_run_time(void **state) {
-  (void)state;
-  size_t ndev = 0;
-  seqcl_device_info *devs = hu_devices(&ndev);
-  const char *dir = model_dir("overflow", "decoder.output.weight", HU_ALL, 3e38f);
+/* A finite model whose run overflows: on every device forward, greedy and beam
+ * decoding fail with SEQCL_ERR_NON_FINITE naming the line (forward's message
+ * holds fwd_word, beam's beam_word) and leave no result behind. */
+static void expect_non_finite_runs(const seqcl_device_info *devs, size_t ndev, const char *dir,
+                                   const char *fwd_word, const char *beam_word) {
   sq_seqs s = {0}, t = {0};
   seqcl_seqs src = parse(hu_src_text, 7, &s), tgt = parse(hu_tgt_text, 9, &t);
   for (size_t d = 0; d < ndev; d++) {
@@ -148,8 +144,7 @@ static void test_overflow_at_run_time(void **state) {
     seqcl_model *m = NULL;
     assert_int_equal(seqcl_model_load(ctx, dir, &m), SEQCL_OK); /* finite: loads */
     seqcl_forward_result *r = (seqcl_forward_result *)1;
-    expect(seqcl_model_forward(m, &src, &tgt, 0, &r), SEQCL_ERR_NON_FINITE, "logits of line",
-           "step");
+    expect(seqcl_model_forward(m, &src, &tgt, 0, &r), SEQCL_ERR_NON_FINITE, fwd_word, "step");
     assert_null(r);
     seqcl_decode_options o;
     seqcl_decode_options_init(&o);
@@ -159,14 +154,26 @@ static void test_overflow_at_run_time(void **state) {
     assert_null(res);
     o.beam = 2;
     res = (seqcl_decode_result *)1;
-    expect(seqcl_model_decode(m, &src, &o, &res), SEQCL_ERR_NON_FINITE, "line 1", "logits");
+    expect(seqcl_model_decode(m, &src, &o, &res), SEQCL_ERR_NON_FINITE, "line 1", beam_word);
     assert_null(res);
     seqcl_model_free(m);
     seqcl_ctx_close(ctx);
   }
-  seqcl_devices_free(devs);
   sq_seqs_free(&s);
   sq_seqs_free(&t);
+}
+
+/* Finite weights whose products overflow (every output weight 3e38): the
+ * non-finite logits are a runtime failure, SEQCL_ERR_NON_FINITE, naming the
+ * line, the step and the tensor, on every device and through every path
+ * (teacher forcing, greedy on the device, beam search). */
+static void test_overflow_at_run_time(void **state) {
+  (void)state;
+  size_t ndev = 0;
+  seqcl_device_info *devs = hu_devices(&ndev);
+  const char *dir = model_dir("overflow", "decoder.output.weight", HU_ALL, 3e38f);
+  expect_non_finite_runs(devs, ndev, dir, "logits of line", "logits");
+  seqcl_devices_free(devs);
 }
 
 /* Finite attention weights whose products overflow in the scores (the
@@ -186,32 +193,8 @@ static void test_attention_overflow(void **state) {
   hu_tiny_config(&c);
   c.score = SQ_SCORE_GENERAL;
   assert_int_equal(hu_write_model(dir, &c, 5, "decoder.attention.query.weight", HU_ALL, 3e38f), 0);
-  sq_seqs s = {0}, t = {0};
-  seqcl_seqs src = parse(hu_src_text, 7, &s), tgt = parse(hu_tgt_text, 9, &t);
-  for (size_t d = 0; d < ndev; d++) {
-    seqcl_ctx *ctx = NULL;
-    if (seqcl_ctx_open_info(&devs[d], &ctx) != SEQCL_OK) continue;
-    seqcl_model *m = NULL;
-    assert_int_equal(seqcl_model_load(ctx, dir, &m), SEQCL_OK); /* finite: loads */
-    seqcl_forward_result *r = (seqcl_forward_result *)1;
-    expect(seqcl_model_forward(m, &src, &tgt, 0, &r), SEQCL_ERR_NON_FINITE, "of line 1", "step");
-    assert_null(r);
-    seqcl_decode_options o;
-    seqcl_decode_options_init(&o);
-    seqcl_decode_result *res = (seqcl_decode_result *)1;
-    expect(seqcl_model_decode(m, &src, &o, &res), SEQCL_ERR_NON_FINITE, "greedy decoding: logits",
-           "line 1");
-    assert_null(res);
-    o.beam = 2;
-    res = (seqcl_decode_result *)1;
-    expect(seqcl_model_decode(m, &src, &o, &res), SEQCL_ERR_NON_FINITE, "line 1", "not finite");
-    assert_null(res);
-    seqcl_model_free(m);
-    seqcl_ctx_close(ctx);
-  }
+  expect_non_finite_runs(devs, ndev, dir, "of line 1", "not finite");
   seqcl_devices_free(devs);
-  sq_seqs_free(&s);
-  sq_seqs_free(&t);
 }
 
 /* ---- token files ---- */
