@@ -39,6 +39,19 @@ int sq_attn_valid(const sq_case *c, int S, int n, int j) {
   return !mask || mask[(size_t)n * S + j] != 0;
 }
 
+void sq_context_tol(const float *keys, int S, int He, int n, const double *alpha,
+                    const double *alpha_tol, double *tol_row) {
+  for (int i = 0; i < He; i++) {
+    double m = 0, da = 0;
+    for (int j = 0; j < S; j++) {
+      double h = fabs(keys[((size_t)n * S + j) * He + i]);
+      m += fabs(alpha[j]) * h;
+      da += alpha_tol[j] * h;
+    }
+    tol_row[i] = sq_dot_factor(S) * m + da;
+  }
+}
+
 int sq_ceil_log2(long x) {
   int k = 0;
   while ((1L << k) < x) k++;

@@ -46,6 +46,12 @@ int sq_ceil_log2(long x);
  * with a factor 2 for FMA-free kernels and reassociation). */
 static inline double sq_dot_factor(long K) { return 2.0 * (double)(K + 2) * SQ_U; }
 
+/* Tolerance of row n's context c[n, i] = sum_j alpha[n, j] keys[n, j, i] (keys
+ * [N, S, He]): the dot product's rounding over |alpha| |keys| plus the weights'
+ * own tolerances alpha_tol[j] carried through |keys|. Writes tol_row[0, He). */
+void sq_context_tol(const float *keys, int S, int He, int n, const double *alpha,
+                    const double *alpha_tol, double *tol_row);
+
 /* The magnitude sum m[r, o] = sum_i |x[r, i]| |W[o, i]| + |b[o]| of a linear layer
  * (x row stride ldx; b may be NULL). */
 void sq_abs_linear(int rows, int in, int out, const float *x, int ldx, const float *W,

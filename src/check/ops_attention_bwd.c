@@ -172,15 +172,7 @@ static void gfw_tol(const sq_case *c, int k, double *const *ref, double *tol) {
       for (int i = 0; i < d.He; i++) tol[(size_t)n * d.He + i] = 1e-2; /* out of memory */
     } else {
       gfw_alpha_tol(c, &d, n, an, at);
-      for (int i = 0; i < d.He; i++) {
-        double m = 0, da = 0;
-        for (int j = 0; j < d.S; j++) {
-          double h = fabs(keys[((size_t)n * d.S + j) * d.He + i]);
-          m += fabs(an[j]) * h;
-          da += at[j] * h;
-        }
-        tol[(size_t)n * d.He + i] = sq_dot_factor(d.S) * m + da;
-      }
+      sq_context_tol(keys, d.S, d.He, n, an, at, tol + (size_t)n * d.He);
     }
   }
   free(at);
