@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "cli_model.h"
 #include "cli_text.h"
+#include "core/fileio.h"
 
 int cli_text_parse(const char *cmd, const char *spec, cli_text *t) {
   memset(t, 0, sizeof *t);
@@ -19,10 +20,8 @@ int cli_text_vocab(const char *cmd, const cli_text *t, const char *given, const 
                    int target, sq_vocab **out) {
   if (given || !t->on) return cli_read_vocab(cmd, given, out);
   const char *name = target ? "tgt.vocab" : "src.vocab";
-  size_t n = strlen(dir) + strlen(name) + 2;
-  char *path = malloc(n);
+  char *path = sq_path_join(dir, name);
   if (!path) return cli_usage_error(cmd, "out of memory");
-  snprintf(path, n, "%s/%s", dir, name);
   int rc = cli_read_vocab(cmd, path, out);
   free(path);
   return rc;

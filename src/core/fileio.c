@@ -30,6 +30,13 @@ const char *sq_path_shown(const char *path) {
   return is_stdin_name(path) ? "standard input" : path;
 }
 
+char *sq_path_join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
 seqcl_status sq_file_read_all(const char *path, unsigned char **buf, size_t *len) {
   if (!buf || !len || !path)
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_file_read_all: NULL argument");

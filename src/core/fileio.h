@@ -31,6 +31,8 @@
 seqcl_status sq_file_read_all(const char *path, unsigned char **buf, size_t *len);
 /* How messages name path: "standard input" for "-", else path itself. */
 const char *sq_path_shown(const char *path);
+/* "dir/name" in a malloc'd string (the caller frees it); NULL when out of memory. */
+char *sq_path_join(const char *dir, const char *name);
 
 typedef struct sq_outfile {
   FILE *f;     /* write here */

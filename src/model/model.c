@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fileio.h"
 #include "core/error.h"
 #include "model/safetensors.h"
 #include "model/seq2seq.h"
@@ -196,13 +197,6 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
   return st;
 }
 
-static char *join_path(const char *dir, const char *file) {
-  size_t n = strlen(dir) + strlen(file) + 2;
-  char *p = malloc(n);
-  if (p) snprintf(p, n, "%s/%s", dir, file);
-  return p;
-}
-
 seqcl_status seqcl_model_load(seqcl_ctx *ctx, const char *dir, seqcl_model **out) {
   if (!out) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_load: out is NULL");
   *out = NULL;
@@ -210,8 +204,8 @@ seqcl_status seqcl_model_load(seqcl_ctx *ctx, const char *dir, seqcl_model **out
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_load: ctx or dir is NULL");
   sq_clear_message();
   seqcl_model *m = calloc(1, sizeof *m);
-  char *cfg_path = join_path(dir, "config.json");
-  char *st_path = join_path(dir, "model.safetensors");
+  char *cfg_path = sq_path_join(dir, "config.json");
+  char *st_path = sq_path_join(dir, "model.safetensors");
   sq_st_file *f = NULL;
   spec_list specs = {0};
   seqcl_status st = SEQCL_OK;

@@ -18,13 +18,6 @@
 #include "train/schedule.h"
 #include "train/checkpoint.h"
 
-static char *join(const char *dir, const char *name) {
-  size_t n = strlen(dir) + strlen(name) + 2;
-  char *p = malloc(n);
-  if (p) snprintf(p, n, "%s/%s", dir, name);
-  return p;
-}
-
 static seqcl_status write_adam(seqcl_ctx *ctx, const char *path, const sq_tlayout *L,
                                const float *mv) {
   sq_st_out t[2 * SQ_TPARAM_MAX];
@@ -123,7 +116,7 @@ seqcl_status sq_checkpoint_write(seqcl_ctx *ctx, const char *save_dir, const sq_
   if (mkdir(save_dir, 0755) != 0 && errno != EEXIST)
     return sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot create %s: %s", save_dir,
                    strerror(errno));
-  char *final = join(save_dir, "checkpoint");
+  char *final = sq_path_join(save_dir, "checkpoint");
   char *tmp = NULL, *adam = NULL, *json = NULL;
   seqcl_status st = SEQCL_OK;
   if (!final) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
@@ -132,8 +125,8 @@ seqcl_status sq_checkpoint_write(seqcl_ctx *ctx, const char *save_dir, const sq_
   st = sq_dir_make_temp(final, &tmp);
   if (st != SEQCL_OK) st = sq_fail_wrap(ctx, st, "checkpoint");
   if (st == SEQCL_OK) {
-    adam = join(tmp, "optimizer.safetensors");
-    json = join(tmp, "training.json");
+    adam = sq_path_join(tmp, "optimizer.safetensors");
+    json = sq_path_join(tmp, "training.json");
     if (!adam || !json) st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
   }
   if (st == SEQCL_OK) st = sq_tlayout_save(ctx, L, params, tmp);
@@ -151,12 +144,12 @@ seqcl_status sq_checkpoint_write(seqcl_ctx *ctx, const char *save_dir, const sq_
 
 seqcl_status sq_checkpoint_locate(seqcl_ctx *ctx, const char *dir, char **out) {
   *out = NULL;
-  char *sub = join(dir, "checkpoint/training.json");
+  char *sub = sq_path_join(dir, "checkpoint/training.json");
   if (!sub) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
   struct stat sb;
   int nested = stat(sub, &sb) == 0;
   free(sub);
-  *out = nested ? join(dir, "checkpoint") : strdup(dir);
+  *out = nested ? sq_path_join(dir, "checkpoint") : strdup(dir);
   if (!*out) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
   return SEQCL_OK;
 }
@@ -180,7 +173,7 @@ static int get_u64_text(json_t *o, const char *key, int hex, uint64_t *v) {
 
 seqcl_status sq_checkpoint_read_meta(seqcl_ctx *ctx, const char *ckdir, sq_ckpt_meta *m) {
   memset(m, 0, sizeof *m);
-  char *path = join(ckdir, "training.json");
+  char *path = sq_path_join(ckdir, "training.json");
   if (!path) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
   unsigned char *text = NULL;
   size_t len = 0;
@@ -322,7 +315,7 @@ seqcl_status sq_checkpoint_parse_meta(seqcl_ctx *ctx, const char *text, size_t l
 
 seqcl_status sq_checkpoint_read_adam(seqcl_ctx *ctx, const char *ckdir, const sq_tlayout *L,
                                      float *mv) {
-  char *path = join(ckdir, "optimizer.safetensors");
+  char *path = sq_path_join(ckdir, "optimizer.safetensors");
   if (!path) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "checkpoint: out of host memory");
   sq_st_file *f = NULL;
   seqcl_status st = sq_st_read(path, 0, &f);

@@ -2,17 +2,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fileio.h"
 #include "core/error.h"
 #include "train/text_data.h"
 
 static const char *const vocab_file[2] = {"src.vocab", "tgt.vocab"};
-
-static char *join(const char *dir, const char *name) {
-  size_t n = strlen(dir) + strlen(name) + 2;
-  char *p = malloc(n);
-  if (p) snprintf(p, n, "%s/%s", dir, name);
-  return p;
-}
 
 seqcl_status sq_train_text_vocabs(seqcl_ctx *ctx, sq_train_text *t, const char *const given[2],
                                   const char *from_dir, const char *const train[2]) {
@@ -20,7 +14,7 @@ seqcl_status sq_train_text_vocabs(seqcl_ctx *ctx, sq_train_text *t, const char *
     if (given[k]) {
       SQ_TRY(sq_vocab_read(given[k], &t->vocab[k]));
     } else if (from_dir) {
-      char *p = join(from_dir, vocab_file[k]);
+      char *p = sq_path_join(from_dir, vocab_file[k]);
       if (!p) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
       seqcl_status st = sq_vocab_read(p, &t->vocab[k]);
       free(p);
@@ -90,7 +84,7 @@ seqcl_status sq_train_text_read(const sq_train_text *t, const sq_config *cfg, in
 seqcl_status sq_train_text_save(seqcl_ctx *ctx, const sq_vocab *const vocab[2], const char *dir) {
   for (int k = 0; k < 2; k++) {
     if (!vocab[k]) continue;
-    char *p = join(dir, vocab_file[k]);
+    char *p = sq_path_join(dir, vocab_file[k]);
     if (!p) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
     seqcl_status st = sq_vocab_save(vocab[k], p);
     free(p);

@@ -11,6 +11,7 @@
 
 #include <seqcl/train.h>
 
+#include "core/fileio.h"
 #include "core/hash.h"
 #include "model/config.h"
 #include "model/tokens.h"
@@ -157,15 +158,8 @@ static seqcl_status check_trainable(seqcl_ctx *ctx, const sq_config *c, const ch
   return SEQCL_OK;
 }
 
-static char *path_in(const char *dir, const char *name) {
-  size_t n = strlen(dir) + strlen(name) + 2;
-  char *p = malloc(n);
-  if (p) snprintf(p, n, "%s/%s", dir, name);
-  return p;
-}
-
 static seqcl_status load_config(seqcl_ctx *ctx, const char *dir, const char *file, sq_config *c) {
-  char *p = dir ? path_in(dir, "config.json") : strdup(file);
+  char *p = dir ? sq_path_join(dir, "config.json") : strdup(file);
   if (!p) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
   seqcl_status st = sq_config_load(p, c);
   if (st == SEQCL_OK) st = check_trainable(ctx, c, p);
@@ -175,7 +169,7 @@ static seqcl_status load_config(seqcl_ctx *ctx, const char *dir, const char *fil
 
 static seqcl_status load_weights(seqcl_ctx *ctx, const sq_tlayout *L, const char *dir,
                                  float *params) {
-  char *p = path_in(dir, "model.safetensors");
+  char *p = sq_path_join(dir, "model.safetensors");
   if (!p) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
   seqcl_status st = sq_tlayout_load(ctx, L, p, params);
   free(p);
@@ -496,7 +490,7 @@ static seqcl_status init_adam(seqcl_ctx *ctx, const char *dir, run *R) {
 
 /* Whether dir already holds a model (config.json). */
 static int model_in(const char *dir) {
-  char *p = path_in(dir, "config.json");
+  char *p = sq_path_join(dir, "config.json");
   FILE *f = p ? fopen(p, "r") : NULL;
   free(p);
   if (f) fclose(f);
