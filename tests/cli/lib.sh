@@ -22,3 +22,27 @@ expect_sub() {
     grep -qF -- "$w" err || fail "$name: stderr does not name '$w': $(head -c 400 err)"
   done
 }
+
+# enter_work TAG: a fresh folder /tmp/seqcl-TAG-XXXXXX (removed on exit) as
+# the current folder, every seqcl run there on the host path. Source lib.sh
+# and call this before anything else changes folder ($0 may be relative).
+enter_work() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/seqcl-$1-XXXXXX") || exit 1
+  trap 'rm -rf "$work"' EXIT
+  cd "$work" || exit 1
+  export SEQCL_DEVICE=cpu
+}
+
+# bi_additive_config FILE VOCAB BOS EOS HIDDEN: a small trainable config, one
+# vocabulary of VOCAB ids on both sides, embed 8, a one-layer bidirectional
+# encoder of HIDDEN per direction, a bridge into a decoder of HIDDEN, additive
+# attention of dim HIDDEN, output over the state.
+bi_additive_config() {
+  cat >"$1" <<JSON
+{"format": "seqcl.seq2seq", "version": 1, "src_vocab_size": $2, "tgt_vocab_size": $2,
+ "embed_dim": 8, "bos_id": $3, "eos_id": $4, "pad_id": null,
+ "encoder": {"hidden_size": $5, "num_layers": 1, "bidirectional": true},
+ "decoder": {"hidden_size": $5, "init": "bridge"},
+ "attention": {"score": "additive", "dim": $5}, "output": "state"}
+JSON
+}

@@ -8,10 +8,7 @@ set -u
 seqcl=$1
 gold=$2/tests/golden/uni1_additive_zeros_state
 . "$(dirname "$0")/lib.sh" # before the cd: $0 may be relative
-work=$(mktemp -d "${TMPDIR:-/tmp}/seqcl-eval-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export SEQCL_DEVICE=cpu
+enter_work eval
 
 # expect NAME STATUS "WORD|WORD" ARGS...: exit status, every word in stderr
 expect() { expect_sub eval "$@"; }

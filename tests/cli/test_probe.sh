@@ -9,10 +9,7 @@
 set -u
 seqcl=$1
 . "$(dirname "$0")/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/seqcl-probe-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export SEQCL_DEVICE=cpu
+enter_work probe
 py=$(command -v python3)
 
 expect() { expect_sub probe "$@"; }

@@ -9,10 +9,7 @@
 set -u
 seqcl=$1
 . "$(dirname "$0")/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/seqcl-sched-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export SEQCL_DEVICE=cpu
+enter_work sched
 
 expect() { expect_sub train "$@"; }
 same() { cmp -s "$2" "$3" || fail "$1: $2 and $3 differ"; }
@@ -24,13 +21,7 @@ gen() { awk -v seed="$1" -v n="$2" 'BEGIN{srand(seed); for(i=0;i<n;i++){l=1+int(
   print s > "src"seed".txt"; print t " 11" > "tgt"seed".txt"}}'; }
 gen 1 400
 gen 2 60
-cat >cfg.json <<'JSON'
-{"format": "seqcl.seq2seq", "version": 1, "src_vocab_size": 12, "tgt_vocab_size": 12,
- "embed_dim": 8, "bos_id": 10, "eos_id": 11, "pad_id": null,
- "encoder": {"hidden_size": 16, "num_layers": 1, "bidirectional": true},
- "decoder": {"hidden_size": 16, "init": "bridge"},
- "attention": {"score": "additive", "dim": 16}, "output": "state"}
-JSON
+bi_additive_config cfg.json 12 10 11 16
 data="--src src1.txt --tgt tgt1.txt --valid-src src2.txt --valid-tgt tgt2.txt --config cfg.json"
 
 # --epochs: plain batches: ceil(3 x 400 / 32) = 38 steps

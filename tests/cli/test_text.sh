@@ -12,10 +12,7 @@ set -u
 seqcl=$1
 gold=$2/tests/golden/uni1_additive_zeros_state
 . "$(dirname "$0")/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/seqcl-text-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export SEQCL_DEVICE=cpu
+enter_work text
 
 expect() { local sub=$1; shift; expect_sub "$sub" "$@"; }
 same() { cmp -s "$2" "$3" || fail "$1: $2 and $3 differ: $(head -c 300 "$2") / $(head -c 300 "$3")"; }
@@ -75,13 +72,7 @@ rm g/tgt.vocab
 expect decode decode_no_vocab 2 "g/tgt.vocab" --model g --src src.chars --text chars
 
 # ---- train --text ----
-cat >cfg.json <<'JSON'
-{"format": "seqcl.seq2seq", "version": 1, "src_vocab_size": 4, "tgt_vocab_size": 4,
- "embed_dim": 8, "bos_id": 1, "eos_id": 2, "pad_id": null,
- "encoder": {"hidden_size": 12, "num_layers": 1, "bidirectional": true},
- "decoder": {"hidden_size": 12, "init": "bridge"},
- "attention": {"score": "additive", "dim": 12}, "output": "state"}
-JSON
+bi_additive_config cfg.json 4 1 2 12
 printf 'cat\ndog\nbird\nfish\ncow\ncät\nhen\nowl\n' >w.txt
 printf 'K AE T\nD AO G\nB ER D\nF IH SH\nK AW\nK AE T\nHH EH N\nAW L\n' >p.txt
 printf 'cöt\nhen\n' >vw.txt

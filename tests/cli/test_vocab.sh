@@ -8,9 +8,7 @@
 set -u
 seqcl=$1
 . "$(dirname "$0")/lib.sh" # before the cd: $0 may be relative
-work=$(mktemp -d "${TMPDIR:-/tmp}/seqcl-vocab-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
+enter_work vocab
 # expect NAME STATUS "WORD|WORD" ARGS...: exit status, every word in stderr
 expect() { expect_sub vocab "$@"; }
 same() { [ "$(tr '\n' ' ' <"$2")" = "$3" ] || fail "$1: got '$(tr '\n' ' ' <"$2")', want '$3'"; }
