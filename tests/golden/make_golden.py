@@ -41,89 +41,61 @@ def V7_8():
     return dict(src_vocab_size=7, tgt_vocab_size=8, bos_id=6, eos_id=7)
 
 
-def none_fixture(name, seed, vocab, pad, D, H, layers, bi, Hd, init, output, src_lens, steps):
-    """A FIXTURES row for a score "none" model (no attention tensors, F32)."""
+def fixture(name, seed, vocab, pad, D, H, layers, bi, Hd, init, score, A, output, biases, storage,
+            src_lens, steps, max_steps=None):
+    """A FIXTURES row from one table line; biases names the attention biases
+    present: k(ey), q(uery), e(nergy)."""
     return (name, seed,
             dict(vocab, pad_id=pad, embed_dim=D, enc_hidden=H, enc_layers=layers, bidirectional=bi,
-                 dec_hidden=Hd, init=init, score="none", attn_dim=None, output=output),
-            (False, False, False), "f32", src_lens, steps, None)
+                 dec_hidden=Hd, init=init, score=score, attn_dim=A, output=output),
+            tuple(b in biases for b in "kqe"), storage, src_lens, steps, max_steps)
 
 
 # name, base seed, config, attention biases (key, query, energy), storage dtype,
 # source lengths, target step counts (labels per line), max_steps (None = default)
-FIXTURES = [
-    ("uni1_additive_zeros_state", 100,
-     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=8, enc_layers=1, bidirectional=False,
-          dec_hidden=8, init="zeros", score="additive", attn_dim=8, output="state"),
-     (True, True, True), "f32", [4, 1, 6, 3, 5], [4, 1, 6, 3, 2], None),
-    ("uni2_additive_nobias_bridge_ctx", 200,
-     dict(V9_13(), pad_id=2, embed_dim=5, enc_hidden=7, enc_layers=2, bidirectional=False,
-          dec_hidden=9, init="bridge", score="additive", attn_dim=6, output="state_context"),
-     (False, False, False), "f32", [3, 5, 2, 5, 1], [2, 5, 3, 4, 1], None),
-    ("bi1_additive_seed000_bridge_ctx", 300,
-     dict(V12(), pad_id=0, embed_dim=6, enc_hidden=6, enc_layers=1, bidirectional=True,
-          dec_hidden=10, init="bridge", score="additive", attn_dim=7, output="state_context"),
-     (False, False, True), "f32", [5, 2, 7, 1, 4], [3, 2, 7, 1, 5], None),
-    ("bi2_additive_zeros_state", 400,
-     dict(V7_8(), pad_id=None, embed_dim=5, enc_hidden=5, enc_layers=2, bidirectional=True,
-          dec_hidden=8, init="zeros", score="additive", attn_dim=6, output="state"),
-     (True, True, True), "f32", [2, 6, 4, 1, 3], [3, 6, 4, 2, 1], None),
-    ("uni1_general_bias_bridge_state", 500,
-     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=8, enc_layers=1, bidirectional=False,
-          dec_hidden=12, init="bridge", score="general", attn_dim=None, output="state"),
-     (False, True, False), "f32", [6, 3, 1, 4, 2], [5, 3, 1, 4, 2], None),
-    ("bi2_general_nobias_zeros_ctx", 600,
-     dict(V9_13(), pad_id=None, embed_dim=5, enc_hidden=4, enc_layers=2, bidirectional=True,
-          dec_hidden=6, init="zeros", score="general", attn_dim=None, output="state_context"),
-     (False, False, False), "f32", [1, 4, 3, 5, 2], [2, 4, 3, 5, 1], 4),
-    ("uni2_dot_zeros_ctx", 700,
-     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=8, enc_layers=2, bidirectional=False,
-          dec_hidden=8, init="zeros", score="dot", attn_dim=None, output="state_context"),
-     (False, False, False), "f32", [4, 2, 5, 1, 3], [4, 2, 5, 1, 3], None),
-    ("bi1_dot_bridge_state", 800,
-     dict(V9_13(), pad_id=None, embed_dim=5, enc_hidden=4, enc_layers=1, bidirectional=True,
-          dec_hidden=8, init="bridge", score="dot", attn_dim=None, output="state"),
-     (False, False, False), "f32", [3, 1, 5, 2, 4], [3, 1, 4, 2, 5], None),
-    ("uni1_scaled_dot_bridge_ctx", 900,
-     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=8, enc_layers=1, bidirectional=False,
-          dec_hidden=8, init="bridge", score="scaled_dot", attn_dim=None, output="state_context"),
-     (False, False, False), "f32", [2, 5, 1, 3, 4], [2, 5, 1, 3, 4], None),
-    ("bi2_scaled_dot_zeros_state", 1000,
-     dict(V7_8(), pad_id=None, embed_dim=5, enc_hidden=4, enc_layers=2, bidirectional=True,
-          dec_hidden=8, init="zeros", score="scaled_dot", attn_dim=None, output="state"),
-     (False, False, False), "f32", [5, 3, 1, 4, 2], [5, 3, 1, 4, 2], None),
-    ("s1_bi1_additive_bridge_ctx", 1100,
-     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=5, enc_layers=1, bidirectional=True,
-          dec_hidden=7, init="bridge", score="additive", attn_dim=6, output="state_context"),
-     (True, False, True), "f32", [1, 1, 1, 1], [3, 1, 4, 2], None),
-    ("f16_uni1_additive_zeros_state", 1200,
-     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=8, enc_layers=1, bidirectional=False,
-          dec_hidden=8, init="zeros", score="additive", attn_dim=8, output="state"),
-     (True, True, True), "f16", [3, 6, 1, 4, 2], [3, 5, 1, 4, 2], None),
-    ("bf16_bi1_general_bridge_ctx", 1300,
-     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=4, enc_layers=1, bidirectional=True,
-          dec_hidden=6, init="bridge", score="general", attn_dim=None, output="state_context"),
-     (False, True, False), "bf16", [4, 2, 5, 1, 3], [4, 2, 5, 1, 3], None),
+FIXTURES = [fixture(*row) for row in (
+    # name, base seed, vocabularies, pad, D, H, layers, bi, H_d, init, score, A, output,
+    # biases, storage, S lens, T steps[, max_steps]
+    ("uni1_additive_zeros_state", 100, V12(), None, 6, 8, 1, False, 8, "zeros", "additive", 8,
+     "state", "kqe", "f32", [4, 1, 6, 3, 5], [4, 1, 6, 3, 2]),
+    ("uni2_additive_nobias_bridge_ctx", 200, V9_13(), 2, 5, 7, 2, False, 9, "bridge", "additive", 6,
+     "state_context", "", "f32", [3, 5, 2, 5, 1], [2, 5, 3, 4, 1]),
+    ("bi1_additive_seed000_bridge_ctx", 300, V12(), 0, 6, 6, 1, True, 10, "bridge", "additive", 7,
+     "state_context", "e", "f32", [5, 2, 7, 1, 4], [3, 2, 7, 1, 5]),
+    ("bi2_additive_zeros_state", 400, V7_8(), None, 5, 5, 2, True, 8, "zeros", "additive", 6,
+     "state", "kqe", "f32", [2, 6, 4, 1, 3], [3, 6, 4, 2, 1]),
+    ("uni1_general_bias_bridge_state", 500, V12(), None, 6, 8, 1, False, 12, "bridge", "general",
+     None, "state", "q", "f32", [6, 3, 1, 4, 2], [5, 3, 1, 4, 2]),
+    ("bi2_general_nobias_zeros_ctx", 600, V9_13(), None, 5, 4, 2, True, 6, "zeros", "general",
+     None, "state_context", "", "f32", [1, 4, 3, 5, 2], [2, 4, 3, 5, 1], 4),
+    ("uni2_dot_zeros_ctx", 700, V12(), None, 6, 8, 2, False, 8, "zeros", "dot", None,
+     "state_context", "", "f32", [4, 2, 5, 1, 3], [4, 2, 5, 1, 3]),
+    ("bi1_dot_bridge_state", 800, V9_13(), None, 5, 4, 1, True, 8, "bridge", "dot", None,
+     "state", "", "f32", [3, 1, 5, 2, 4], [3, 1, 4, 2, 5]),
+    ("uni1_scaled_dot_bridge_ctx", 900, V12(), None, 6, 8, 1, False, 8, "bridge", "scaled_dot",
+     None, "state_context", "", "f32", [2, 5, 1, 3, 4], [2, 5, 1, 3, 4]),
+    ("bi2_scaled_dot_zeros_state", 1000, V7_8(), None, 5, 4, 2, True, 8, "zeros", "scaled_dot",
+     None, "state", "", "f32", [5, 3, 1, 4, 2], [5, 3, 1, 4, 2]),
+    ("s1_bi1_additive_bridge_ctx", 1100, V12(), None, 6, 5, 1, True, 7, "bridge", "additive", 6,
+     "state_context", "ke", "f32", [1, 1, 1, 1], [3, 1, 4, 2]),
+    ("f16_uni1_additive_zeros_state", 1200, V12(), None, 6, 8, 1, False, 8, "zeros", "additive", 8,
+     "state", "kqe", "f16", [3, 6, 1, 4, 2], [3, 5, 1, 4, 2]),
+    ("bf16_bi1_general_bridge_ctx", 1300, V12(), None, 6, 4, 1, True, 6, "bridge", "general",
+     None, "state_context", "q", "bf16", [4, 2, 5, 1, 3], [4, 2, 5, 1, 3]),
     # decoder init "final": s_0 = the encoder's final state (H_d = H_e)
-    ("bi1_additive_final_ctx", 1400,
-     dict(V12(), pad_id=None, embed_dim=6, enc_hidden=5, enc_layers=1, bidirectional=True,
-          dec_hidden=10, init="final", score="additive", attn_dim=7, output="state_context"),
-     (True, True, True), "f32", [3, 6, 1, 5, 2], [4, 6, 1, 3, 2], None),
-    ("uni2_general_final_state", 1500,
-     dict(V9_13(), pad_id=None, embed_dim=5, enc_hidden=8, enc_layers=2, bidirectional=False,
-          dec_hidden=8, init="final", score="general", attn_dim=None, output="state"),
-     (False, True, False), "f32", [4, 1, 5, 2, 3], [3, 1, 5, 2, 4], None),
-    # score "none" (seed 000 §01's fixed context): expected logits come from
-    # export_pytorch.FixedContextSeq2Seq, the seed's c = h_S formulation
-    *(none_fixture(*row) for row in (
-        # name, base seed, vocabularies, pad, D, H, layers, bi, H_d, init, output, S lens, T steps
-        ("uni1_none_zeros_state", 1400, V12(), None, 6, 8, 1, False, 8, "zeros", "state",
-         [4, 1, 6, 3, 5], [4, 1, 6, 3, 2]),
-        ("bi2_none_bridge_ctx", 1500, V9_13(), 2, 5, 5, 2, True, 7, "bridge", "state_context",
-         [3, 5, 2, 6, 1], [2, 5, 3, 4, 1]),
-        ("uni2_none_bridge_ctx", 1600, V7_8(), None, 5, 6, 2, False, 9, "bridge", "state_context",
-         [2, 6, 4, 1, 3], [3, 6, 4, 2, 1]))),
-]
+    ("bi1_additive_final_ctx", 1400, V12(), None, 6, 5, 1, True, 10, "final", "additive", 7,
+     "state_context", "kqe", "f32", [3, 6, 1, 5, 2], [4, 6, 1, 3, 2]),
+    ("uni2_general_final_state", 1500, V9_13(), None, 5, 8, 2, False, 8, "final", "general",
+     None, "state", "q", "f32", [4, 1, 5, 2, 3], [3, 1, 5, 2, 4]),
+    # score "none" (seed 000 §01's fixed context; no attention tensors): expected
+    # logits come from export_pytorch.FixedContextSeq2Seq, the seed's c = h_S formulation
+    ("uni1_none_zeros_state", 1400, V12(), None, 6, 8, 1, False, 8, "zeros", "none", None,
+     "state", "", "f32", [4, 1, 6, 3, 5], [4, 1, 6, 3, 2]),
+    ("bi2_none_bridge_ctx", 1500, V9_13(), 2, 5, 5, 2, True, 7, "bridge", "none", None,
+     "state_context", "", "f32", [3, 5, 2, 6, 1], [2, 5, 3, 4, 1]),
+    ("uni2_none_bridge_ctx", 1600, V7_8(), None, 5, 6, 2, False, 9, "bridge", "none", None,
+     "state_context", "", "f32", [2, 6, 4, 1, 3], [3, 6, 4, 2, 1]),
+)]
 
 STORAGE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
