@@ -3,6 +3,7 @@ and verify(), with a tutorial-style model (bidirectional nn.GRU encoder with an
 fc bridge, BahdanauAttention with W_a/U_a/v_a, a GRUCell decoder, output over
 [s; c]). Skipped where torch is not installed."""
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -15,69 +16,27 @@ import seqcl  # noqa: E402
 from seqcl import export  # noqa: E402
 from conftest import DEVICES  # noqa: E402
 
+# the example's model (examples/python/from_torch.py), at other sizes below
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
+import from_torch  # noqa: E402
+
 V, D, H, HD, A, BOS, EOS = 14, 12, 16, 24, 20, 12, 13
 
 
-class Encoder(nn.Module):
+class Seq2Seq(from_torch.Seq2Seq):
+    """The example's model at this test's sizes, with PyTorch's own decoding
+    of ragged batches to compare against."""
+
     def __init__(self):
-        super().__init__()
-        self.embedding = nn.Embedding(V, D)
-        self.gru = nn.GRU(D, H, bidirectional=True, batch_first=True)
-        self.fc = nn.Linear(2 * H, HD)
-
-    def forward(self, src, lens):
-        packed = nn.utils.rnn.pack_padded_sequence(self.embedding(src), lens, batch_first=True,
-                                                   enforce_sorted=False)
-        out, h = self.gru(packed)
-        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
-        return out, torch.tanh(self.fc(torch.cat([h[-2], h[-1]], dim=1)))
-
-
-class BahdanauAttention(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.W_a = nn.Linear(HD, A)      # on the decoder state
-        self.U_a = nn.Linear(2 * H, A)   # on the encoder outputs
-        self.v_a = nn.Linear(A, 1)
-
-    def forward(self, s, keys, mask):
-        e = self.v_a(torch.tanh(self.W_a(s)[:, None] + self.U_a(keys))).squeeze(-1)
-        w = torch.softmax(e.masked_fill(~mask, float("-inf")), dim=-1)
-        return torch.bmm(w[:, None], keys).squeeze(1), w
-
-
-class Decoder(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embedding = nn.Embedding(V, D)
-        self.attention = BahdanauAttention()
-        self.gru = nn.GRUCell(D + 2 * H, HD)
-        self.out = nn.Linear(HD + 2 * H, V)
-
-    def step(self, y, s, keys, mask):
-        c, w = self.attention(s, keys, mask)
-        s = self.gru(torch.cat([self.embedding(y), c], dim=1), s)
-        return self.out(torch.cat([s, c], dim=1)), s
-
-
-class Seq2Seq(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.encoder, self.decoder = Encoder(), Decoder()
+        super().__init__(V, D, H, HD, A)
 
     @torch.no_grad()
     def teacher_forced(self, src_lines, tgt_lines):
         lens = torch.tensor([len(s) for s in src_lines])
         src = torch.tensor([s + [0] * (max(lens) - len(s)) for s in src_lines])
-        keys, s = self.encoder(src, lens)
-        mask = torch.arange(src.shape[1])[None] < lens[:, None]
         T = max(len(t) for t in tgt_lines) - 1
         inp = torch.tensor([t[:-1] + [BOS] * (T + 1 - len(t)) for t in tgt_lines])
-        logits = []
-        for t in range(T):
-            lg, s = self.decoder.step(inp[:, t], s, keys, mask)
-            logits.append(lg)
-        return torch.stack(logits, 1)
+        return self(src, inp, lens)
 
     @torch.no_grad()
     def greedy(self, line, max_steps):
@@ -108,8 +67,7 @@ def lines(n=40, seed=3):
     return [list(map(int, g.integers(0, BOS, int(g.integers(1, 9))))) for _ in range(n)]
 
 
-NAMES = {"attention.key": "U_a", "attention.query": "W_a", "attention.energy": "v_a",
-         "bridge": "fc", "decoder.output": "out"}
+NAMES = from_torch.NAMES
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -144,13 +102,7 @@ def test_init_final(tmp_path):
     tm.decoder.out = nn.Linear(4 * H, V)
     tm.eval()
 
-    def enc(src, lens):  # no bridge: the final states themselves
-        packed = nn.utils.rnn.pack_padded_sequence(tm.encoder.embedding(src), lens,
-                                                   batch_first=True, enforce_sorted=False)
-        out, h = tm.encoder.gru(packed)
-        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
-        return out, torch.cat([h[-2], h[-1]], dim=1)
-    tm.encoder.forward = enc
+    tm.encoder.forward = tm.encoder.states  # no bridge: the final states themselves
     with seqcl.Context("cpu") as ctx:
         m = seqcl.Model.from_torch(tm, init="final", bos_id=BOS, eos_id=EOS, ctx=ctx)
         assert m.config["decoder"]["init"] == "final"
