@@ -96,6 +96,15 @@ def sync(device):
         torch.xpu.synchronize(device)
 
 
+def attend(scores, source_valid, encoder_states):
+    """The seed's masked softmax over the source and the weighted sum of its
+    states: (context, weights)."""
+    scores = scores.masked_fill(~source_valid, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    context = torch.bmm(weights.unsqueeze(1), encoder_states).squeeze(1)
+    return context, weights
+
+
 class AdditiveAttention(nn.Module):
     """Seed 000's AdditiveAttention: keys projected inside forward, every step."""
 
@@ -111,11 +120,7 @@ class AdditiveAttention(nn.Module):
     def forward(self, encoder_states, decoder_state, source_valid, projected_keys=None):
         keys = self.key(encoder_states) if projected_keys is None else projected_keys
         features = torch.tanh(keys + self.query(decoder_state)[:, None])
-        scores = self.energy(features).squeeze(-1)
-        scores = scores.masked_fill(~source_valid, float("-inf"))
-        weights = scores.softmax(dim=-1)
-        context = torch.bmm(weights.unsqueeze(1), encoder_states).squeeze(1)
-        return context, weights
+        return attend(self.energy(features).squeeze(-1), source_valid, encoder_states)
 
 
 class GeneralAttention(nn.Module):
@@ -130,11 +135,8 @@ class GeneralAttention(nn.Module):
 
     def forward(self, encoder_states, decoder_state, source_valid, projected_keys=None):
         q = self.query(decoder_state)
-        scores = torch.bmm(encoder_states, q.unsqueeze(2)).squeeze(2)
-        scores = scores.masked_fill(~source_valid, float("-inf"))
-        weights = scores.softmax(dim=-1)
-        context = torch.bmm(weights.unsqueeze(1), encoder_states).squeeze(1)
-        return context, weights
+        return attend(torch.bmm(encoder_states, q.unsqueeze(2)).squeeze(2), source_valid,
+                      encoder_states)
 
 
 class Model(nn.Module):

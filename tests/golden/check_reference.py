@@ -22,6 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 import export_pytorch  # noqa: E402
 import seq2seq_reference as ref  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+import compare_pytorch  # noqa: E402
 
 failures = []
 
@@ -42,22 +44,10 @@ def read_lines(path):
 
 
 # ----------------------------------------------------------------------------
-# Seed 000's modules, transcribed (AdditiveAttention without its asserts).
+# Seed 000's modules, transcribed: its AdditiveAttention (without its asserts)
+# is the one bench/compare_pytorch.py times.
 
-class Seed000AdditiveAttention(nn.Module):
-    def __init__(self, encoder_dim, decoder_dim, attention_dim):
-        super().__init__()
-        self.key = nn.Linear(encoder_dim, attention_dim, bias=False)
-        self.query = nn.Linear(decoder_dim, attention_dim, bias=False)
-        self.energy = nn.Linear(attention_dim, 1, bias=True)
-
-    def forward(self, encoder_states, decoder_state, source_valid):
-        features = torch.tanh(self.key(encoder_states) + self.query(decoder_state)[:, None])
-        scores = self.energy(features).squeeze(-1)
-        scores = scores.masked_fill(~source_valid, float("-inf"))
-        weights = scores.softmax(dim=-1)
-        context = torch.bmm(weights.unsqueeze(1), encoder_states).squeeze(1)
-        return context, weights
+Seed000AdditiveAttention = compare_pytorch.AdditiveAttention
 
 
 class Seed000AttentiveDecoder(nn.Module):
