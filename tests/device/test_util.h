@@ -1,5 +1,7 @@
-/* Shared pieces of the device-area tests: opening an OpenCL device as a bare
- * context (no dependence on the ops layer), seeded random numbers. */
+/* Shared pieces of the device-area tests (and of the other tests that need
+ * an OpenCL device): the OpenCL devices or a skip, opening one as a bare
+ * context (no dependence on the ops layer), seeded random numbers, reading
+ * a small text file. */
 #ifndef SQ_TEST_DEVICE_UTIL_H
 #define SQ_TEST_DEVICE_UTIL_H
 
@@ -32,31 +34,51 @@ static inline int test_int(int lo, int hi) {
   return lo + (int)(test_next() % (uint64_t)(hi - lo + 1));
 }
 
-#ifdef SEQCL_HAVE_OPENCL
-/* The OpenCL devices of this machine (the host entry removed). */
-static inline size_t test_opencl_devices(seqcl_device_info **out) {
-  seqcl_device_info *all = NULL;
-  size_t n = 0;
-  *out = NULL;
-  if (seqcl_devices_list(&all, &n) != SEQCL_OK) return 0;
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (all[i].type != SEQCL_DEVICE_HOST) all[k++] = all[i];
-  *out = all;
-  return k;
+/* Reads at most cap - 1 bytes of a text file into buf (empty when it cannot
+ * be opened: the tests that call this check what it holds). */
+static inline void test_read_text(const char *path, char *buf, size_t cap) {
+  buf[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  size_t n = fread(buf, 1, cap - 1, f);
+  buf[n] = '\0';
+  fclose(f);
 }
 
-/* main's start in a test of every OpenCL device: the devices into devs and
- * their count into n; with none, the skip line and meson's "skipped" (77). */
+/* The OpenCL devices of this machine (the host entry removed) into *out and
+ * their count into *n; the listing's status. */
+static inline seqcl_status test_opencl_devices(seqcl_device_info **out, size_t *n) {
+  seqcl_device_info *all = NULL;
+  size_t count = 0;
+  *out = NULL;
+  *n = 0;
+  seqcl_status st = seqcl_devices_list(&all, &count);
+  if (st != SEQCL_OK) return st;
+  size_t k = 0;
+  for (size_t i = 0; i < count; i++)
+    if (all[i].type != SEQCL_DEVICE_HOST) all[k++] = all[i];
+  *out = all;
+  *n = k;
+  return SEQCL_OK;
+}
+
+/* main's start in a test of the OpenCL devices: the devices into devs and
+ * their count into n; a listing that fails is a failure (1); with no
+ * device, the skip line and meson's "skipped" (77). */
 #define TEST_OPENCL_DEVICES_OR_SKIP(devs, n)                                                 \
   seqcl_device_info *devs = NULL;                                                          \
-  size_t n = test_opencl_devices(&devs);                                                   \
+  size_t n = 0;                                                                            \
+  if (test_opencl_devices(&devs, &n) != SEQCL_OK) {                                        \
+    printf("cannot list the devices: %s\n", seqcl_last_message());                         \
+    return 1;                                                                              \
+  }                                                                                        \
   if (n == 0) {                                                                            \
     printf("no OpenCL device: skipped\n");                                                 \
     free(devs);                                                                            \
     return 77;                                                                             \
   }
 
+#ifdef SEQCL_HAVE_OPENCL
 /* Runs the cmocka group tests on each of the n devices in turn with ctx open
  * on it, each_device (a statement, may be empty) run first, then frees devs;
  * declares int failed, the number of failures (a device that does not open

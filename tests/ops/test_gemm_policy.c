@@ -18,17 +18,9 @@
 
 #include "backend/opencl/gemm_small.h"
 #include "ops/ops.h"
+#include "../device/test_util.h"
 
 static seqcl_device_info device;
-
-static void read_text(const char *path, char *buf, size_t cap) {
-  buf[0] = '\0';
-  FILE *f = fopen(path, "r");
-  if (!f) return;
-  size_t n = fread(buf, 1, cap - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-}
 
 static void write_text(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
@@ -45,6 +37,14 @@ static void key_line(const char *text, char *out, size_t cap) {
   assert_true(n < cap);
   memcpy(out, k, n);
   out[n] = '\0';
+}
+
+/* Keeps a file of this device's key line with the given choice lines and
+ * no timings (a measurement would write them back); the text into file. */
+static void keep_choices(const char *path, const char *key, const char *choices, char *file,
+                         size_t cap) {
+  snprintf(file, cap, "seqcl-gemm-policy 1\n%s\n%s", key, choices);
+  write_text(path, file);
 }
 
 /* One [M, K] x [N, K]^T product on a fresh context; returns the CLBlast
@@ -93,7 +93,7 @@ static void first_product_measures_and_keeps(void **state) {
   one_product(1, path, sizeof path, &blas, &launches);
   /* the measurement's own calls are not counted: one product, one path */
   assert_int_equal(blas + launches, 1);
-  read_text(path, text, sizeof text);
+  test_read_text(path, text, sizeof text);
   assert_non_null(strstr(text, "seqcl-gemm-policy 1\nkey=gemm-policy|"));
   assert_non_null(strstr(text, "\nm1="));
   assert_non_null(strstr(text, "\nm8="));
@@ -107,11 +107,9 @@ static void kept_choice_is_followed(void **state) {
   char path[4400], text[4096], key[1200], file[2048];
   unsigned long long blas, launches;
   one_product(8, path, sizeof path, &blas, &launches);
-  read_text(path, text, sizeof text);
+  test_read_text(path, text, sizeof text);
   key_line(text, key, sizeof key);
-  /* no timings in the lines below: a measurement would write them back */
-  snprintf(file, sizeof file, "seqcl-gemm-policy 1\n%s\nm1=clblast\nm8=small\nm64=clblast\n", key);
-  write_text(path, file);
+  keep_choices(path, key, "m1=clblast\nm8=small\nm64=clblast\n", file, sizeof file);
   one_product(1, NULL, 0, &blas, &launches);
   assert_int_equal(blas, 1);
   assert_int_equal(launches, 0);
@@ -120,7 +118,7 @@ static void kept_choice_is_followed(void **state) {
   assert_int_equal(launches, 1);
   one_product(64, NULL, 0, &blas, &launches);
   assert_int_equal(blas, 1);
-  read_text(path, text, sizeof text);
+  test_read_text(path, text, sizeof text);
   assert_string_equal(text, file);
 }
 
@@ -132,13 +130,13 @@ static void foreign_file_is_measured_over(void **state) {
   one_product(1, path, sizeof path, &blas, &launches);
   write_text(path, "seqcl-gemm-policy 1\nkey=another device\nm1=small\nm8=small\nm64=small\n");
   one_product(1, NULL, 0, &blas, &launches);
-  read_text(path, text, sizeof text);
+  test_read_text(path, text, sizeof text);
   assert_null(strstr(text, "another device"));
   assert_non_null(strstr(text, " us clblast "));
   /* a truncated file too */
   write_text(path, "seqcl-gemm-policy 1\n");
   one_product(1, NULL, 0, &blas, &launches);
-  read_text(path, text, sizeof text);
+  test_read_text(path, text, sizeof text);
   assert_non_null(strstr(text, "\nm64="));
 }
 
@@ -148,16 +146,13 @@ static void pinned_choice_ignores_the_file(void **state) {
   char path[4400], text[4096], key[1200], file[2048];
   unsigned long long blas, launches;
   one_product(1, path, sizeof path, &blas, &launches);
-  read_text(path, text, sizeof text);
+  test_read_text(path, text, sizeof text);
   key_line(text, key, sizeof key);
-  snprintf(file, sizeof file, "seqcl-gemm-policy 1\n%s\nm1=small\nm8=small\nm64=small\n", key);
-  write_text(path, file);
+  keep_choices(path, key, "m1=small\nm8=small\nm64=small\n", file, sizeof file);
   setenv("SEQCL_GEMM", "clblast", 1);
   one_product(1, NULL, 0, &blas, &launches);
   assert_int_equal(blas, 1);
-  snprintf(file, sizeof file, "seqcl-gemm-policy 1\n%s\nm1=clblast\nm8=clblast\nm64=clblast\n",
-           key);
-  write_text(path, file);
+  keep_choices(path, key, "m1=clblast\nm8=clblast\nm64=clblast\n", file, sizeof file);
   setenv("SEQCL_GEMM", "small", 1);
   one_product(1, NULL, 0, &blas, &launches);
   assert_int_equal(blas, 0);
@@ -165,17 +160,9 @@ static void pinned_choice_ignores_the_file(void **state) {
 }
 
 int main(void) {
-  seqcl_device_info *list = NULL;
-  size_t n = 0;
-  if (seqcl_devices_list(&list, &n) != SEQCL_OK) return 1;
-  int found = 0;
-  for (size_t i = 0; i < n && !found; i++)
-    if (list[i].type != SEQCL_DEVICE_HOST) device = list[i], found = 1;
-  seqcl_devices_free(list);
-  if (!found) {
-    printf("no OpenCL device: skipped\n");
-    return 77;
-  }
+  TEST_OPENCL_DEVICES_OR_SKIP(devs, n);
+  device = devs[0];
+  free(devs);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(first_product_measures_and_keeps),
       cmocka_unit_test(kept_choice_is_followed),

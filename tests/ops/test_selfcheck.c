@@ -20,24 +20,16 @@
 
 #include "check/selfcheck.h"
 #include "core/fault.h"
+#include "../device/test_util.h"
 
 static seqcl_device_info device;
-static seqcl_device_info *all_devices;
-static size_t n_all_devices;
+static seqcl_device_info *opencl_devices;
+static size_t n_opencl_devices;
 
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void read_file(const char *path, char *buf, size_t cap) {
-  buf[0] = '\0';
-  FILE *f = fopen(path, "r");
-  if (!f) return;
-  size_t n = fread(buf, 1, cap - 1, f);
-  buf[n] = '\0';
-  fclose(f);
 }
 
 static void first_open_runs_and_records(void **state) {
@@ -52,7 +44,7 @@ static void first_open_runs_and_records(void **state) {
   double first = now() - t0;
   if (st != SEQCL_OK) fail_msg("open failed: %s", seqcl_last_message());
   seqcl_ctx_close(ctx);
-  read_file(path, text, sizeof text);
+  test_read_text(path, text, sizeof text);
   assert_non_null(strstr(text, "verdict=pass"));
   assert_non_null(strstr(text, device.name));
   t0 = now();
@@ -68,7 +60,7 @@ static void failing_verdict_refuses(void **state) {
   setenv("SEQCL_SELFCHECK", "1", 1);
   char path[4400], text[4096];
   assert_int_equal(sq_selfcheck_path(&device, path, sizeof path), SEQCL_OK);
-  read_file(path, text, sizeof text);
+  test_read_text(path, text, sizeof text);
   char *v = strstr(text, "verdict=pass");
   assert_non_null(v);
   /* the same key, a failing verdict */
@@ -104,7 +96,7 @@ static void failing_verdict_refuses(void **state) {
   fclose(f);
   assert_int_equal(seqcl_ctx_open_info(&device, &ctx), SEQCL_OK);
   seqcl_ctx_close(ctx);
-  read_file(path, text, sizeof text);
+  test_read_text(path, text, sizeof text);
   assert_non_null(strstr(text, "verdict=pass"));
 }
 
@@ -154,7 +146,7 @@ static void unwritable_verdict_warns(void **state) {
   close(saved_err);
   seqcl_ctx_close(ctx);
   char text[4096];
-  read_file(errpath, text, sizeof text);
+  test_read_text(errpath, text, sizeof text);
   printf("  %s", text);
   assert_int_equal(st, SEQCL_OK);
   assert_non_null(strstr(text, "warning: the self-check verdict"));
@@ -178,9 +170,8 @@ static void broken_gemm_path_fails(void **state) {
   (void)state;
   static const char *const paths[] = {"small", "direct", "indirect", "batched"};
   setenv("SEQCL_SELFCHECK", "1", 1);
-  for (size_t d = 0; d < n_all_devices; d++) {
-    const seqcl_device_info *dev = &all_devices[d];
-    if (dev->type == SEQCL_DEVICE_HOST) continue;
+  for (size_t d = 0; d < n_opencl_devices; d++) {
+    const seqcl_device_info *dev = &opencl_devices[d];
     for (size_t p = 0; p < sizeof paths / sizeof *paths; p++) {
       if (!strcmp(paths[p], "small") && dev->type != SEQCL_DEVICE_CPU) continue;
       char path[4400];
@@ -206,19 +197,10 @@ static void broken_gemm_path_fails(void **state) {
 #endif
 
 int main(void) {
-  seqcl_device_info *list = NULL;
-  size_t n = 0;
-  if (seqcl_devices_list(&list, &n) != SEQCL_OK) return 1;
-  int found = 0;
-  for (size_t i = 0; i < n && !found; i++)
-    if (list[i].type != SEQCL_DEVICE_HOST) device = list[i], found = 1;
-  all_devices = list;
-  n_all_devices = n;
-  if (!found) {
-    seqcl_devices_free(list);
-    printf("no OpenCL device: skipped\n");
-    return 77;
-  }
+  TEST_OPENCL_DEVICES_OR_SKIP(devs, n);
+  device = devs[0];
+  opencl_devices = devs;
+  n_opencl_devices = n;
   /* The cache folder of the test environment (compiled programs are shared
    * with the other tests); this test removes its own verdict file. */
   const struct CMUnitTest tests[] = {
@@ -231,7 +213,7 @@ int main(void) {
 #endif
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  seqcl_devices_free(list);
+  seqcl_devices_free(devs);
   char path[4400];
   if (sq_selfcheck_path(&device, path, sizeof path) == SEQCL_OK) unlink(path);
   return rc;
