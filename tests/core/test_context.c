@@ -36,36 +36,43 @@ static seqcl_ctx *open_host(void) {
   return ctx;
 }
 
+static void setenv_or_unset(const char *var, const char *value) {
+  if (value)
+    setenv(var, value, 1);
+  else
+    unsetenv(var);
+}
+
 static void settings_defaults_and_values(void **state) {
   (void)state;
-  clear_env();
-  unsetenv("SEQCL_THREADS");
-  sq_settings s;
-  assert_int_equal(sq_settings_from_env(NULL, &s), SEQCL_OK);
-  assert_int_equal(s.kernels, SQ_FORMS_AUTO);
-  assert_int_equal(s.gemm, SQ_GEMM_AUTO);
-  assert_int_equal(s.threads, 0);
-  assert_int_equal(s.ablated, 0);
-  /* empty is the same as unset; every documented value */
-  setenv("SEQCL_KERNELS", "", 1);
-  setenv("SEQCL_GEMM", "auto", 1);
-  assert_int_equal(sq_settings_from_env(NULL, &s), SEQCL_OK);
-  assert_int_equal(s.kernels, SQ_FORMS_AUTO);
-  assert_int_equal(s.gemm, SQ_GEMM_AUTO);
-  setenv("SEQCL_KERNELS", "cpu", 1);
-  setenv("SEQCL_GEMM", "small", 1);
-  setenv("SEQCL_THREADS", "1", 1);
-  assert_int_equal(sq_settings_from_env(NULL, &s), SEQCL_OK);
-  assert_int_equal(s.kernels, SQ_FORMS_CPU);
-  assert_int_equal(s.gemm, SQ_GEMM_SMALL);
-  assert_int_equal(s.threads, 1);
-  setenv("SEQCL_KERNELS", "gpu", 1);
-  setenv("SEQCL_GEMM", "clblast", 1);
-  setenv("SEQCL_THREADS", "64", 1);
-  assert_int_equal(sq_settings_from_env(NULL, &s), SEQCL_OK);
-  assert_int_equal(s.kernels, SQ_FORMS_GPU);
-  assert_int_equal(s.gemm, SQ_GEMM_CLBLAST);
-  assert_int_equal(s.threads, 64);
+  /* unset, empty (the same as unset) and every documented value; NULL: unset */
+  static const struct {
+    const char *kernels, *gemm, *threads;
+    sq_kernel_forms want_kernels;
+    sq_gemm_choice want_gemm;
+    int want_threads;
+  } cases[] = {
+      {NULL, NULL, NULL, SQ_FORMS_AUTO, SQ_GEMM_AUTO, 0},
+      {"", "auto", NULL, SQ_FORMS_AUTO, SQ_GEMM_AUTO, 0},
+      {"cpu", "small", "1", SQ_FORMS_CPU, SQ_GEMM_SMALL, 1},
+      {"gpu", "clblast", "64", SQ_FORMS_GPU, SQ_GEMM_CLBLAST, 64},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    setenv_or_unset("SEQCL_KERNELS", cases[i].kernels);
+    setenv_or_unset("SEQCL_GEMM", cases[i].gemm);
+    setenv_or_unset("SEQCL_THREADS", cases[i].threads);
+    sq_settings s;
+    assert_int_equal(sq_settings_from_env(NULL, &s), SEQCL_OK);
+    if (s.kernels != cases[i].want_kernels || s.gemm != cases[i].want_gemm ||
+        s.threads != cases[i].want_threads || s.ablated != 0)
+      fail_msg("SEQCL_KERNELS=%s SEQCL_GEMM=%s SEQCL_THREADS=%s: kernels %d gemm %d threads %d "
+               "ablated %u, want %d %d %d 0",
+               cases[i].kernels ? cases[i].kernels : "(unset)",
+               cases[i].gemm ? cases[i].gemm : "(unset)",
+               cases[i].threads ? cases[i].threads : "(unset)", (int)s.kernels, (int)s.gemm,
+               s.threads, s.ablated, (int)cases[i].want_kernels, (int)cases[i].want_gemm,
+               cases[i].want_threads);
+  }
   clear_env();
 }
 

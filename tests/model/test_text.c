@@ -30,6 +30,19 @@ static void expect_ids(const sq_seqs *s, size_t line, const int32_t *want, size_
   for (size_t i = 0; i < n; i++) assert_int_equal(s->ids[s->offsets[line] + i], want[i]);
 }
 
+/* The n ids written back by sq_text_write_line as one line: want. */
+static void expect_written(const int32_t *ids, size_t n, const sq_vocab *v, sq_split split,
+                           const char *want) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  assert_int_equal(sq_text_write_line(f, ids, n, v, split), 0);
+  fclose(f);
+  assert_string_equal(buf, want);
+  free(buf);
+}
+
 /* ids: <unk> 0, <s> 1, </s> 2, <space> 3, a 4, é 5, 日 6 */
 static const char CHARS[] = "<unk>\n<s>\n</s>\n<space>\na\n\xc3\xa9\n\xe6\x97\xa5\n";
 
@@ -44,13 +57,7 @@ static void test_chars(void **state) {
   expect_ids(&s, 0, (const int32_t[]){4, 5, 3, 6}, 4);
   expect_ids(&s, 1, (const int32_t[]){5, 5}, 2);
   /* written back: no separators, <space> as a space */
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  assert_int_equal(sq_text_write_line(f, s.ids, 4, v, SQ_SPLIT_CHARS), 0);
-  fclose(f);
-  assert_string_equal(buf, "a\xc3\xa9 \xe6\x97\xa5\n");
-  free(buf);
+  expect_written(s.ids, 4, v, SQ_SPLIT_CHARS, "a\xc3\xa9 \xe6\x97\xa5\n");
   sq_seqs_free(&s);
   sq_vocab_free(v);
 }
@@ -99,13 +106,7 @@ static void test_words(void **state) {
   assert_int_equal(sq_text_parse(text, strlen(text), "w", SQ_SPLIT_WORDS, v, 0, -1, 0, NULL, &s),
                    SEQCL_OK);
   expect_ids(&s, 0, (const int32_t[]){3, 4, 5}, 3);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  assert_int_equal(sq_text_write_line(f, s.ids, 3, v, SQ_SPLIT_WORDS), 0);
-  fclose(f);
-  assert_string_equal(buf, "HH AH0 L\n");
-  free(buf);
+  expect_written(s.ids, 3, v, SQ_SPLIT_WORDS, "HH AH0 L\n");
   sq_seqs_free(&s);
   sq_vocab_free(v);
 }

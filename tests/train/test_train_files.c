@@ -97,6 +97,15 @@ static void base_options(seqcl_train_files_options *o, const char *save, int ste
   o->dropout = 0.1; /* masks keyed by step: a resumed run draws the same ones */
 }
 
+/* base_options resuming from the folder resume: the config comes from its
+ * checkpoint. */
+static void resume_options(seqcl_train_files_options *o, const char *save, const char *resume,
+                           int steps) {
+  base_options(o, save, steps);
+  o->config_path = NULL;
+  o->resume_dir = at(resume);
+}
+
 static seqcl_status train(seqcl_train_files_options *o, seqcl_train_files_result *r) {
   seqcl_ctx *ctx = NULL;
   assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
@@ -147,10 +156,8 @@ static void test_resume_is_bit_exact(void **state) {
   /* B: k steps, then resume to 2k (hyperparameters come from the checkpoint) */
   base_options(&o, "B", k);
   assert_int_equal(train(&o, &r), SEQCL_OK);
-  base_options(&o, "B", 2 * k);
-  o.config_path = NULL;
+  resume_options(&o, "B", "B", 2 * k);
   o.batch_size = 0, o.lr = 0, o.clip = -1, o.seed = -1;
-  o.resume_dir = at("B");
   assert_int_equal(train(&o, &r), SEQCL_OK);
   assert_int_equal(r.start_step, k);
   assert_int_equal(r.steps_done, 2 * k);
@@ -166,9 +173,7 @@ static void test_resume_is_bit_exact(void **state) {
   assert_int_equal(train(&o, &r), SEQCL_ERR_CANCELLED);
   assert_int_equal(r.steps_done, 7);
   assert_int_equal(access(at("C/model.safetensors"), R_OK), 0);
-  base_options(&o, "C", 2 * k);
-  o.resume_dir = at("C/checkpoint");
-  o.config_path = NULL;
+  resume_options(&o, "C", "C/checkpoint", 2 * k);
   assert_int_equal(train(&o, &r), SEQCL_OK); /* explicit values equal to the checkpoint's */
   assert_int_equal(r.start_step, 7);
   assert_same_file(at("A/model.safetensors"), at("C/model.safetensors"));
@@ -267,23 +272,17 @@ static void test_errors(void **state) {
   /* resuming with a different batch size, or on other data */
   base_options(&o, "R", 3);
   assert_int_equal(train(&o, &(seqcl_train_files_result){0}), SEQCL_OK);
-  base_options(&o, "R", 6);
-  o.config_path = NULL;
-  o.resume_dir = at("R");
+  resume_options(&o, "R", "R", 6);
   o.batch_size = 4;
   expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "--batch-size 4 differs");
-  base_options(&o, "R", 6);
-  o.config_path = NULL;
-  o.resume_dir = at("R");
+  resume_options(&o, "R", "R", 6);
   o.src_path = at("valid.src");
   o.tgt_path = at("valid.tgt");
   expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "differs from the checkpoint's");
   /* a NaN in the checkpoint's Adam moments or weights, or in an --init model:
    * a malformed file naming the tensor and the index, before any step */
   poison(at("R/checkpoint/optimizer.safetensors"), "exp_avg_sq.decoder.rnn.weight_hh", 7);
-  base_options(&o, "R", 6);
-  o.config_path = NULL;
-  o.resume_dir = at("R");
+  resume_options(&o, "R", "R", 6);
   expect_error(&o, SEQCL_ERR_BAD_MODEL, "'exp_avg_sq.decoder.rnn.weight_hh': element");
   expect_error(&o, SEQCL_ERR_BAD_MODEL, "(flat index 7) is NaN");
   poison(at("R/model.safetensors"), "encoder.embedding.weight", 3);
@@ -293,9 +292,7 @@ static void test_errors(void **state) {
   expect_error(&o, SEQCL_ERR_BAD_MODEL, "'encoder.embedding.weight': element [0, 3]");
   assert_int_not_equal(access(at("I"), F_OK), 0); /* nothing saved */
   /* the recorded files, changed since: the fingerprint tells */
-  base_options(&o, "R", 6);
-  o.config_path = NULL;
-  o.resume_dir = at("R");
+  resume_options(&o, "R", "R", 6);
   o.src_path = o.tgt_path = NULL;
   write_text("train.src", "1 2\n");
   expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "train.src");
