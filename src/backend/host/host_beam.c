@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/host/host.h"
+#include "backend/host/host_math.h"
 #include "backend/host/pool.h"
 #include "beam_pick.h" /* kernels/: the candidate pick kernels/beam.cl shares */
 
@@ -24,6 +25,71 @@ typedef struct topk_job {
   float *vals;
   int32_t *ids;
 } topk_job;
+
+SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
+
+/* Logits [v, v + n) offered to the K slots in order of index. Once the slots
+ * hold numbers, a value below the K-th is out at one compare (a NaN fails `<`
+ * and takes the full test, which ranks it last). */
+static void topk_offer(const float *row, int v, int n, int K, float *bv, int *bi, int *full) {
+  for (int e = v + n; v < e; v++) {
+    if (*full && row[v] < bv[K - 1]) continue;
+    if (!topk_better(row[v], v, bv[K - 1], bi[K - 1])) continue;
+    int pos = K - 1;
+    while (pos > 0 && topk_better(row[v], v, bv[pos - 1], bi[pos - 1])) {
+      bv[pos] = bv[pos - 1];
+      bi[pos] = bi[pos - 1];
+      pos--;
+    }
+    bv[pos] = row[v];
+    bi[pos] = v;
+    *full = bi[K - 1] >= 0 && !isnan(bv[K - 1]);
+  }
+}
+
+/* The K best of a row: blocks of 16 logits all below the K-th best so far are
+ * passed over with one vector compare (at beam widths most blocks are, after
+ * the first few); the others go through topk_offer one by one, so the result
+ * is the one-by-one scan's exactly. */
+SQ_HOT_CLONES
+static void row_topk(const float *row, int V, int K, float *bv, int *bi) {
+  int full = 0, v = 0;
+  for (; v + SQ_VW16 <= V; v += SQ_VW16) {
+    if (full) {
+      sq_vf16 x;
+      memcpy(&x, row + v, sizeof x);
+      const sq_vi16 below = x < bv[K - 1];
+      int all = -1;
+      for (int i = 0; i < SQ_VW16; i++) all &= below[i];
+      if (all) continue;
+    }
+    topk_offer(row, v, SQ_VW16, K, bv, bi, &full);
+  }
+  topk_offer(row, v, V - v, K, bv, bi, &full);
+}
+
+/* log sum_v exp(x_v - mx) + mx with the 16-lane exp of host_math.h: sixteen
+ * partial sums, folded in lane order (the same bits on every clone and
+ * thread count). A NaN maximum (a NaN logit) gives NaN, as beam.cl. */
+SQ_HOT_CLONES
+static float row_lse(const float *row, int V, float mx) {
+  sq_vf16 acc = {0};
+  int v = 0;
+  for (; v + SQ_VW16 <= V; v += SQ_VW16) {
+    sq_vf16 x;
+    memcpy(&x, row + v, sizeof x);
+    acc += sq_v16_exp(x - mx);
+  }
+  if (v < V) {
+    sq_vf16 x = {0};
+    memcpy(&x, row + v, (size_t)(V - v) * sizeof(float));
+    const sq_vf16 t = sq_v16_exp(x - mx);
+    for (int i = 0; i < V - v; i++) acc[i] += t[i];
+  }
+  float sum = 0.0f;
+  for (int i = 0; i < SQ_VW16; i++) sum += acc[i];
+  return isnan(mx) ? mx : mx + logf(sum);
+}
 
 /* Rows [lo, hi): each its K best (value, index) by topk_better, then the
  * values less the row's log-sum-exp. */
@@ -48,25 +114,8 @@ static void topk_rows(void *arg, int lo, int hi) {
       nan |= row[v] != row[v];
     }
     if (nan) mx = NAN;
-    /* Once the K slots hold numbers, a value below the K-th is out at one
-     * compare (a NaN fails `<` and takes the full test, which ranks it last). */
-    int full = 0;
-    for (int v = 0; v < V; v++) {
-      if (full && row[v] < bv[K - 1]) continue;
-      if (!topk_better(row[v], v, bv[K - 1], bi[K - 1])) continue;
-      int pos = K - 1;
-      while (pos > 0 && topk_better(row[v], v, bv[pos - 1], bi[pos - 1])) {
-        bv[pos] = bv[pos - 1];
-        bi[pos] = bi[pos - 1];
-        pos--;
-      }
-      bv[pos] = row[v];
-      bi[pos] = v;
-      full = bi[K - 1] >= 0 && !isnan(bv[K - 1]);
-    }
-    float sum = 0.0f;
-    for (int v = 0; v < V; v++) sum += expf(row[v] - mx);
-    const float lse = isnan(mx) ? mx : mx + logf(sum);
+    row_topk(row, V, K, bv, bi);
+    const float lse = row_lse(row, V, mx);
     for (int i = 0; i < K; i++) {
       j->vals[(size_t)r * K + i] = bi[i] >= 0 ? bv[i] - lse : -INFINITY;
       j->ids[(size_t)r * K + i] = bi[i];
