@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "model/safetensors.h"
@@ -31,22 +32,10 @@ void hu_tiny_config(sq_config *c) {
   c->output = SQ_OUTPUT_STATE;
 }
 
-#define HU_MAXT 32
-
-typedef struct hu_tensor {
-  char name[80];
-  int ndim;
-  int64_t shape[2];
-  float *data;
-} hu_tensor;
-
 static uint64_t rng;
-static float urand(void) {
-  rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (float)(((double)(rng >> 11) / 9007199254740992.0) * 2.0 - 1.0);
-}
 
-static void add(hu_tensor *t, int *n, const char *name, int ndim, int64_t d0, int64_t d1) {
+void hu_add_tensor(hu_tensor *t, int *n, const char *name, int ndim, int64_t d0, int64_t d1,
+                   uint64_t *state) {
   hu_tensor *x = &t[(*n)++];
   snprintf(x->name, sizeof x->name, "%s", name);
   x->ndim = ndim;
@@ -54,7 +43,14 @@ static void add(hu_tensor *t, int *n, const char *name, int ndim, int64_t d0, in
   x->shape[1] = ndim > 1 ? d1 : 1;
   size_t count = (size_t)d0 * (size_t)x->shape[1];
   x->data = malloc(count * sizeof(float));
-  for (size_t i = 0; x->data && i < count; i++) x->data[i] = urand();
+  for (size_t i = 0; x->data && i < count; i++) {
+    *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+    x->data[i] = (float)(((double)(*state >> 11) / 9007199254740992.0) * 2.0 - 1.0);
+  }
+}
+
+static void add(hu_tensor *t, int *n, const char *name, int ndim, int64_t d0, int64_t d1) {
+  hu_add_tensor(t, n, name, ndim, d0, d1, &rng);
 }
 
 /* SPEC §2's tensor table for one encoder layer. */
@@ -161,8 +157,31 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
   return 0;
 }
 
+/* Folders first get their write bit back: what a test made read-only can
+ * then be emptied. */
+static int open_up(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)ftw;
+  if (flag == FTW_D) chmod(path, sb->st_mode | 0700);
+  return 0;
+}
+
 void hu_rmtree(const char *dir) {
-  if (dir && *dir) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  if (!dir || !*dir) return;
+  nftw(dir, open_up, 16, FTW_PHYS);
+  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char hu_tmpdir[64];
+
+int hu_setup_tmpdir(void **state) {
+  (void)state;
+  return hu_mkdtemp(hu_tmpdir, sizeof hu_tmpdir, "tmp");
+}
+
+int hu_teardown_tmpdir(void **state) {
+  (void)state;
+  hu_rmtree(hu_tmpdir);
+  return 0;
 }
 
 int hu_count_entries(const char *dir) {

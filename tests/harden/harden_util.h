@@ -1,6 +1,7 @@
-/* Shared pieces of the hardening tests: a tiny random model written to a
- * temporary folder (config.json through sq_config_to_json, weights through
- * sq_st_write), token files, folder clean-up and the device list. */
+/* Shared pieces of the hardening tests (the model-area tests use some): a
+ * tiny random model written to a temporary folder (config.json through
+ * sq_config_to_json, weights through sq_st_write), token files, temporary
+ * folders and their clean-up, and the device list. */
 #ifndef SEQCL_TESTS_HARDEN_UTIL_H
 #define SEQCL_TESTS_HARDEN_UTIL_H
 
@@ -28,10 +29,31 @@ int hu_write_model(const char *dir, const sq_config *c, uint64_t seed, const cha
  * returns how many (at most cap). */
 int hu_tensor_names(const sq_config *c, char names[][80], size_t *sizes, int cap);
 
+/* A named tensor (one or two dimensions) of float values. */
+#define HU_MAXT 32
+typedef struct hu_tensor {
+  char name[80];
+  int ndim;
+  int64_t shape[2];
+  float *data;
+} hu_tensor;
+
+/* Appends t[*n] (then ++*n): name, shape [d0] (ndim 1) or [d0, d1], values
+ * in [-1, 1) from the 64-bit LCG whose state is *state (malloc'd; NULL data
+ * when out of memory). */
+void hu_add_tensor(hu_tensor *t, int *n, const char *name, int ndim, int64_t d0, int64_t d1,
+                   uint64_t *state);
+
 /* mkdtemp("/tmp/seqcl-harden-TAG-XXXXXX") into buf; 0 on success. */
 int hu_mkdtemp(char *buf, size_t cap, const char *tag);
-/* Removes a folder tree (ignores errors). */
+/* Removes a folder tree, read-only folders in it too (ignores errors). */
 void hu_rmtree(const char *dir);
+/* A fresh folder for each cmocka test: hu_tmpdir, made by the setup fixture
+ * hu_setup_tmpdir (hu_mkdtemp, tag "tmp") and removed with all it holds by
+ * the teardown fixture hu_teardown_tmpdir. */
+extern char hu_tmpdir[64];
+int hu_setup_tmpdir(void **state);
+int hu_teardown_tmpdir(void **state);
 /* Number of entries in a folder (not counting . and ..); -1 if it does not exist. */
 int hu_count_entries(const char *dir);
 /* Writes text to dir/name; returns the joined path in a static ring buffer. */

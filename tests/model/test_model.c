@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "../harden/harden_util.h"
 #include "test_devices.h"
 
 #include <seqcl/seqcl.h>
@@ -35,12 +36,7 @@
 /* ------------------------------------------------------------------ */
 /* A random model written to a temporary directory                     */
 
-typedef struct tensor {
-  char name[80];
-  int ndim;
-  int64_t shape[2];
-  float *data;
-} tensor;
+typedef hu_tensor tensor;
 
 typedef struct tmodel {
   sq_config cfg;
@@ -51,20 +47,8 @@ typedef struct tmodel {
 } tmodel;
 
 static uint64_t rng_state;
-static double urand(void) { /* uniform in [-1, 1), never exactly 0 in practice */
-  rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-  return ((double)(rng_state >> 11) / 9007199254740992.0) * 2.0 - 1.0;
-}
-
 static void add(tmodel *m, const char *name, int ndim, int64_t d0, int64_t d1) {
-  tensor *t = &m->t[m->n++];
-  snprintf(t->name, sizeof t->name, "%s", name);
-  t->ndim = ndim;
-  t->shape[0] = d0;
-  t->shape[1] = ndim > 1 ? d1 : 1;
-  size_t count = (size_t)d0 * (size_t)t->shape[1];
-  t->data = malloc(count * sizeof(float));
-  for (size_t i = 0; i < count; i++) t->data[i] = (float)urand();
+  hu_add_tensor(m->t, &m->n, name, ndim, d0, d1, &rng_state);
 }
 
 static const float *W(const tmodel *m, const char *name) {
@@ -169,13 +153,7 @@ static void make_model(tmodel *m, uint64_t seed, sq_score score, int bidir, int 
   memset(m, 0, sizeof *m);
   rng_state = seed;
   sq_config *c = &m->cfg;
-  c->src_vocab = 7;
-  c->tgt_vocab = 9;
-  c->embed_dim = 5;
-  c->bos_id = 7;
-  c->eos_id = 8;
-  c->pad_id = -1;
-  c->enc_hidden = 6;
+  hu_tiny_config(c); /* the vocabularies, D 5, H 6 per direction; the rest set here */
   c->enc_layers = layers;
   c->bidirectional = bidir;
   m->He = bidir ? 12 : 6;

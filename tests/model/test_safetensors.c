@@ -2,7 +2,6 @@
  * catalogue of malformed headers (exact status + message), every truncation of
  * a valid file, seeded random corruption, exact F16/BF16 conversion, and the
  * writer's round trip and "nothing left behind" guarantee. */
-#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +14,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "../harden/harden_util.h"
 
 #include "model/safetensors.h"
 
@@ -332,12 +333,31 @@ static double half_reference(uint16_t h) {
   return s * ldexp(1024 + m, e - 25);
 }
 
+typedef struct code_value {
+  uint16_t code;
+  double value;
+} code_value;
+
+/* The 16-bit codes in table convert to exactly their values; specials holds
+ * +inf, -inf, two NaNs (the second a signalling one, which must stay NaN, not
+ * become inf) and -0. */
+static void check_codes(const char *what, float (*to_float)(uint16_t), const code_value *table,
+                        size_t n, const uint16_t specials[5]) {
+  for (size_t i = 0; i < n; i++) {
+    float f = to_float(table[i].code);
+    if ((double)f != table[i].value)
+      fail_msg("%s 0x%04x -> %.17g, expected %.17g", what, table[i].code, f, table[i].value);
+  }
+  assert_true(isinf(to_float(specials[0])) && to_float(specials[0]) > 0);
+  assert_true(isinf(to_float(specials[1])) && to_float(specials[1]) < 0);
+  assert_true(isnan(to_float(specials[2])));
+  assert_true(isnan(to_float(specials[3])));
+  assert_true(to_float(specials[4]) == 0.0f && signbit(to_float(specials[4])));
+}
+
 static void test_half_table(void **state) {
   (void)state;
-  static const struct {
-    uint16_t h;
-    double v;
-  } table[] = {
+  static const code_value table[] = {
       {0x0000, 0.0},
       {0x0001, 5.9604644775390625e-08},   /* smallest subnormal, 2^-24 */
       {0x0002, 1.1920928955078125e-07},
@@ -354,16 +374,8 @@ static void test_half_table(void **state) {
       {0x8001, -5.9604644775390625e-08},
       {0xfbff, -65504.0},
   };
-  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-    float f = sq_half_to_float(table[i].h);
-    if ((double)f != table[i].v) fail_msg("half 0x%04x -> %.17g, expected %.17g", table[i].h, f, table[i].v);
-  }
-  assert_true(isinf(sq_half_to_float(0x7c00)) && sq_half_to_float(0x7c00) > 0);
-  assert_true(isinf(sq_half_to_float(0xfc00)) && sq_half_to_float(0xfc00) < 0);
-  assert_true(isnan(sq_half_to_float(0x7e00)));
-  assert_true(isnan(sq_half_to_float(0x7c01))); /* signalling NaN stays NaN, not inf */
-  assert_true(sq_half_to_float(0x8000) == 0.0f && signbit(sq_half_to_float(0x8000)));
-
+  static const uint16_t specials[5] = {0x7c00, 0xfc00, 0x7e00, 0x7c01, 0x8000};
+  check_codes("half", sq_half_to_float, table, sizeof table / sizeof table[0], specials);
   /* Every one of the 65536 values against the ldexp definition. */
   for (uint32_t h = 0; h < 65536; h++) {
     float f = sq_half_to_float((uint16_t)h);
@@ -378,10 +390,7 @@ static void test_half_table(void **state) {
 
 static void test_bf16_table(void **state) {
   (void)state;
-  static const struct {
-    uint16_t h;
-    double v;
-  } table[] = {
+  static const code_value table[] = {
       {0x0000, 0.0},
       {0x0001, 9.183549615799121e-41},   /* smallest subnormal, 2^-133 */
       {0x007f, 1.1663108012064884e-38},  /* largest subnormal, 127 * 2^-133 */
@@ -393,62 +402,11 @@ static void test_bf16_table(void **state) {
       {0x7f7f, 3.3895313892515355e+38},  /* largest finite */
       {0xc2f7, -123.5},
   };
-  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-    float f = sq_bf16_to_float(table[i].h);
-    if ((double)f != table[i].v) fail_msg("bf16 0x%04x -> %.17g, expected %.17g", table[i].h, f, table[i].v);
-  }
-  assert_true(isinf(sq_bf16_to_float(0x7f80)) && sq_bf16_to_float(0x7f80) > 0);
-  assert_true(isinf(sq_bf16_to_float(0xff80)) && sq_bf16_to_float(0xff80) < 0);
-  assert_true(isnan(sq_bf16_to_float(0x7fc0)));
-  assert_true(isnan(sq_bf16_to_float(0xff81)));
-  assert_true(sq_bf16_to_float(0x8000) == 0.0f && signbit(sq_bf16_to_float(0x8000)));
+  static const uint16_t specials[5] = {0x7f80, 0xff80, 0x7fc0, 0xff81, 0x8000};
+  check_codes("bf16", sq_bf16_to_float, table, sizeof table / sizeof table[0], specials);
 }
 
 /* ---- writer ---- */
-
-static char tmpdir[64];
-
-static int setup_dir(void **state) {
-  (void)state;
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/seqcl-st-XXXXXX");
-  return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  char p[512];
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    struct stat sb;
-    if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-      chmod(p, 0700);
-      remove_tree(p);
-    } else {
-      unlink(p);
-    }
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
-static int teardown_dir(void **state) {
-  (void)state;
-  remove_tree(tmpdir);
-  return 0;
-}
-
-static size_t count_entries(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  size_t n = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-  closedir(d);
-  return n;
-}
 
 static float uniform(uint64_t *s) {
   *s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -468,9 +426,9 @@ static void test_write_round_trip(void **state) {
       {"empty", 2, {0, 7}, NULL},
   };
   char path[128];
-  snprintf(path, sizeof path, "%s/out.safetensors", tmpdir);
+  snprintf(path, sizeof path, "%s/out.safetensors", hu_tmpdir);
   assert_int_equal(sq_st_write(path, out, 4), SEQCL_OK);
-  assert_int_equal(count_entries(tmpdir), 1);
+  assert_int_equal(hu_count_entries(hu_tmpdir), 1);
 
   /* The raw layout: header length a multiple of 8, padding made of spaces. */
   FILE *fp = fopen(path, "rb");
@@ -509,7 +467,7 @@ static void test_write_round_trip(void **state) {
   assert_int_equal(sq_st_read(path, 0, &f), SEQCL_OK);
   assert_int_equal(f->count, 1);
   sq_st_free(f);
-  assert_int_equal(count_entries(tmpdir), 1);
+  assert_int_equal(hu_count_entries(hu_tmpdir), 1);
 }
 
 static void test_write_failures_leave_nothing(void **state) {
@@ -519,13 +477,13 @@ static void test_write_failures_leave_nothing(void **state) {
   char path[256];
 
   /* A folder that does not exist. */
-  snprintf(path, sizeof path, "%s/missing/out.safetensors", tmpdir);
+  snprintf(path, sizeof path, "%s/missing/out.safetensors", hu_tmpdir);
   assert_int_equal(sq_st_write(path, &good, 1), SEQCL_ERR_IO);
   assert_non_null(strstr(seqcl_last_message(), path));
-  assert_int_equal(count_entries(tmpdir), 0);
+  assert_int_equal(hu_count_entries(hu_tmpdir), 0);
 
   /* Invalid tensors: nothing is created. */
-  snprintf(path, sizeof path, "%s/out.safetensors", tmpdir);
+  snprintf(path, sizeof path, "%s/out.safetensors", hu_tmpdir);
   sq_st_out bad[2] = {{"x", 1, {-2}, v}, {"x", 1, {2}, v}};
   assert_int_equal(sq_st_write(path, bad, 1), SEQCL_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(seqcl_last_message(), "tensor 'x': bad extent -2"));
@@ -534,23 +492,23 @@ static void test_write_failures_leave_nothing(void **state) {
   sq_st_out twice[2] = {{"x", 1, {2}, v}, {"x", 1, {2}, v}};
   assert_int_equal(sq_st_write(path, twice, 2), SEQCL_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(seqcl_last_message(), "tensor 'x' is listed twice"));
-  assert_int_equal(count_entries(tmpdir), 0);
+  assert_int_equal(hu_count_entries(hu_tmpdir), 0);
 
   /* The rename fails (the target is a non-empty folder): the temporary file goes. */
-  snprintf(path, sizeof path, "%s/taken", tmpdir);
+  snprintf(path, sizeof path, "%s/taken", hu_tmpdir);
   assert_int_equal(mkdir(path, 0700), 0);
   char inner[300];
   snprintf(inner, sizeof inner, "%s/keep", path);
   fclose(fopen(inner, "w"));
   assert_int_equal(sq_st_write(path, &good, 1), SEQCL_ERR_IO);
   assert_non_null(strstr(seqcl_last_message(), path));
-  assert_int_equal(count_entries(tmpdir), 1);
-  assert_int_equal(count_entries(path), 1);
+  assert_int_equal(hu_count_entries(hu_tmpdir), 1);
+  assert_int_equal(hu_count_entries(path), 1);
   unlink(inner);
   rmdir(path);
 
   /* A read-only folder (root ignores permissions, so only checked as a user). */
-  snprintf(path, sizeof path, "%s/ro", tmpdir);
+  snprintf(path, sizeof path, "%s/ro", hu_tmpdir);
   assert_int_equal(mkdir(path, 0500), 0);
   char target[300];
   snprintf(target, sizeof target, "%s/out.safetensors", path);
@@ -558,31 +516,31 @@ static void test_write_failures_leave_nothing(void **state) {
   if (geteuid() != 0) {
     assert_int_equal(st, SEQCL_ERR_IO);
     assert_non_null(strstr(seqcl_last_message(), "cannot create a temporary file"));
-    assert_int_equal(count_entries(path), 0);
+    assert_int_equal(hu_count_entries(path), 0);
   } else {
     assert_int_equal(st, SEQCL_OK);
     unlink(target);
   }
   rmdir(path);
-  assert_int_equal(count_entries(tmpdir), 0);
+  assert_int_equal(hu_count_entries(hu_tmpdir), 0);
 }
 
 static void test_read_errors(void **state) {
   (void)state;
   char path[128];
   sq_st_file *f = (sq_st_file *)1;
-  snprintf(path, sizeof path, "%s/none.safetensors", tmpdir);
+  snprintf(path, sizeof path, "%s/none.safetensors", hu_tmpdir);
   assert_int_equal(sq_st_read(path, 0, &f), SEQCL_ERR_IO);
   assert_null(f);
   assert_non_null(strstr(seqcl_last_message(), path));
   f = (sq_st_file *)1;
-  assert_int_equal(sq_st_read(tmpdir, 0, &f), SEQCL_ERR_IO);
+  assert_int_equal(sq_st_read(hu_tmpdir, 0, &f), SEQCL_ERR_IO);
   assert_null(f);
-  assert_non_null(strstr(seqcl_last_message(), tmpdir));
+  assert_non_null(strstr(seqcl_last_message(), hu_tmpdir));
 
   /* A truncated file on disk: the message names the file path. */
   bytes b = valid_file();
-  snprintf(path, sizeof path, "%s/cut.safetensors", tmpdir);
+  snprintf(path, sizeof path, "%s/cut.safetensors", hu_tmpdir);
   FILE *fp = fopen(path, "wb");
   fwrite(b.p, 1, b.n - 3, fp);
   fclose(fp);
@@ -604,9 +562,9 @@ int main(void) {
       cmocka_unit_test(test_random_corruption),
       cmocka_unit_test(test_half_table),
       cmocka_unit_test(test_bf16_table),
-      cmocka_unit_test_setup_teardown(test_write_round_trip, setup_dir, teardown_dir),
-      cmocka_unit_test_setup_teardown(test_write_failures_leave_nothing, setup_dir, teardown_dir),
-      cmocka_unit_test_setup_teardown(test_read_errors, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_write_round_trip, hu_setup_tmpdir, hu_teardown_tmpdir),
+      cmocka_unit_test_setup_teardown(test_write_failures_leave_nothing, hu_setup_tmpdir, hu_teardown_tmpdir),
+      cmocka_unit_test_setup_teardown(test_read_errors, hu_setup_tmpdir, hu_teardown_tmpdir),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,5 @@
 /* Token files, vocabularies, token line output and safe output files (SPEC §4):
  * every rule checked with its exact status and a message naming file and line. */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,42 +12,9 @@
 
 #include <cmocka.h>
 
+#include "../harden/harden_util.h"
+
 #include "model/tokens.h"
-
-static char tmpdir[64];
-
-static int setup_dir(void **state) {
-  (void)state;
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/seqcl-tok-XXXXXX");
-  return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown_dir(void **state) {
-  (void)state;
-  DIR *d = opendir(tmpdir);
-  if (d) {
-    struct dirent *e;
-    char p[512];
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
-      if (unlink(p) != 0) rmdir(p);
-    }
-    closedir(d);
-  }
-  rmdir(tmpdir);
-  return 0;
-}
-
-static size_t count_entries(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  size_t n = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-  closedir(d);
-  return n;
-}
 
 static void write_text(const char *path, const char *text, size_t len) {
   FILE *f = fopen(path, "wb");
@@ -157,7 +123,7 @@ static void test_bad_catalogue(void **state) {
 
 static sq_vocab *vocab_from(const char *text, size_t len, seqcl_status want, const char *message) {
   char path[128];
-  snprintf(path, sizeof path, "%s/v.txt", tmpdir);
+  snprintf(path, sizeof path, "%s/v.txt", hu_tmpdir);
   write_text(path, text, len);
   sq_vocab *v = (sq_vocab *)1;
   seqcl_status st = sq_vocab_read(path, &v);
@@ -200,7 +166,7 @@ static void test_vocab(void **state) {
   sq_vocab_free(v);
 
   char want[160];
-  snprintf(want, sizeof want, "%s/v.txt:2: empty line", tmpdir);
+  snprintf(want, sizeof want, "%s/v.txt:2: empty line", hu_tmpdir);
   vocab_from(TXT("a\n\nb\n"), SEQCL_ERR_BAD_TOKENS, want);
   vocab_from(TXT("a\r\n\r\nb\r\n"), SEQCL_ERR_BAD_TOKENS, "v.txt:2: empty line");
   vocab_from(TXT("a\nb\na\n"), SEQCL_ERR_BAD_TOKENS, "v.txt:3: duplicate token 'a' (already on line 1)");
@@ -214,7 +180,7 @@ static void test_vocab(void **state) {
 
   sq_vocab *none = (sq_vocab *)1;
   char path[128];
-  snprintf(path, sizeof path, "%s/missing.txt", tmpdir);
+  snprintf(path, sizeof path, "%s/missing.txt", hu_tmpdir);
   assert_int_equal(sq_vocab_read(path, &none), SEQCL_ERR_IO);
   assert_null(none);
   assert_non_null(strstr(seqcl_last_message(), path));
@@ -306,7 +272,7 @@ static void test_write_parse_round_trip(void **state) {
 static void test_read_files(void **state) {
   (void)state;
   char path[128];
-  snprintf(path, sizeof path, "%s/src.txt", tmpdir);
+  snprintf(path, sizeof path, "%s/src.txt", hu_tmpdir);
   write_text(path, TXT("3 4 5\r\n6"));
   sq_seqs s;
   assert_int_equal(sq_tokens_read(path, 10, NULL, &s), SEQCL_OK);
@@ -326,21 +292,21 @@ static void test_read_files(void **state) {
   assert_int_equal(sq_tokens_read(path, 10, NULL, &s), SEQCL_ERR_IO);
   snprintf(want, sizeof want, "%s: cannot open: No such file or directory", path);
   assert_non_null(strstr(seqcl_last_message(), want));
-  assert_int_equal(sq_tokens_read(tmpdir, 10, NULL, &s), SEQCL_ERR_IO);
-  assert_non_null(strstr(seqcl_last_message(), tmpdir));
+  assert_int_equal(sq_tokens_read(hu_tmpdir, 10, NULL, &s), SEQCL_ERR_IO);
+  assert_non_null(strstr(seqcl_last_message(), hu_tmpdir));
 }
 
 static void test_outfile(void **state) {
   (void)state;
   char path[128];
-  snprintf(path, sizeof path, "%s/out.txt", tmpdir);
+  snprintf(path, sizeof path, "%s/out.txt", hu_tmpdir);
   mode_t old_mask = umask(022);
 
   /* Commit: the content appears at path, with the usual mode, and nothing else. */
   sq_outfile o;
   assert_int_equal(sq_outfile_open(path, &o), SEQCL_OK);
   assert_non_null(o.tmp);
-  assert_int_equal(count_entries(tmpdir), 1);
+  assert_int_equal(hu_count_entries(hu_tmpdir), 1);
   assert_int_not_equal(access(path, F_OK), 0); /* not there before commit */
   const int32_t ids[2] = {4, 2};
   assert_int_equal(sq_tokens_write_line(o.f, ids, 2, NULL), 0);
@@ -349,7 +315,7 @@ static void test_outfile(void **state) {
   struct stat sb;
   assert_int_equal(stat(path, &sb), 0);
   assert_int_equal(sb.st_mode & 0777, 0644);
-  assert_int_equal(count_entries(tmpdir), 1);
+  assert_int_equal(hu_count_entries(hu_tmpdir), 1);
   char buf[16] = {0};
   FILE *f = fopen(path, "rb");
   assert_int_equal(fread(buf, 1, sizeof buf - 1, f), 4);
@@ -360,7 +326,7 @@ static void test_outfile(void **state) {
   assert_int_equal(sq_outfile_open(path, &o), SEQCL_OK);
   fputs("partial", o.f);
   sq_outfile_abort(&o);
-  assert_int_equal(count_entries(tmpdir), 1);
+  assert_int_equal(hu_count_entries(hu_tmpdir), 1);
   f = fopen(path, "rb");
   memset(buf, 0, sizeof buf);
   assert_int_equal(fread(buf, 1, sizeof buf - 1, f), 4);
@@ -370,15 +336,15 @@ static void test_outfile(void **state) {
 
   /* A missing folder: an error naming the path, nothing created. */
   char missing[160];
-  snprintf(missing, sizeof missing, "%s/no/out.txt", tmpdir);
+  snprintf(missing, sizeof missing, "%s/no/out.txt", hu_tmpdir);
   assert_int_equal(sq_outfile_open(missing, &o), SEQCL_ERR_IO);
   assert_null(o.f);
   assert_non_null(strstr(seqcl_last_message(), missing));
-  assert_int_equal(count_entries(tmpdir), 0);
+  assert_int_equal(hu_count_entries(hu_tmpdir), 0);
 
   /* A folder is refused when it is opened, before anything is written. */
   char sub[160], inner[200];
-  snprintf(sub, sizeof sub, "%s/dir", tmpdir);
+  snprintf(sub, sizeof sub, "%s/dir", hu_tmpdir);
   mkdir(sub, 0700);
   snprintf(inner, sizeof inner, "%s/x", sub);
   write_text(inner, "x", 1);
@@ -386,7 +352,7 @@ static void test_outfile(void **state) {
   assert_null(o.f);
   assert_non_null(strstr(seqcl_last_message(), sub));
   assert_non_null(strstr(seqcl_last_message(), "folder"));
-  assert_int_equal(count_entries(tmpdir), 1);
+  assert_int_equal(hu_count_entries(hu_tmpdir), 1);
   unlink(inner);
   rmdir(sub);
 
@@ -401,11 +367,11 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid_ids),
       cmocka_unit_test(test_bad_catalogue),
-      cmocka_unit_test_setup_teardown(test_vocab, setup_dir, teardown_dir),
-      cmocka_unit_test_setup_teardown(test_words, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_vocab, hu_setup_tmpdir, hu_teardown_tmpdir),
+      cmocka_unit_test_setup_teardown(test_words, hu_setup_tmpdir, hu_teardown_tmpdir),
       cmocka_unit_test(test_write_parse_round_trip),
-      cmocka_unit_test_setup_teardown(test_read_files, setup_dir, teardown_dir),
-      cmocka_unit_test_setup_teardown(test_outfile, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_read_files, hu_setup_tmpdir, hu_teardown_tmpdir),
+      cmocka_unit_test_setup_teardown(test_outfile, hu_setup_tmpdir, hu_teardown_tmpdir),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
