@@ -39,14 +39,6 @@ static void key_line(const char *text, char *out, size_t cap) {
   out[n] = '\0';
 }
 
-/* Keeps a file of this device's key line with the given choice lines and
- * no timings (a measurement would write them back); the text into file. */
-static void keep_choices(const char *path, const char *key, const char *choices, char *file,
-                         size_t cap) {
-  snprintf(file, cap, "seqcl-gemm-policy 1\n%s\n%s", key, choices);
-  write_text(path, file);
-}
-
 /* One [M, K] x [N, K]^T product on a fresh context; returns the CLBlast
  * calls and kernel launches it took, checks one result element. */
 static void one_product(int M, char *policy_path, size_t cap,
@@ -83,6 +75,27 @@ static void one_product(int M, char *policy_path, size_t cap,
   seqcl_ctx_close(ctx);
 }
 
+/* The kept file of a test: its path, this device's key line, its text. */
+typedef struct kept_file {
+  char path[4400], key[1200], text[2048];
+} kept_file;
+
+/* A measured M-row product: the kept file's path and key line into k. */
+static void measure_key(kept_file *k, int M) {
+  char text[4096];
+  unsigned long long blas, launches;
+  one_product(M, k->path, sizeof k->path, &blas, &launches);
+  test_read_text(k->path, text, sizeof text);
+  key_line(text, k->key, sizeof k->key);
+}
+
+/* Keeps a file of k's key line with the given choice lines and no timings
+ * (a measurement would write them back). */
+static void keep_choices(kept_file *k, const char *choices) {
+  snprintf(k->text, sizeof k->text, "seqcl-gemm-policy 1\n%s\n%s", k->key, choices);
+  write_text(k->path, k->text);
+}
+
 static void first_product_measures_and_keeps(void **state) {
   (void)state;
   setenv("SEQCL_GEMM", "measured", 1);
@@ -104,12 +117,11 @@ static void first_product_measures_and_keeps(void **state) {
 static void kept_choice_is_followed(void **state) {
   (void)state;
   setenv("SEQCL_GEMM", "measured", 1);
-  char path[4400], text[4096], key[1200], file[2048];
+  kept_file k;
+  char text[4096];
   unsigned long long blas, launches;
-  one_product(8, path, sizeof path, &blas, &launches);
-  test_read_text(path, text, sizeof text);
-  key_line(text, key, sizeof key);
-  keep_choices(path, key, "m1=clblast\nm8=small\nm64=clblast\n", file, sizeof file);
+  measure_key(&k, 8);
+  keep_choices(&k, "m1=clblast\nm8=small\nm64=clblast\n");
   one_product(1, NULL, 0, &blas, &launches);
   assert_int_equal(blas, 1);
   assert_int_equal(launches, 0);
@@ -118,8 +130,8 @@ static void kept_choice_is_followed(void **state) {
   assert_int_equal(launches, 1);
   one_product(64, NULL, 0, &blas, &launches);
   assert_int_equal(blas, 1);
-  test_read_text(path, text, sizeof text);
-  assert_string_equal(text, file);
+  test_read_text(k.path, text, sizeof text);
+  assert_string_equal(text, k.text);
 }
 
 static void foreign_file_is_measured_over(void **state) {
@@ -143,16 +155,14 @@ static void foreign_file_is_measured_over(void **state) {
 static void pinned_choice_ignores_the_file(void **state) {
   (void)state;
   setenv("SEQCL_GEMM", "measured", 1);
-  char path[4400], text[4096], key[1200], file[2048];
+  kept_file k;
   unsigned long long blas, launches;
-  one_product(1, path, sizeof path, &blas, &launches);
-  test_read_text(path, text, sizeof text);
-  key_line(text, key, sizeof key);
-  keep_choices(path, key, "m1=small\nm8=small\nm64=small\n", file, sizeof file);
+  measure_key(&k, 1);
+  keep_choices(&k, "m1=small\nm8=small\nm64=small\n");
   setenv("SEQCL_GEMM", "clblast", 1);
   one_product(1, NULL, 0, &blas, &launches);
   assert_int_equal(blas, 1);
-  keep_choices(path, key, "m1=clblast\nm8=clblast\nm64=clblast\n", file, sizeof file);
+  keep_choices(&k, "m1=clblast\nm8=clblast\nm64=clblast\n");
   setenv("SEQCL_GEMM", "small", 1);
   one_product(1, NULL, 0, &blas, &launches);
   assert_int_equal(blas, 0);
