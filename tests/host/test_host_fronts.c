@@ -328,6 +328,30 @@ static sq_gru_args gates(fx *f) {
   return g;
 }
 
+/* The arguments of one sq_gru_layer call, in its order. */
+typedef struct layer_call {
+  int N, T, In, H;
+  sq_ref x, Wih, Whh, bih, bhh, lens;
+  const int32_t *lens_host;
+  int reverse;
+  sq_ref h, out;
+  int out_width, col;
+  sq_ref ws;
+} layer_call;
+
+static seqcl_status run_layer(seqcl_ctx *ctx, const layer_call *c) {
+  return sq_gru_layer(ctx, c->N, c->T, c->In, c->H, c->x, c->Wih, c->Whh, c->bih, c->bhh, c->lens,
+                      c->lens_host, c->reverse, c->h, c->out, c->out_width, c->col, c->ws);
+}
+
+/* `base` with one argument changed fails with status and a message holding needle. */
+#define LAYER_ERR(field, value, status, needle)                                              \
+  do {                                                                                       \
+    layer_call c_ = base;                                                                    \
+    c_.field = (value);                                                                      \
+    TH_EXPECT_ERR(run_layer(ctx, &c_), (status), "" needle);                                 \
+  } while (0)
+
 static void gru_errors(void **state) {
   F;
   const int32_t lens[2] = {4, 2}, lens_zero[2] = {0, 2};
@@ -407,48 +431,32 @@ static void gru_errors(void **state) {
   TH_EXPECT_ERR(sq_gru_cell(ctx, 2, 3, 4, x, 3, Wih, Whh, bih, bhh, h, sq_at(f->big, 0)),
                 SEQCL_ERR_INVALID_ARGUMENT, "sq_gru_cell: ws overlaps x");
 
-  /* layer: N = 2, T = 3, In = 2, H = 2, out [N, T, 4] */
+  /* layer: N = 2, T = 3, In = 2, H = 2, out [N, T, 4]; each case changes
+   * one argument of the valid call `base` */
   const int32_t L[2] = {3, 1}, Lz[2] = {3, 0}, Ll[2] = {4, 1};
-  sq_ref lens_d = sq_at(f->ints, 0), out = sq_at(f->big, 600);
-  ws = sq_at(f->big, 1000);
-  TH_OK(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, lens_d, L, 0, h, out, 4, 0, ws));
-  TH_OK(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, lens_d, L, 1, h, out, 4, 2, ws));
-  TH_OK(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, sq_none(), NULL, 1, h, sq_none(), 0,
-                     0, ws));
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 0, 2, 2, x, Wih, Whh, bih, bhh, lens_d, L, 0, h, out, 4, 0, ws),
-                SEQCL_ERR_SHAPE, "sq_gru_layer: T = 0");
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 3, 2, 2, SMALL, Wih, Whh, bih, bhh, lens_d, L, 0, h, out, 4, 0,
-                             ws),
-                SEQCL_ERR_SHAPE, "sq_gru_layer: x needs 12 elements");
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, SMALL, bih, bhh, lens_d, L, 0, h, out, 4, 0,
-                             ws),
-                SEQCL_ERR_SHAPE, "sq_gru_layer: W_hh needs 12 elements");
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, lens_d, NULL, 0, h, out, 4, 0,
-                             ws),
-                SEQCL_ERR_INVALID_ARGUMENT, "sq_gru_layer: lens and lens_host must be given together");
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, lens_d, Lz, 0, h, out, 4, 0,
-                             ws),
-                SEQCL_ERR_EMPTY_SEQUENCE, "sq_gru_layer: sequence 1 is empty (lens[1] = 0)");
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, lens_d, Ll, 0, h, out, 4, 0,
-                             ws),
-                SEQCL_ERR_SHAPE, "sq_gru_layer: lens[0] = 4 exceeds the padded length 3");
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, lens_d, L, 0, sq_none(), out, 4,
-                             0, ws),
-                SEQCL_ERR_INVALID_ARGUMENT, "sq_gru_layer: h is required");
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, lens_d, L, 0, h, out, 4, 3, ws),
-                SEQCL_ERR_SHAPE, "sq_gru_layer: columns [3, 3 + H) with H = 2 do not fit out_width = 4");
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, lens_d, L, 0, h, out, 4, -1,
-                             ws),
-                SEQCL_ERR_SHAPE, "sq_gru_layer: columns [-1");
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, lens_d, L, 0, h,
-                             sq_at(f->big, BIG - 20), 4, 0, ws),
-                SEQCL_ERR_SHAPE, "sq_gru_layer: out needs 24 elements");
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, lens_d, L, 0, h, out, 4, 0,
-                             sq_at(f->big, BIG - 40)),
-                SEQCL_ERR_SHAPE, "sq_gru_layer: ws needs 48 elements");
-  TH_EXPECT_ERR(sq_gru_layer(ctx, 2, 3, 2, 2, x, Wih, Whh, bih, bhh, lens_d, L, 0, h, out, 4, 0,
-                             sq_at(f->big, 590)),
-                SEQCL_ERR_INVALID_ARGUMENT, "sq_gru_layer: ws overlaps out");
+  const layer_call base = {2, 3, 2, 2, x, Wih, Whh, bih, bhh, sq_at(f->ints, 0), L, 0, h,
+                           sq_at(f->big, 600), 4, 0, sq_at(f->big, 1000)};
+  layer_call c = base;
+  TH_OK(run_layer(ctx, &c));
+  c.reverse = 1, c.col = 2;
+  TH_OK(run_layer(ctx, &c));
+  c = base;
+  c.lens = sq_none(), c.lens_host = NULL, c.reverse = 1, c.out = sq_none(), c.out_width = 0;
+  TH_OK(run_layer(ctx, &c));
+  LAYER_ERR(T, 0, SEQCL_ERR_SHAPE, "sq_gru_layer: T = 0");
+  LAYER_ERR(x, SMALL, SEQCL_ERR_SHAPE, "sq_gru_layer: x needs 12 elements");
+  LAYER_ERR(Whh, SMALL, SEQCL_ERR_SHAPE, "sq_gru_layer: W_hh needs 12 elements");
+  LAYER_ERR(lens_host, NULL, SEQCL_ERR_INVALID_ARGUMENT,
+            "sq_gru_layer: lens and lens_host must be given together");
+  LAYER_ERR(lens_host, Lz, SEQCL_ERR_EMPTY_SEQUENCE, "sq_gru_layer: sequence 1 is empty (lens[1] = 0)");
+  LAYER_ERR(lens_host, Ll, SEQCL_ERR_SHAPE, "sq_gru_layer: lens[0] = 4 exceeds the padded length 3");
+  LAYER_ERR(h, sq_none(), SEQCL_ERR_INVALID_ARGUMENT, "sq_gru_layer: h is required");
+  LAYER_ERR(col, 3, SEQCL_ERR_SHAPE,
+            "sq_gru_layer: columns [3, 3 + H) with H = 2 do not fit out_width = 4");
+  LAYER_ERR(col, -1, SEQCL_ERR_SHAPE, "sq_gru_layer: columns [-1");
+  LAYER_ERR(out, sq_at(f->big, BIG - 20), SEQCL_ERR_SHAPE, "sq_gru_layer: out needs 24 elements");
+  LAYER_ERR(ws, sq_at(f->big, BIG - 40), SEQCL_ERR_SHAPE, "sq_gru_layer: ws needs 48 elements");
+  LAYER_ERR(ws, sq_at(f->big, 590), SEQCL_ERR_INVALID_ARGUMENT, "sq_gru_layer: ws overlaps out");
 }
 
 static void row_errors(void **state) {
