@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 seqcl_device_info *devices;
 size_t device_count;
@@ -22,4 +23,11 @@ int test_devices_teardown(void **state) {
   devices = NULL;
   device_count = 0;
   return 0;
+}
+
+char *test_unit_name(const seqcl_device_info *d, const char *what) {
+  size_t len = strlen(d->selector) + strlen(what) + 2;
+  char *name = malloc(len);
+  if (name) snprintf(name, len, "%s/%s", d->selector, what);
+  return name;
 }

@@ -16,6 +16,7 @@
 
 #include "check/oplist.h"
 #include "oracle.h"
+#include "test_devices.h"
 
 typedef struct device_test {
   seqcl_ctx *ctx;           /* NULL when the device could not be opened */
@@ -46,12 +47,8 @@ static void run_op_on_device(void **state) {
 }
 
 int main(void) {
-  seqcl_device_info *devices = NULL;
-  size_t ndev = 0;
-  if (seqcl_devices_select("all", &devices, &ndev) != SEQCL_OK) {
-    fprintf(stderr, "cannot list devices: %s\n", seqcl_last_message());
-    return 1;
-  }
+  if (test_devices_setup(NULL) != 0) return 1;
+  const size_t ndev = device_count;
   size_t nops = 0;
   const sq_op *const *ops = sq_op_list(&nops);
   seqcl_ctx **ctxs = calloc(ndev, sizeof *ctxs);
@@ -70,10 +67,8 @@ int main(void) {
       tests[n].info = &devices[d];
       tests[n].op = ops[o];
       memcpy(tests[n].open_error, open_error, sizeof open_error);
-      size_t len = strlen(devices[d].selector) + strlen(ops[o]->name) + 2;
-      names[n] = malloc(len);
+      names[n] = test_unit_name(&devices[d], ops[o]->name);
       if (!names[n]) return 1;
-      snprintf(names[n], len, "%s/%s", devices[d].selector, ops[o]->name);
       units[n].name = names[n];
       units[n].test_func = run_op_on_device;
       units[n].initial_state = &tests[n];
@@ -88,6 +83,6 @@ int main(void) {
   free(units);
   free(tests);
   free(ctxs);
-  seqcl_devices_free(devices);
+  test_devices_teardown(NULL);
   return rc;
 }

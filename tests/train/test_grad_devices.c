@@ -31,6 +31,8 @@
 
 #include <seqcl/seqcl.h>
 
+#include "test_devices.h"
+
 #include "core/ctx.h"
 #include "ops/ops.h"
 
@@ -275,28 +277,65 @@ static const gru_case gru_cases[] = {
     {3, 61, 4, 0, 1, 1, 1, 0, 0}, {5, 13, 3, 2, 0, 0, 1, 0, 1}, {13, 61, 5, 3, 1, 1, 1, 1, 0},
 };
 
+/* The inputs the GRU forward and backward share, drawn in this order: lens
+ * (1..Tm), gi [N, Tm, 3H], gh [N, 3H] (ld 3H + 2), the two biases; on the
+ * host and on the device. */
+typedef struct gru_io {
+  int32_t *lens;
+  float *gi, *gh, *bih, *bhh;
+  size_t ngi, ngh;
+  dev lensd, gid, ghd, bihd, bhhd;
+} gru_io;
+
+static gru_io gru_inputs(const gru_case *k) {
+  gru_io io;
+  const int N = k->N, G = 3 * k->H, Tm = k->Tm;
+  io.lens = malloc(sizeof *io.lens * N);
+  for (int n = 0; n < N; n++) io.lens[n] = 1 + irand(Tm);
+  io.ngi = (size_t)N * Tm * G, io.ngh = (size_t)N * (G + 2);
+  io.gi = rnd(io.ngi), io.gh = rnd(io.ngh), io.bih = rnd(G), io.bhh = rnd(G);
+  io.gid = up(io.gi, io.ngi), io.ghd = up(io.gh, io.ngh), io.bihd = up(io.bih, G);
+  io.bhhd = up(io.bhh, G), io.lensd = up(io.lens, N);
+  return io;
+}
+
+static void gru_free(gru_io *io) {
+  down(io->gid), down(io->ghd), down(io->bihd), down(io->bhhd), down(io->lensd);
+  free(io->gi), free(io->gh), free(io->bih), free(io->bhh), free(io->lens);
+}
+
+/* The shared inputs as the case passes them: on the host, or on the device. */
+typedef struct gru_refs {
+  sq_ref gi, gh, b_ih, b_hh, lens;
+} gru_refs;
+
+static gru_refs gru_host_refs(const gru_case *k, gru_io *io) {
+  return (gru_refs){H(io->gi), H(io->gh), k->bias ? H(io->bih) : sq_none(),
+                    k->bias ? H(io->bhh) : sq_none(), k->use_lens ? H(io->lens) : sq_none()};
+}
+
+static gru_refs gru_dev_refs(const gru_case *k, const gru_io *io) {
+  return (gru_refs){D(io->gid), D(io->ghd), k->bias ? D(io->bihd) : sq_none(),
+                    k->bias ? D(io->bhhd) : sq_none(), k->use_lens ? D(io->lensd) : sq_none()};
+}
+
 static void t_gru_fwd(void) {
   for (size_t c = 0; c < sizeof gru_cases / sizeof *gru_cases; c++) {
     const gru_case *k = &gru_cases[c];
     const int N = k->N, Hh = k->H, G = 3 * Hh, Tm = k->Tm;
-    int32_t *lens = malloc(sizeof *lens * N);
-    for (int n = 0; n < N; n++) lens[n] = 1 + irand(Tm);
-    size_t ngi = (size_t)N * Tm * G, ngh = (size_t)N * (G + 2), nsv = (size_t)N * Tm * 4 * Hh;
-    size_t nout = (size_t)N * Tm * (Hh + 1);
-    float *gi = rnd(ngi), *gh = rnd(ngh), *bih = rnd(G), *bhh = rnd(G), *h = rnd((size_t)N * Hh);
-    float *out = rnd(nout), *sv = rnd(nsv);
-    dev gid = up(gi, ngi), ghd = up(gh, ngh), bihd = up(bih, G), bhhd = up(bhh, G);
-    dev hd = up(h, (size_t)N * Hh), outd = up(out, nout), svd = up(sv, nsv), lensd = up(lens, N);
+    gru_io io = gru_inputs(k);
+    size_t nsv = (size_t)N * Tm * 4 * Hh, nout = (size_t)N * Tm * (Hh + 1);
+    float *h = rnd((size_t)N * Hh), *out = rnd(nout), *sv = rnd(nsv);
+    dev hd = up(h, (size_t)N * Hh), outd = up(out, nout), svd = up(sv, nsv);
     sq_gru_args a = {.N = N, .H = Hh, .gi_sn = (size_t)Tm * G, .gi_st = (size_t)G,
                      .ld_gh = G + 2, .out_sn = (size_t)Tm * (Hh + 1), .out_st = (size_t)Hh + 1,
                      .step = k->step, .reverse = k->reverse};
     sq_gru_args ah = a, ad = a;
-    ah.gi = H(gi), ah.gh = H(gh), ah.h = H(h), ah.out = H(out);
-    ah.b_ih = k->bias ? H(bih) : sq_none(), ah.b_hh = k->bias ? H(bhh) : sq_none();
-    ah.lens = k->use_lens ? H(lens) : sq_none();
-    ad.gi = D(gid), ad.gh = D(ghd), ad.h = D(hd), ad.out = D(outd);
-    ad.b_ih = k->bias ? D(bihd) : sq_none(), ad.b_hh = k->bias ? D(bhhd) : sq_none();
-    ad.lens = k->use_lens ? D(lensd) : sq_none();
+    gru_refs rh = gru_host_refs(k, &io), rd = gru_dev_refs(k, &io);
+    ah.gi = rh.gi, ah.gh = rh.gh, ah.b_ih = rh.b_ih, ah.b_hh = rh.b_hh, ah.lens = rh.lens;
+    ah.h = H(h), ah.out = H(out);
+    ad.gi = rd.gi, ad.gh = rd.gh, ad.b_ih = rd.b_ih, ad.b_hh = rd.b_hh, ad.lens = rd.lens;
+    ad.h = D(hd), ad.out = D(outd);
     hg()->gru_fwd(&host_be, &ah, k->use_sv ? H(sv) : sq_none(), (size_t)Tm * 4 * Hh,
                   (size_t)4 * Hh);
     CALL(sq_gru_fwd(cur, &ad, k->use_sv ? D(svd) : sq_none(), (size_t)Tm * 4 * Hh,
@@ -304,9 +343,10 @@ static void t_gru_fwd(void) {
     check("gru_fwd h", hd, h, NULL, 0);
     check("gru_fwd out", outd, out, NULL, 0);
     check("gru_fwd saved", svd, sv, NULL, 0);
-    guards_only("gru_fwd gi", gid);
-    down(gid), down(ghd), down(bihd), down(bhhd), down(hd), down(outd), down(svd), down(lensd);
-    free(gi), free(gh), free(bih), free(bhh), free(h), free(out), free(sv), free(lens);
+    guards_only("gru_fwd gi", io.gid);
+    down(hd), down(outd), down(svd);
+    free(h), free(out), free(sv);
+    gru_free(&io);
   }
 }
 
@@ -314,35 +354,29 @@ static void t_gru_bwd(void) {
   for (size_t c = 0; c < sizeof gru_cases / sizeof *gru_cases; c++) {
     const gru_case *k = &gru_cases[c];
     const int N = k->N, Hh = k->H, G = 3 * Hh, Tm = k->Tm;
-    int32_t *lens = malloc(sizeof *lens * N);
-    for (int n = 0; n < N; n++) lens[n] = 1 + irand(Tm);
-    size_t ngi = (size_t)N * Tm * G, ngh = (size_t)N * (G + 2), nsv = (size_t)N * Tm * 4 * Hh;
+    gru_io io = gru_inputs(k);
+    size_t nsv = (size_t)N * Tm * 4 * Hh;
     size_t nout = (size_t)N * Tm * (Hh + 1), ndgh = (size_t)N * (G + 1);
-    float *gi = rnd(ngi), *gh = rnd(ngh), *bih = rnd(G), *bhh = rnd(G);
     float *hp = rnd((size_t)N * Hh), *dh = rnd((size_t)N * Hh), *dout = rnd(nout);
-    float *dgi = rnd(ngi), *dgh = rnd(ndgh), *sv = rnd(nsv);
+    float *dgi = rnd(io.ngi), *dgh = rnd(ndgh), *sv = rnd(nsv);
     /* kept gates must be what the forward keeps: r, z in (0, 1), n in (-1, 1) */
     for (size_t i = 0; i < nsv; i++)
       if ((i / Hh) % 4 < 2) sv[i] = 0.5f + 0.5f * sv[i];
-    dev gid = up(gi, ngi), ghd = up(gh, ngh), bihd = up(bih, G), bhhd = up(bhh, G);
     dev hpd = up(hp, (size_t)N * Hh), dhd = up(dh, (size_t)N * Hh), doutd = up(dout, nout);
-    dev dgid = up(dgi, ngi), dghd = up(dgh, ndgh), svd = up(sv, nsv), lensd = up(lens, N);
+    dev dgid = up(dgi, io.ngi), dghd = up(dgh, ndgh), svd = up(sv, nsv);
     sq_gru_bwd_args a = {.N = N, .H = Hh, .gi_sn = (size_t)Tm * G, .gi_st = (size_t)G,
                          .ld_gh = G + 2, .dout_sn = (size_t)Tm * (Hh + 1),
                          .dout_st = (size_t)Hh + 1, .ld_dgh = G + 1, .step = k->step,
                          .reverse = k->reverse, .sv_sn = (size_t)Tm * 4 * Hh,
                          .sv_st = (size_t)4 * Hh};
     sq_gru_bwd_args ah = a, ad = a;
-    ah.gi = H(gi), ah.gh = H(gh), ah.h_prev = H(hp), ah.dh = H(dh), ah.dgi = H(dgi),
-    ah.dgh = H(dgh);
-    ah.b_ih = k->bias ? H(bih) : sq_none(), ah.b_hh = k->bias ? H(bhh) : sq_none();
-    ah.lens = k->use_lens ? H(lens) : sq_none();
+    gru_refs rh = gru_host_refs(k, &io), rd = gru_dev_refs(k, &io);
+    ah.gi = rh.gi, ah.gh = rh.gh, ah.b_ih = rh.b_ih, ah.b_hh = rh.b_hh, ah.lens = rh.lens;
+    ah.h_prev = H(hp), ah.dh = H(dh), ah.dgi = H(dgi), ah.dgh = H(dgh);
     ah.dout = k->use_dout ? H(dout) : sq_none();
     ah.saved = k->use_sv ? H(sv) : sq_none();
-    ad.gi = D(gid), ad.gh = D(ghd), ad.h_prev = D(hpd), ad.dh = D(dhd), ad.dgi = D(dgid),
-    ad.dgh = D(dghd);
-    ad.b_ih = k->bias ? D(bihd) : sq_none(), ad.b_hh = k->bias ? D(bhhd) : sq_none();
-    ad.lens = k->use_lens ? D(lensd) : sq_none();
+    ad.gi = rd.gi, ad.gh = rd.gh, ad.b_ih = rd.b_ih, ad.b_hh = rd.b_hh, ad.lens = rd.lens;
+    ad.h_prev = D(hpd), ad.dh = D(dhd), ad.dgi = D(dgid), ad.dgh = D(dghd);
     ad.dout = k->use_dout ? D(doutd) : sq_none();
     ad.saved = k->use_sv ? D(svd) : sq_none();
     hg()->gru_gates_bwd(&host_be, &ah);
@@ -351,10 +385,9 @@ static void t_gru_bwd(void) {
     check("gru_gates_bwd dgi", dgid, dgi, NULL, 0);
     check("gru_gates_bwd dgh", dghd, dgh, NULL, 0);
     guards_only("gru_gates_bwd dout", doutd);
-    down(gid), down(ghd), down(bihd), down(bhhd), down(hpd), down(dhd), down(doutd);
-    down(dgid), down(dghd), down(svd), down(lensd);
-    free(gi), free(gh), free(bih), free(bhh), free(hp), free(dh), free(dout), free(dgi);
-    free(dgh), free(sv), free(lens);
+    down(hpd), down(dhd), down(doutd), down(dgid), down(dghd), down(svd);
+    free(hp), free(dh), free(dout), free(dgi), free(dgh), free(sv);
+    gru_free(&io);
   }
 }
 
@@ -432,29 +465,60 @@ static void attn_args_pair(const attn_case *k, attn_io *io, attn_dev *d, sq_attn
   ad->mask = k->use_mask ? D(d->mask) : sq_none();
 }
 
+/* One attention case's inputs on both sides and its argument pair. */
+typedef struct attn_run {
+  attn_io io;
+  attn_dev d;
+  sq_attn_args ah, ad;
+} attn_run;
+
+static void attn_begin(const attn_case *k, attn_run *r) {
+  r->io = attn_inputs(k);
+  r->d = attn_upload(k, &r->io);
+  attn_args_pair(k, &r->io, &r->d, &r->ah, &r->ad);
+}
+
+static void attn_end(attn_run *r) {
+  attn_down(&r->d);
+  attn_free(&r->io);
+}
+
+/* The forward's outputs, drawn after the inputs: the context cc [N, He]
+ * (ld_c = He + 2), alpha [N, S], u [N, S, A]. */
+typedef struct attn_out {
+  int ld_c;
+  size_t nc, nu;
+  float *cc, *alpha, *u;
+} attn_out;
+
+static attn_out attn_outputs(const attn_case *k) {
+  attn_out o;
+  o.ld_c = k->He + 2;
+  o.nc = (size_t)(k->N - 1) * o.ld_c + k->He, o.nu = (size_t)k->N * k->S * (k->A ? k->A : 1);
+  o.cc = rnd(o.nc), o.alpha = rnd((size_t)k->N * k->S), o.u = rnd(o.nu);
+  return o;
+}
+
+static void attn_out_free(attn_out *o) { free(o->cc), free(o->alpha), free(o->u); }
+
 static void t_attn_fwd(void) {
   for (size_t c = 0; c < sizeof attn_cases / sizeof *attn_cases; c++) {
     const attn_case *k = &attn_cases[c];
-    const int N = k->N, S = k->S, He = k->He, A = k->A;
-    attn_io io = attn_inputs(k);
-    attn_dev d = attn_upload(k, &io);
-    sq_attn_args ah, ad;
-    attn_args_pair(k, &io, &d, &ah, &ad);
-    const int ld_c = He + 2;
-    size_t nc = (size_t)(N - 1) * ld_c + He, nu = (size_t)N * S * (A ? A : 1);
-    float *cc = rnd(nc), *alpha = rnd((size_t)N * S), *u = rnd(nu);
-    dev cd = up(cc, nc), ald = up(alpha, (size_t)N * S), ud = up(u, nu);
-    sq_ref uh = k->use_u ? H(u) : sq_none(), udr = k->use_u ? D(ud) : sq_none();
-    hg()->attn_fwd(&host_be, &ah, uh, H(cc), ld_c, H(alpha));
-    CALL(sq_attn_fwd(cur, &ad, udr, D(cd), ld_c, D(ald)));
+    const int N = k->N, S = k->S;
+    attn_run r;
+    attn_begin(k, &r);
+    attn_out o = attn_outputs(k);
+    dev cd = up(o.cc, o.nc), ald = up(o.alpha, (size_t)N * S), ud = up(o.u, o.nu);
+    sq_ref uh = k->use_u ? H(o.u) : sq_none(), udr = k->use_u ? D(ud) : sq_none();
+    hg()->attn_fwd(&host_be, &r.ah, uh, H(o.cc), o.ld_c, H(o.alpha));
+    CALL(sq_attn_fwd(cur, &r.ad, udr, D(cd), o.ld_c, D(ald)));
     /* softmax and context sum over S terms of magnitude <= 1 * |key| <= 1 */
-    check("attn_fwd alpha", ald, alpha, NULL, 0);
-    check("attn_fwd c", cd, cc, NULL, 1.0);
-    check("attn_fwd u", ud, u, NULL, 0);
+    check("attn_fwd alpha", ald, o.alpha, NULL, 0);
+    check("attn_fwd c", cd, o.cc, NULL, 1.0);
+    check("attn_fwd u", ud, o.u, NULL, 0);
     down(cd), down(ald), down(ud);
-    free(cc), free(alpha), free(u);
-    attn_down(&d);
-    attn_free(&io);
+    attn_out_free(&o);
+    attn_end(&r);
   }
 }
 
@@ -463,27 +527,25 @@ static void t_attn_bwd(void) {
     const attn_case *k = &attn_cases[c];
     const int N = k->N, S = k->S, He = k->He, A = k->A;
     const int add = k->kind == SQ_SCORE_ADDITIVE;
-    attn_io io = attn_inputs(k);
-    attn_dev d = attn_upload(k, &io);
-    sq_attn_args ah, ad;
-    attn_args_pair(k, &io, &d, &ah, &ad);
+    attn_run r;
+    attn_begin(k, &r);
+    const attn_io io = r.io;
     /* alpha and u of the host forward: the backward sees what training gives it */
-    const int ld_c = He + 2;
-    size_t nc = (size_t)(N - 1) * ld_c + He, nu = (size_t)N * S * (A ? A : 1);
-    float *cc = rnd(nc), *alpha = rnd((size_t)N * S), *u = rnd(nu);
-    hg()->attn_fwd(&host_be, &ah, add ? H(u) : sq_none(), H(cc), ld_c, H(alpha));
+    attn_out o = attn_outputs(k);
+    float *alpha = o.alpha, *u = o.u;
+    hg()->attn_fwd(&host_be, &r.ah, add ? H(u) : sq_none(), H(o.cc), o.ld_c, H(alpha));
     const int ld_dc = He + 1, ld_dqp = io.width + 2;
     size_t ndc = (size_t)(N - 1) * ld_dc + He, ndqp = (size_t)(N - 1) * ld_dqp + io.width;
     float *dc = rnd(ndc), *dqp = rnd(ndqp), *dkeys = rnd(io.nkeys), *dpk = rnd(io.npk);
     float *dv = rnd(A ? A : 1), *dbv = rnd(1);
-    dev ald = up(alpha, (size_t)N * S), ud = up(u, nu), dcd = up(dc, ndc), dqpd = up(dqp, ndqp);
+    dev ald = up(alpha, (size_t)N * S), ud = up(u, o.nu), dcd = up(dc, ndc), dqpd = up(dqp, ndqp);
     dev dkd = up(dkeys, io.nkeys), dpkd = up(dpk, io.npk), dvd = up(dv, A ? A : 1);
     dev dbvd = up(dbv, 1);
     sq_ref uh = k->use_u ? H(u) : sq_none(), udr = k->use_u ? D(ud) : sq_none();
-    hg()->attn_bwd(&host_be, &ah, H(alpha), uh, H(dc), ld_dc, H(dqp), ld_dqp, H(dkeys),
+    hg()->attn_bwd(&host_be, &r.ah, H(alpha), uh, H(dc), ld_dc, H(dqp), ld_dqp, H(dkeys),
                    add ? H(dpk) : sq_none(), add ? H(dv) : sq_none(),
                    add && k->use_bv ? H(dbv) : sq_none());
-    CALL(sq_attn_bwd(cur, &ad, D(ald), udr, D(dcd), ld_dc, D(dqpd), ld_dqp, D(dkd),
+    CALL(sq_attn_bwd(cur, &r.ad, D(ald), udr, D(dcd), ld_dc, D(dqpd), ld_dqp, D(dkd),
                       add ? D(dpkd) : sq_none(), add ? D(dvd) : sq_none(),
                       add && k->use_bv ? D(dbvd) : sq_none()));
     /* sums over j (S terms) per row; dv, dbv over N * S terms */
@@ -495,10 +557,9 @@ static void t_attn_bwd(void) {
     guards_only("attn_bwd dc", dcd);
     guards_only("attn_bwd alpha", ald);
     down(ald), down(ud), down(dcd), down(dqpd), down(dkd), down(dpkd), down(dvd), down(dbvd);
-    free(cc), free(alpha), free(u), free(dc), free(dqp), free(dkeys), free(dpk), free(dv);
-    free(dbv);
-    attn_down(&d);
-    attn_free(&io);
+    free(dc), free(dqp), free(dkeys), free(dpk), free(dv), free(dbv);
+    attn_out_free(&o);
+    attn_end(&r);
   }
 }
 
@@ -535,17 +596,13 @@ static void run_slot(void **state) {
 }
 
 int main(void) {
-  seqcl_device_info *devices = NULL;
-  size_t ndev = 0;
-  if (seqcl_devices_select("all", &devices, &ndev) != SEQCL_OK) {
-    fprintf(stderr, "cannot list devices: %s\n", seqcl_last_message());
-    return 1;
-  }
+  if (test_devices_setup(NULL) != 0) return 1;
+  const size_t ndev = device_count;
   size_t nopencl = 0;
   for (size_t d = 0; d < ndev; d++) nopencl += devices[d].type != SEQCL_DEVICE_HOST;
   if (nopencl == 0) {
     printf("no OpenCL device: nothing to compare with the host\n");
-    seqcl_devices_free(devices);
+    test_devices_teardown(NULL);
     return 77;
   }
   seqcl_ctx **ctxs = calloc(ndev, sizeof *ctxs);
@@ -562,10 +619,8 @@ int main(void) {
     printf("device %s: %s (%s)\n", devices[d].selector, devices[d].name, devices[d].platform);
     for (size_t s = 0; s < NSLOTS; s++, n++) {
       tests[n] = (device_test){ctxs[d], devices[d].selector, errors[d], &slots[s]};
-      size_t len = strlen(devices[d].selector) + strlen(slots[s].name) + 2;
-      names[n] = malloc(len);
+      names[n] = test_unit_name(&devices[d], slots[s].name);
       if (!names[n]) return 1;
-      snprintf(names[n], len, "%s/%s", devices[d].selector, slots[s].name);
       units[n].name = names[n];
       units[n].test_func = run_slot;
       units[n].initial_state = &tests[n];
@@ -575,6 +630,6 @@ int main(void) {
   for (size_t d = 0; d < ndev; d++) seqcl_ctx_close(ctxs[d]);
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names), free(units), free(tests), free(errors), free(ctxs);
-  seqcl_devices_free(devices);
+  test_devices_teardown(NULL);
   return rc;
 }
