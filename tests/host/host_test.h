@@ -84,4 +84,13 @@ static inline sq_buf *th_buf(seqcl_ctx *ctx, size_t n, const void *host) {
                seqcl_last_message());                                                        \
   } while (0)
 
+/* A case of an error catalogue: the valid argument set `base` with one field
+ * changed, in args, makes `call` (which reads args) fail like TH_EXPECT_ERR. */
+#define TH_EXPECT_ERR_CHANGED(args, base, field, value, call, status, needle)                \
+  do {                                                                                       \
+    (args) = (base);                                                                         \
+    (args).field = (value);                                                                  \
+    TH_EXPECT_ERR(call, status, needle);                                                     \
+  } while (0)
+
 #endif

@@ -192,45 +192,24 @@ static void attention_errors(void **state) {
   TH_OK(sq_attn_scores(ctx, &a, lens_ok, NULL, sc));
   TH_EXPECT_ERR(sq_attn_scores(ctx, NULL, lens_ok, NULL, sc), SEQCL_ERR_INVALID_ARGUMENT,
                 "sq_attn_scores: args is NULL");
-  a.kind = (sq_score)7;
-  TH_EXPECT_ERR(sq_attn_scores(ctx, &a, lens_ok, NULL, sc), SEQCL_ERR_INVALID_ARGUMENT,
-                "sq_attn_scores: unknown score kind 7");
-  a = additive(f);
-  a.S = 0;
-  TH_EXPECT_ERR(sq_attn_scores(ctx, &a, lens_ok, NULL, sc), SEQCL_ERR_SHAPE,
-                "sq_attn_scores: S = 0");
-  a = additive(f);
-  a.A = 0;
-  TH_EXPECT_ERR(sq_attn_scores(ctx, &a, lens_ok, NULL, sc), SEQCL_ERR_SHAPE,
-                "sq_attn_scores: A = 0");
-  a = additive(f);
-  a.scale = NAN;
-  TH_EXPECT_ERR(sq_attn_scores(ctx, &a, lens_ok, NULL, sc), SEQCL_ERR_INVALID_ARGUMENT,
-                "sq_attn_scores: scale is not finite");
-  a = additive(f);
-  a.ld_qp = 4;
-  TH_EXPECT_ERR(sq_attn_scores(ctx, &a, lens_ok, NULL, sc), SEQCL_ERR_SHAPE,
-                "sq_attn_scores: ld_qp = 4 is smaller than the row width 5");
-  a = additive(f);
-  a.pkeys = sq_none();
-  TH_EXPECT_ERR(sq_attn_scores(ctx, &a, lens_ok, NULL, sc), SEQCL_ERR_INVALID_ARGUMENT,
-                "sq_attn_scores: pkeys is required");
-  a = additive(f);
-  a.v = sq_none();
-  TH_EXPECT_ERR(sq_attn_scores(ctx, &a, lens_ok, NULL, sc), SEQCL_ERR_INVALID_ARGUMENT,
-                "sq_attn_scores: v is required");
-  a = additive(f);
-  a.bv = sq_at(f->big, BIG);
-  TH_EXPECT_ERR(sq_attn_scores(ctx, &a, lens_ok, NULL, sc), SEQCL_ERR_SHAPE,
-                "sq_attn_scores: bv needs 1 elements from offset 4096");
-  a = additive(f);
-  a.keys = sq_at(f->big, BIG - 20);
-  TH_EXPECT_ERR(sq_attn_scores(ctx, &a, lens_ok, NULL, sc), SEQCL_ERR_SHAPE,
-                "sq_attn_scores: keys needs 24 elements");
-  a = additive(f);
-  a.lens = sq_none();
-  TH_EXPECT_ERR(sq_attn_scores(ctx, &a, lens_ok, NULL, sc), SEQCL_ERR_INVALID_ARGUMENT,
-                "sq_attn_scores: lens is required");
+  /* each case: the valid set additive(f) with one field changed */
+#define SCORES_ERR(field, value, status, needle)                                             \
+  TH_EXPECT_ERR_CHANGED(a, additive(f), field, value, sq_attn_scores(ctx, &a, lens_ok, NULL, sc), \
+                        status, needle)
+  SCORES_ERR(kind, (sq_score)7, SEQCL_ERR_INVALID_ARGUMENT, "sq_attn_scores: unknown score kind 7");
+  SCORES_ERR(S, 0, SEQCL_ERR_SHAPE, "sq_attn_scores: S = 0");
+  SCORES_ERR(A, 0, SEQCL_ERR_SHAPE, "sq_attn_scores: A = 0");
+  SCORES_ERR(scale, NAN, SEQCL_ERR_INVALID_ARGUMENT, "sq_attn_scores: scale is not finite");
+  SCORES_ERR(ld_qp, 4, SEQCL_ERR_SHAPE,
+             "sq_attn_scores: ld_qp = 4 is smaller than the row width 5");
+  SCORES_ERR(pkeys, sq_none(), SEQCL_ERR_INVALID_ARGUMENT, "sq_attn_scores: pkeys is required");
+  SCORES_ERR(v, sq_none(), SEQCL_ERR_INVALID_ARGUMENT, "sq_attn_scores: v is required");
+  SCORES_ERR(bv, sq_at(f->big, BIG), SEQCL_ERR_SHAPE,
+             "sq_attn_scores: bv needs 1 elements from offset 4096");
+  SCORES_ERR(keys, sq_at(f->big, BIG - 20), SEQCL_ERR_SHAPE,
+             "sq_attn_scores: keys needs 24 elements");
+  SCORES_ERR(lens, sq_none(), SEQCL_ERR_INVALID_ARGUMENT, "sq_attn_scores: lens is required");
+#undef SCORES_ERR
   a = additive(f);
   TH_EXPECT_ERR(sq_attn_scores(ctx, &a, NULL, NULL, sc), SEQCL_ERR_INVALID_ARGUMENT,
                 "sq_attn_scores: lens_host");
@@ -344,14 +323,6 @@ static seqcl_status run_layer(seqcl_ctx *ctx, const layer_call *c) {
                       c->lens_host, c->reverse, c->h, c->out, c->out_width, c->col, c->ws);
 }
 
-/* `base` with one argument changed fails with status and a message holding needle. */
-#define LAYER_ERR(field, value, status, needle)                                              \
-  do {                                                                                       \
-    layer_call c_ = base;                                                                    \
-    c_.field = (value);                                                                      \
-    TH_EXPECT_ERR(run_layer(ctx, &c_), (status), "" needle);                                 \
-  } while (0)
-
 static void gru_errors(void **state) {
   F;
   const int32_t lens[2] = {4, 2}, lens_zero[2] = {0, 2};
@@ -436,6 +407,8 @@ static void gru_errors(void **state) {
   const int32_t L[2] = {3, 1}, Lz[2] = {3, 0}, Ll[2] = {4, 1};
   const layer_call base = {2, 3, 2, 2, x, Wih, Whh, bih, bhh, sq_at(f->ints, 0), L, 0, h,
                            sq_at(f->big, 600), 4, 0, sq_at(f->big, 1000)};
+#define LAYER_ERR(field, value, status, needle)                                              \
+  TH_EXPECT_ERR_CHANGED(c, base, field, value, run_layer(ctx, &c), status, needle)
   layer_call c = base;
   TH_OK(run_layer(ctx, &c));
   c.reverse = 1, c.col = 2;
@@ -457,6 +430,7 @@ static void gru_errors(void **state) {
   LAYER_ERR(out, sq_at(f->big, BIG - 20), SEQCL_ERR_SHAPE, "sq_gru_layer: out needs 24 elements");
   LAYER_ERR(ws, sq_at(f->big, BIG - 40), SEQCL_ERR_SHAPE, "sq_gru_layer: ws needs 48 elements");
   LAYER_ERR(ws, sq_at(f->big, 590), SEQCL_ERR_INVALID_ARGUMENT, "sq_gru_layer: ws overlaps out");
+#undef LAYER_ERR
 }
 
 static void row_errors(void **state) {
