@@ -322,9 +322,7 @@ static void test_fault_injection(void **state) {
 #endif
 
 int main(void) {
-  TEST_OPENCL_DEVICES_OR_SKIP(devs, n);
-  device = devs[0];
-  free(devs);
+  TEST_FIRST_OPENCL_DEVICE_OR_SKIP(device);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_disk_hit_across_contexts),
       cmocka_unit_test(test_corrupt_entry_falls_back),

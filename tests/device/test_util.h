@@ -78,6 +78,16 @@ static inline seqcl_status test_opencl_devices(seqcl_device_info **out, size_t *
     return 77;                                                                             \
   }
 
+/* main's start in a test of the first OpenCL device: it into device, or
+ * the failure or the skip of TEST_OPENCL_DEVICES_OR_SKIP. */
+#define TEST_FIRST_OPENCL_DEVICE_OR_SKIP(device)                                             \
+  do {                                                                                     \
+    TEST_OPENCL_DEVICES_OR_SKIP(devs_, n_);                                                \
+    (void)n_;                                                                              \
+    (device) = devs_[0];                                                                   \
+    free(devs_);                                                                           \
+  } while (0)
+
 #ifdef SEQCL_HAVE_OPENCL
 /* Runs the cmocka group tests on each of the n devices in turn with ctx open
  * on it, each_device (a statement, may be empty) run first, then frees devs;

@@ -96,9 +96,14 @@ static void keep_choices(kept_file *k, const char *choices) {
   write_text(k->path, k->text);
 }
 
+/* Each test starts measured: a CPU device (PoCL) measures as a GPU would. */
+static int measured(void **state) {
+  (void)state;
+  return setenv("SEQCL_GEMM", "measured", 1);
+}
+
 static void first_product_measures_and_keeps(void **state) {
   (void)state;
-  setenv("SEQCL_GEMM", "measured", 1);
   char path[4400], text[4096];
   unsigned long long blas, launches;
   one_product(1, path, sizeof path, &blas, &launches);
@@ -116,7 +121,6 @@ static void first_product_measures_and_keeps(void **state) {
 
 static void kept_choice_is_followed(void **state) {
   (void)state;
-  setenv("SEQCL_GEMM", "measured", 1);
   kept_file k;
   char text[4096];
   unsigned long long blas, launches;
@@ -136,25 +140,24 @@ static void kept_choice_is_followed(void **state) {
 
 static void foreign_file_is_measured_over(void **state) {
   (void)state;
-  setenv("SEQCL_GEMM", "measured", 1);
-  char path[4400], text[4096];
+  kept_file k;
+  char text[4096];
   unsigned long long blas, launches;
-  one_product(1, path, sizeof path, &blas, &launches);
-  write_text(path, "seqcl-gemm-policy 1\nkey=another device\nm1=small\nm8=small\nm64=small\n");
+  measure_key(&k, 1);
+  write_text(k.path, "seqcl-gemm-policy 1\nkey=another device\nm1=small\nm8=small\nm64=small\n");
   one_product(1, NULL, 0, &blas, &launches);
-  test_read_text(path, text, sizeof text);
+  test_read_text(k.path, text, sizeof text);
   assert_null(strstr(text, "another device"));
   assert_non_null(strstr(text, " us clblast "));
   /* a truncated file too */
-  write_text(path, "seqcl-gemm-policy 1\n");
+  write_text(k.path, "seqcl-gemm-policy 1\n");
   one_product(1, NULL, 0, &blas, &launches);
-  test_read_text(path, text, sizeof text);
+  test_read_text(k.path, text, sizeof text);
   assert_non_null(strstr(text, "\nm64="));
 }
 
 static void pinned_choice_ignores_the_file(void **state) {
   (void)state;
-  setenv("SEQCL_GEMM", "measured", 1);
   kept_file k;
   unsigned long long blas, launches;
   measure_key(&k, 1);
@@ -170,14 +173,12 @@ static void pinned_choice_ignores_the_file(void **state) {
 }
 
 int main(void) {
-  TEST_OPENCL_DEVICES_OR_SKIP(devs, n);
-  device = devs[0];
-  free(devs);
+  TEST_FIRST_OPENCL_DEVICE_OR_SKIP(device);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(first_product_measures_and_keeps),
-      cmocka_unit_test(kept_choice_is_followed),
-      cmocka_unit_test(foreign_file_is_measured_over),
-      cmocka_unit_test(pinned_choice_ignores_the_file),
+      cmocka_unit_test_setup(first_product_measures_and_keeps, measured),
+      cmocka_unit_test_setup(kept_choice_is_followed, measured),
+      cmocka_unit_test_setup(foreign_file_is_measured_over, measured),
+      cmocka_unit_test_setup(pinned_choice_ignores_the_file, measured),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   /* the test's choices must not steer the other tests sharing the folder */
