@@ -1,7 +1,10 @@
-# Shared by the CLI test scripts (sourced): failure counting and the one
-# "exit status + every word named on stderr" check of a seqcl subcommand.
-# The sourcing script sets seqcl (the binary) and runs in its work folder.
+# Shared by the CLI test scripts (sourced): failure counting, the one
+# "exit status + every word named on stderr" check of a seqcl subcommand, the
+# work folder (enter_work) and a small config writer. The sourcing script
+# sets seqcl (the binary) first.
 failures=0
+# the Python of the scripts' JSON and number checks
+py=$(command -v python3)
 
 fail() {
   echo "FAIL: $*" >&2

@@ -10,7 +10,6 @@ set -u
 seqcl=$1
 . "$(dirname "$0")/lib.sh"
 enter_work probe
-py=$(command -v python3)
 
 expect() { expect_sub probe "$@"; }
 
