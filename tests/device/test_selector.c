@@ -68,10 +68,20 @@ static const char *sel(const seqcl_device_info *all, size_t n, const char *s, se
   return buf;
 }
 
+/* The list of the test (make_list), fresh for each test: some change it. */
+static seqcl_device_info devs[5];
+static size_t ndevs;
+
+static int fresh_list(void **state) {
+  (void)state;
+  ndevs = make_list(devs);
+  return 0;
+}
+
 #define EXPECT(sel_text, want)                                   \
   do {                                                           \
     seqcl_status st_;                                            \
-    const char *got_ = sel(d, n, (sel_text), &st_);              \
+    const char *got_ = sel(devs, ndevs, (sel_text), &st_);       \
     if (st_ != SEQCL_OK) print_error("%s: %s\n", (sel_text), seqcl_last_message()); \
     assert_int_equal(st_, SEQCL_OK);                             \
     assert_string_equal(got_, (want));                           \
@@ -80,7 +90,7 @@ static const char *sel(const seqcl_device_info *all, size_t n, const char *s, se
 #define EXPECT_FAIL(sel_text, status)                  \
   do {                                                 \
     seqcl_status st_;                                  \
-    sel(d, n, (sel_text), &st_);                       \
+    sel(devs, ndevs, (sel_text), &st_);                \
     if (st_ != (status)) print_error("selector '%s'\n", (sel_text)); \
     assert_int_equal(st_, (status));                   \
     assert_non_null(strstr(seqcl_last_message(), (sel_text))); \
@@ -88,8 +98,6 @@ static const char *sel(const seqcl_device_info *all, size_t n, const char *s, se
 
 static void test_every_form(void **state) {
   (void)state;
-  seqcl_device_info d[5];
-  size_t n = make_list(d);
   EXPECT("cpu", "cpu");
   EXPECT("opencl:0", "opencl:0");
   EXPECT("opencl:3", "opencl:3");
@@ -116,16 +124,12 @@ static void test_every_form(void **state) {
 
 static void test_leading_zero_index(void **state) {
   (void)state;
-  seqcl_device_info d[5];
-  size_t n = make_list(d);
   EXPECT("opencl:02", "opencl:2");
   EXPECT("opencl:01.01", "opencl:2");
 }
 
 static void test_malformed(void **state) {
   (void)state;
-  seqcl_device_info d[5];
-  size_t n = make_list(d);
   const char *bad[] = {"opencl:",   "opencl:x",     "opencl:1.",    "opencl:.1",  "gpu",
                        "opencl:-1", "opencl:1x",    "opencl:1.2.3", "opencl:gpu:", "opencl:gpux",
                        "opencl:gpu:-1", "opencl:gpu:1x", "opencl:~",  "cpu,",       ",cpu",
@@ -136,29 +140,25 @@ static void test_malformed(void **state) {
 
 static void test_no_match_lists_devices(void **state) {
   (void)state;
-  seqcl_device_info d[5];
-  size_t n = make_list(d);
   const char *none[] = {"opencl:4", "opencl:3.0", "opencl:1.2", "opencl:gpu:2",
                         "opencl:cpu:1", "opencl:accelerator:1", "opencl:~nosuch", "cpu,opencl:9"};
   for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
     EXPECT_FAIL(none[i], SEQCL_ERR_NO_DEVICE);
     const char *msg = seqcl_last_message();
     /* one line per device: selector, name, platform */
-    for (size_t k = 0; k < n; k++) {
-      assert_non_null(strstr(msg, d[k].selector));
-      assert_non_null(strstr(msg, d[k].name));
-      assert_non_null(strstr(msg, d[k].platform));
+    for (size_t k = 0; k < ndevs; k++) {
+      assert_non_null(strstr(msg, devs[k].selector));
+      assert_non_null(strstr(msg, devs[k].name));
+      assert_non_null(strstr(msg, devs[k].platform));
     }
     size_t lines = 0;
     for (const char *p = msg; *p; p++) lines += *p == '\n';
-    assert_int_equal(lines, n);
+    assert_int_equal(lines, ndevs);
   }
 }
 
 static void test_auto_preference(void **state) {
   (void)state;
-  seqcl_device_info d[5];
-  size_t n = make_list(d);
   /* GPU first, even behind a CPU OpenCL device */
   EXPECT("auto", "opencl:1");
   EXPECT("", "opencl:1");
@@ -166,30 +166,30 @@ static void test_auto_preference(void **state) {
     seqcl_status st;
     seqcl_device_info *out = NULL;
     size_t count = 0;
-    st = sq_select(d, n, NULL, &out, &count);
+    st = sq_select(devs, ndevs, NULL, &out, &count);
     assert_int_equal(st, SEQCL_OK);
     assert_int_equal(count, 1);
     assert_string_equal(out[0].selector, "opencl:1");
     free(out);
   }
-  sq_mark_default(d, n);
-  for (size_t i = 0; i < n; i++) assert_int_equal(d[i].is_default, i == 2); /* d[2] = opencl:1 */
+  sq_mark_default(devs, ndevs);
+  for (size_t i = 0; i < ndevs; i++) assert_int_equal(devs[i].is_default, i == 2); /* devs[2] = opencl:1 */
 
   /* no GPU: the accelerator */
-  d[2].type = d[3].type = SEQCL_DEVICE_OTHER;
+  devs[2].type = devs[3].type = SEQCL_DEVICE_OTHER;
   EXPECT("auto", "opencl:3");
   /* no GPU, no accelerator: the host, never the OpenCL CPU device */
-  d[4].type = SEQCL_DEVICE_CPU;
+  devs[4].type = SEQCL_DEVICE_CPU;
   EXPECT("auto", "cpu");
-  assert_int_equal(sq_auto_index(d, n), 0);
+  assert_int_equal(sq_auto_index(devs, ndevs), 0);
   /* an accelerator listed before a GPU still loses to the GPU */
-  n = make_list(d);
-  d[1].type = SEQCL_DEVICE_ACCELERATOR;
-  d[2].type = d[3].type = SEQCL_DEVICE_OTHER;
-  d[4].type = SEQCL_DEVICE_GPU;
+  ndevs = make_list(devs);
+  devs[1].type = SEQCL_DEVICE_ACCELERATOR;
+  devs[2].type = devs[3].type = SEQCL_DEVICE_OTHER;
+  devs[4].type = SEQCL_DEVICE_GPU;
   EXPECT("auto", "opencl:3");
   /* only the host (a build without OpenCL) */
-  n = 1;
+  ndevs = 1;
   EXPECT("auto", "cpu");
   EXPECT("all", "cpu");
   EXPECT_FAIL("opencl:0", SEQCL_ERR_NO_DEVICE);
@@ -207,9 +207,12 @@ static void test_empty_list_auto(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_every_form),       cmocka_unit_test(test_leading_zero_index),
-      cmocka_unit_test(test_malformed),        cmocka_unit_test(test_no_match_lists_devices),
-      cmocka_unit_test(test_auto_preference),  cmocka_unit_test(test_empty_list_auto),
+      cmocka_unit_test_setup(test_every_form, fresh_list),
+      cmocka_unit_test_setup(test_leading_zero_index, fresh_list),
+      cmocka_unit_test_setup(test_malformed, fresh_list),
+      cmocka_unit_test_setup(test_no_match_lists_devices, fresh_list),
+      cmocka_unit_test_setup(test_auto_preference, fresh_list),
+      cmocka_unit_test(test_empty_list_auto),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
