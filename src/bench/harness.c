@@ -101,8 +101,9 @@ seqcl_status sq_bench_kernels(seqcl_ctx *ctx, const sq_bench_cfg *cfg,
 
   /* GEMM: C[M,N] = A[M,K] B[N,K]^T at the model's shapes. Own kernel: the
    * small-GEMM kernel (OpenCL) forced for every product it supports, or the
-   * host's default choice (its AVX-512 product up to 256 rows, OpenBLAS
-   * beyond: the host has no forced form); library: CLBlast or OpenBLAS. On
+   * host's default choice (its AVX-512 product up to 256 rows, or 24 where
+   * OpenBLAS runs AVX-512 kernels, OpenBLAS beyond: the host has no forced
+   * form); library: CLBlast or OpenBLAS. On
    * the host both are split across the host threads. */
   if (sink->table) sink->table(sink->user, SQ_BENCH_GEMM);
   const int shapes[][3] = {{1, 768, 256},   {64, 768, 256},   {1, 1536, 512},

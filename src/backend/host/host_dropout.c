@@ -6,6 +6,8 @@
 #include "backend/host/host_math.h"
 #include "backend/host/pool.h"
 
+SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
+
 /* Philox4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy
  * as 1, 2, 3", SC 2011), the Random123 constants; tests check its published
  * answers. */
@@ -50,6 +52,23 @@ static void philox_blocks(uint32_t first, const uint32_t ctr[3], const uint32_t 
     out[4 * b] = c0[b], out[4 * b + 1] = c1[b], out[4 * b + 2] = c2[b], out[4 * b + 3] = c3[b];
 }
 
+/* One full draw of 4 * PHILOX_LANES elements: the scalar select below, sixteen
+ * lanes at a time (GCC's -O2 keeps the scalar loop scalar). */
+typedef uint32_t philox_vu16 __attribute__((vector_size(64)));
+
+SQ_HOT_CLONES
+static void keep_block(const uint32_t *word, uint32_t threshold, float scale, const float *x,
+                       float *y) {
+  for (int i = 0; i < 4 * PHILOX_LANES; i += SQ_VW16) {
+    philox_vu16 w;
+    sq_vf16 v;
+    memcpy(&w, word + i, sizeof w);
+    memcpy(&v, x + i, sizeof v);
+    v = sq_v16_select((sq_vi16)(w >= threshold), v * scale, (sq_vf16){0});
+    memcpy(y + i, &v, sizeof v);
+  }
+}
+
 /* Element e = r * cols + c takes word e % 4 of block e / 4; a row's words are
  * drawn PHILOX_LANES blocks at a time from the block of its first element
  * (blocks a row shares with its neighbours are drawn by both: the same words). */
@@ -66,6 +85,10 @@ static void dropout_rows(void *arg, int lo, int hi) {
       philox_blocks((uint32_t)(w0 >> 2), a->ctr, a->key, word);
       const uint64_t from = w0 > e0 ? w0 : e0;
       uint64_t to = w0 + 4 * PHILOX_LANES;
+      if (from == w0 && to <= e0 + (uint64_t)a->cols) {
+        keep_block(word, a->threshold, a->scale, xr + (w0 - e0), yr + (w0 - e0));
+        continue;
+      }
       if (to > e0 + (uint64_t)a->cols) to = e0 + (uint64_t)a->cols;
       for (uint64_t e = from; e < to; e++) {
         const size_t c = (size_t)(e - e0);

@@ -4,11 +4,16 @@
  * backward. */
 #include <cblas.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <string.h>
 
 #include "backend/host/gemm_nt.h"
 #include "backend/host/host.h"
+#include "backend/host/host_math.h"
 #include "backend/host/pool.h"
 #include "core/ctx.h"
+
+SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
 
 /* One product (or strided batch of products) and how it is split across the
  * pool: by batch when there are enough batches, else along the longer side of
@@ -18,7 +23,30 @@
  * packing W was 15% of a step when the rows were split. Rows are split only
  * while each part keeps GEMM_MIN_ROWS of them. Every element of C is computed
  * by exactly one part. */
-enum { SPLIT_BATCH, SPLIT_ROWS, SPLIT_COLS, GEMM_MIN_ROWS = 8, GEMM_OWN_MAX_ROWS = 256 };
+enum { SPLIT_BATCH, SPLIT_ROWS, SPLIT_COLS, GEMM_MIN_ROWS = 8 };
+
+/* How many rows the own kernel takes (see sq_host_gemm). OpenBLAS's
+ * AVX-512 kernels (the cores it names SkylakeX, Cooperlake, SapphireRapids)
+ * beat it from about 24 rows on (AMD family 25, [M, 768] x [768, 256]^T: 0.94x
+ * at 24 rows, 1.2x at 64, 1.4x at [64, 384] x [384, 128]^T, where the own
+ * kernel's per-block lane folding costs most); where OpenBLAS does not know
+ * the CPU and runs its Haswell AVX2 kernels (AMD family 26) the own kernel wins
+ * up to 256 rows. Asked once: the answer is the same for every product. */
+static int own_max_rows(void) {
+  static atomic_int known = -1; /* a race only repeats the same answer */
+  int k = atomic_load(&known);
+  if (k < 0) {
+    k = 256;
+#ifdef OPENBLAS_VERSION
+    const char *core = openblas_get_corename();
+    if (core && (strcmp(core, "SkylakeX") == 0 || strcmp(core, "Cooperlake") == 0 ||
+                 strcmp(core, "SapphireRapids") == 0))
+      k = 24;
+#endif
+    atomic_store(&known, k);
+  }
+  return k;
+}
 
 typedef struct gemm_job {
   int ta, tb, M, N, K, lda, ldb, ldc, batch, parts, how;
@@ -75,11 +103,14 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
                 .a = sq_host_f32(A), .b = sq_host_f32(B), .c = sq_host_f32(C),
                 .sa = sa, .sb = sb, .sc = sc};
   /* The own kernel for the nn.Linear layout where the CPU runs it, up to
-   * GEMM_OWN_MAX_ROWS rows: it streams A past each block of four rows of B, so
-   * it wins while A stays in cache (the decode steps: 1.5x OpenBLAS at batch
-   * 64, H 256), and OpenBLAS's packed blocking wins beyond (the encoder's
-   * hoisted input product, 1280 x 768 x 128: 0.85x). `seqcl bench` shows both. */
-  g.own = !ta && tb && M <= GEMM_OWN_MAX_ROWS && sq_gemm_nt_available() &&
+   * own_max_rows() rows: it streams A past each block of four rows of B, so
+   * it wins while A stays in cache and OpenBLAS's packing of B is not paid
+   * back (decode steps at small batches; at batch 64, H 256 1.5x OpenBLAS's
+   * Haswell kernels on AMD family 26), and OpenBLAS's packed blocking wins
+   * beyond (the encoder's hoisted input product, 1280 x 768 x 128: 0.85x).
+   * Decided on the whole product, before any split, so the bits do not depend
+   * on the thread count. `seqcl bench` shows both. */
+  g.own = !ta && tb && M <= own_max_rows() && sq_gemm_nt_available() &&
           !(sq_ablated(be->ctx) & SQ_ABL_SMALL_GEMM);
   const double work = (double)M * N * K * batch;
   const int most = sq_pool_parts(be, batch > M ? (batch > N ? batch : N) : (M > N ? M : N), work);
@@ -96,14 +127,26 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
   return SEQCL_OK;
 }
 
+/* Sixteen columns per vector where they fill one (see bias_grad_cols). */
+SQ_HOT_CLONES
+static void add_bias_rows(int rows, int cols, float *ys, int ld, const float *b) {
+  for (int r = 0; r < rows; r++) {
+    float *yr = ys + (size_t)r * (size_t)ld;
+    int c = 0;
+    for (; c + SQ_VW16 <= cols; c += SQ_VW16) {
+      sq_vf16 v, bv;
+      memcpy(&v, yr + c, sizeof v);
+      memcpy(&bv, b + c, sizeof bv);
+      v += bv;
+      memcpy(yr + c, &v, sizeof v);
+    }
+    for (; c < cols; c++) yr[c] += b[c];
+  }
+}
+
 seqcl_status sq_host_add_bias(sq_backend *be, int rows, int cols, sq_ref y, int ld, sq_ref bias) {
   (void)be;
-  float *ys = sq_host_f32(y);
-  const float *restrict b = sq_host_f32(bias);
-  for (int r = 0; r < rows; r++) {
-    float *restrict yr = ys + (size_t)r * (size_t)ld;
-    for (int c = 0; c < cols; c++) yr[c] += b[c];
-  }
+  add_bias_rows(rows, cols, sq_host_f32(y), ld, sq_host_f32(bias));
   return SEQCL_OK;
 }
 
@@ -122,13 +165,27 @@ typedef struct bias_grad_job {
 } bias_grad_job;
 
 /* Columns [lo, hi): each column is summed over the rows in row order, so the
- * bits do not depend on the split. */
+ * bits do not depend on the split. Sixteen columns per vector (a lane per
+ * column, so the same order and bits as one column at a time): GCC's -O2
+ * leaves a loop of unknown length scalar, and the scalar form was 3% of a G2P
+ * training step. */
+SQ_HOT_CLONES
 static void bias_grad_cols(void *arg, int lo, int hi) {
   const bias_grad_job *j = arg;
-  float *restrict db = j->db;
-  for (int r = 0; r < j->rows; r++) {
+  float *db = j->db;
+  int c = lo;
+  for (; c + SQ_VW16 <= hi; c += SQ_VW16) {
+    sq_vf16 acc, row;
+    memcpy(&acc, db + c, sizeof acc);
+    for (int r = 0; r < j->rows; r++) {
+      memcpy(&row, j->dy + (size_t)r * (size_t)j->ld + c, sizeof row);
+      acc += row;
+    }
+    memcpy(db + c, &acc, sizeof acc);
+  }
+  for (int r = 0; r < j->rows && c < hi; r++) {
     const float *restrict row = j->dy + (size_t)r * (size_t)j->ld;
-    for (int c = lo; c < hi; c++) db[c] += row[c];
+    for (int k = c; k < hi; k++) db[k] += row[k];
   }
 }
 

@@ -2,16 +2,24 @@
  * scaling and the Adam step, split across the host pool where they are long. */
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 
 #include "backend/host/host.h"
 #include "backend/host/pool.h"
 
+/* Eight double partial sums, element i into sum i % 8, added in a fixed tree:
+ * one chain of dependent double additions was 2% of a G2P training step. The
+ * order depends only on the count, never on the thread count. */
 seqcl_status sq_host_sum_squares(sq_backend *be, size_t count, sq_ref xr, sq_ref out) {
   (void)be;
   const float *x = sq_host_f32(xr);
-  double s = 0.0;
-  for (size_t i = 0; i < count; i++) s += (double)x[i] * x[i];
-  sq_host_f32(out)[0] = (float)s;
+  double s[8] = {0};
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int k = 0; k < 8; k++) s[k] += (double)x[i + k] * x[i + k];
+  for (int k = 0; i < count; i++, k++) s[k] += (double)x[i] * x[i];
+  const double t = ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+  sq_host_f32(out)[0] = (float)t;
   return SEQCL_OK;
 }
 
@@ -28,16 +36,66 @@ typedef struct adam_job {
   float b1, b2, eps, step_size, bc2_sqrt;
 } adam_job;
 
+/* Elements [lo, hi) in plain C: the reference form, the tail of the vector
+ * form and the whole loop where that does not run. */
+static void adam_scalar(const adam_job *j, int lo, int hi) {
+  float *restrict p = j->p, *restrict m = j->m, *restrict v = j->v;
+  const float *restrict g = j->g;
+  const float b1 = j->b1, b2 = j->b2, c1 = 1.f - b1, c2 = 1.f - b2;
+  for (int i = lo; i < hi; i++) {
+    const float mi = b1 * m[i] + c1 * g[i];
+    const float vi = b2 * v[i] + c2 * g[i] * g[i];
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= j->step_size * mi / (sqrtf(vi) / j->bc2_sqrt + j->eps);
+  }
+}
+
+/* Sixteen lanes of AVX-512 where the CPU has it. Why by hand: sqrtf may set
+ * errno, so without -fno-math-errno the compiler keeps that loop scalar, and
+ * a scalar square root and division per parameter were 6% of a G2P training
+ * step. Each lane does the scalar form's operations in its order (no fused
+ * multiply-add; vector sqrt and division round as the scalar ones do), so
+ * the bits are the same. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define ADAM_VECTOR 1
+__attribute__((target("avx512f"))) static int adam_avx512(const adam_job *j, int lo, int hi) {
+  const __m512 b1 = _mm512_set1_ps(j->b1), b2 = _mm512_set1_ps(j->b2);
+  const __m512 c1 = _mm512_set1_ps(1.f - j->b1), c2 = _mm512_set1_ps(1.f - j->b2);
+  const __m512 step = _mm512_set1_ps(j->step_size), bc2 = _mm512_set1_ps(j->bc2_sqrt);
+  const __m512 eps = _mm512_set1_ps(j->eps);
+  int i = lo;
+  for (; i + 16 <= hi; i += 16) {
+    const __m512 g = _mm512_loadu_ps(j->g + i);
+    const __m512 m = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(j->m + i)),
+                                   _mm512_mul_ps(c1, g));
+    const __m512 v = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(j->v + i)),
+                                   _mm512_mul_ps(_mm512_mul_ps(c2, g), g));
+    const __m512 den = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(v), bc2), eps);
+    const __m512 p = _mm512_sub_ps(_mm512_loadu_ps(j->p + i),
+                                   _mm512_div_ps(_mm512_mul_ps(step, m), den));
+    _mm512_storeu_ps(j->m + i, m);
+    _mm512_storeu_ps(j->v + i, v);
+    _mm512_storeu_ps(j->p + i, p);
+  }
+  return i;
+}
+#endif
+
 static void adam_range(void *arg, int lo, int hi) {
   const adam_job *j = arg;
-  float *p = j->p, *m = j->m, *v = j->v;
-  const float *g = j->g;
-  const float b1 = j->b1, b2 = j->b2;
-  for (int i = lo; i < hi; i++) {
-    m[i] = b1 * m[i] + (1.f - b1) * g[i];
-    v[i] = b2 * v[i] + (1.f - b2) * g[i] * g[i];
-    p[i] -= j->step_size * m[i] / (sqrtf(v[i]) / j->bc2_sqrt + j->eps);
+#ifdef ADAM_VECTOR
+  static atomic_int known = -1; /* a race only repeats the same answer */
+  int has = atomic_load(&known);
+  if (has < 0) {
+    __builtin_cpu_init();
+    has = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    atomic_store(&known, has);
   }
+  if (has) lo = adam_avx512(j, lo, hi);
+#endif
+  adam_scalar(j, lo, hi);
 }
 
 seqcl_status sq_host_adam(sq_backend *be, size_t count, sq_ref pr, sq_ref gr, sq_ref mr,
