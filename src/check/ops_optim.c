@@ -33,7 +33,7 @@ static void ssq_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   tol[0] = sq_dot_factor(SH("n", 1) + 1) * fabs(ref[k][0]);
 }
 
-static const char *const ssq_shapes[] = {"n=1", "n=7", "n=37", "n=1000", "n=300007", NULL};
+static const char *const ssq_shapes[] = {"n=1", "n=7", "n=37", "n=1000", "n=300007", "n=1048583", NULL};
 static const char *const ssq_quick[] = {"n=37", NULL};
 
 const sq_op sq_op_grad_sum_squares = {

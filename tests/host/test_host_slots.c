@@ -306,6 +306,35 @@ static void vector_math_accuracy(void **state) {
   assert_true(isfinite(e[1]) && isfinite(t[3]) && isfinite(sg[1]));
 }
 
+/* The squared norm over small integers is exact in double and in the float
+ * result (sums below 2^24): a chunk of the split summed twice or left out shows
+ * (the op list's any-order bound is 12% of the sum at a million terms). Sizes
+ * around one chunk, one short of a full one, and a count whose chunks are
+ * larger than the smallest. */
+static void sum_squares_exact(void **state) {
+  (void)state;
+  seqcl_ctx *ctx = g_ctx;
+  const size_t sizes[] = {1, 9, 4095, 4096, 4097, 300007, 1048583};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    const size_t n = sizes[k];
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    double want = 0.0;
+    for (size_t i = 0; i < n; i++) {
+      x[i] = (float)((int)(i % 7) - 3); /* squares 9, 4, 1, 0, 1, 4, 9 */
+      want += (double)x[i] * x[i];
+    }
+    sq_buf *bx = th_buf(ctx, n, x), *bo = th_buf(ctx, 1, NULL);
+    TH_OK(sq_sum_squares(ctx, n, sq_at(bx, 0), sq_at(bo, 0)));
+    float got;
+    TH_OK(sq_read(ctx, sq_at(bo, 0), &got, sizeof got));
+    if ((double)got != want) fail_msg("sum_squares(n = %zu) = %.9g, want %.9g", n, got, want);
+    sq_buf_free(bx);
+    sq_buf_free(bo);
+    free(x);
+  }
+}
+
 static int setup(void **state) {
   (void)state;
   g_ctx = th_open();
@@ -326,6 +355,7 @@ int main(void) {
       cmocka_unit_test(rows_argmax_logsoftmax_ce_embedding),
       cmocka_unit_test(gemm_integer_exact),
       cmocka_unit_test(vector_math_accuracy),
+      cmocka_unit_test(sum_squares_exact),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
