@@ -244,6 +244,12 @@ typedef struct sq_backend_ops {
   /* Optional: a copy through the backend's own streaming kernel, for the
    * benchmark's bandwidth figure (NULL: the copy slot is that already). */
   seqcl_status (*stream_copy)(sq_backend *be, sq_ref dst, sq_ref src, size_t count);
+  /* Optional: runs fn(arg, i) for every i < n, at the same time where the
+   * backend can, and returns when all have returned (NULL: the caller runs
+   * them in order). For independent chains of slot calls (the encoder's two
+   * directions): the host runs them on its threads when it has exactly n, each
+   * chain's slots then on its thread alone. fn must not fail. */
+  void (*run_tasks)(sq_backend *be, int n, void (*fn)(void *arg, int task), void *arg);
 
   /* ---- memory (the backend's own file) ---- */
   seqcl_status (*buf_alloc)(sq_backend *be, size_t bytes, sq_buf **out);

@@ -1,5 +1,5 @@
-/* Fronts of the memory slots: buffers, transfers, fills and the queue's
- * finish. */
+/* Fronts of the memory slots: buffers, transfers, fills, the queue's finish
+ * and the running of independent chains of slot calls. */
 #include "core/error.h"
 #include "ops/ops.h"
 #include "ops/ops_check.h"
@@ -73,4 +73,12 @@ seqcl_status sq_fill_i32(seqcl_ctx *ctx, sq_ref dst, size_t count, int32_t value
 seqcl_status sq_finish(seqcl_ctx *ctx) {
   SQ_CHK(sq_chk_ctx(ctx, "sq_finish"));
   return OPS(ctx)->finish(BE(ctx));
+}
+
+void sq_run_tasks(seqcl_ctx *ctx, int n, void (*fn)(void *arg, int task), void *arg) {
+  if (ctx && ctx->be && ctx->be->ops->run_tasks) {
+    ctx->be->ops->run_tasks(ctx->be, n, fn, arg);
+    return;
+  }
+  for (int i = 0; i < n; i++) fn(arg, i);
 }

@@ -26,6 +26,10 @@ seqcl_status sq_copy(seqcl_ctx *ctx, sq_ref dst, sq_ref src, size_t count);
 seqcl_status sq_fill(seqcl_ctx *ctx, sq_ref dst, size_t count, float value);
 seqcl_status sq_fill_i32(seqcl_ctx *ctx, sq_ref dst, size_t count, int32_t value);
 seqcl_status sq_finish(seqcl_ctx *ctx);
+/* fn(arg, i) for every i < n, at the same time where the backend can (its
+ * run_tasks, backend.h), else in order; fn must not fail (it keeps its
+ * status for the caller). */
+void sq_run_tasks(seqcl_ctx *ctx, int n, void (*fn)(void *arg, int task), void *arg);
 
 /* ---- linear (linear.c) ---- */
 seqcl_status sq_gemm(seqcl_ctx *ctx, int ta, int tb, int M, int N, int K, float alpha, sq_ref A,

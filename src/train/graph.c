@@ -251,34 +251,56 @@ seqcl_status sq_graph_set_batch_shape(sq_graph *g, int N, int S, int T, const in
   return SEQCL_OK;
 }
 
-/* One encoder layer forward, both directions, into lout[l] (0 at padding). */
-static seqcl_status layer_forward(sq_graph *g, int l) {
+/* Direction d of encoder layer l forward: its input GEMM, then its steps,
+ * into its columns of lout[l]. The two directions share no buffer but lout's
+ * rows, where each writes only its own columns. */
+static seqcl_status layer_forward_dir(sq_graph *g, int l, int d) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int N = g->N, S = g->S, H = g->H, He = g->He, G = g->G;
   const int In = l ? He : g->D;
   sq_ref in = F(g, l ? g->lout[l - 1] : g->enc_x);
-  SQ_TRY(sq_fill(ctx, F(g, g->lout[l]), (size_t)N * S * He, 0.0f));
-  for (int d = 0; d < g->ndir; d++) {
-    const size_t hist = g->enc_hist[l][d], gio = g->enc_gi[l][d];
-    SQ_TRY(sq_gemm(ctx, 0, 1, N * S, G, In, 1.0f, in, In, 0, P(g, L->enc_wih[l][d]), In, 0, 0.0f,
-                   F(g, gio), G, 0, 1));
-    SQ_TRY(sq_fill(ctx, F(g, hist), (size_t)N * H, 0.0f));
-    for (int s = 0; s < S; s++) {
-      sq_ref hprev = F(g, hist + (size_t)s * N * H);
-      sq_ref hnext = F(g, hist + (size_t)(s + 1) * N * H);
-      sq_ref gh = F(g, g->enc_gh[l][d] + (size_t)s * N * G);
-      SQ_TRY(sq_gemm(ctx, 0, 1, N, G, H, 1.0f, hprev, H, 0, P(g, L->enc_whh[l][d]), H, 0, 0.0f, gh,
-                     G, 0, 1));
-      SQ_TRY(sq_copy(ctx, hnext, hprev, (size_t)N * H));
-      sq_gru_args a = {.N = N, .H = H, .gi = F(g, gio), .gi_sn = (size_t)S * G,
-                       .gi_st = (size_t)G, .gh = gh, .ld_gh = G, .b_ih = P(g, L->enc_bih[l][d]),
-                       .b_hh = P(g, L->enc_bhh[l][d]), .h = hnext,
-                       .out = F(g, g->lout[l] + (size_t)d * H), .out_sn = (size_t)S * He,
-                       .out_st = (size_t)He, .lens = I(g, g->lens), .step = s, .reverse = d};
-      SQ_TRY(sq_gru_fwd(ctx, &a, F(g, g->enc_sv[l][d]), (size_t)S * 4 * H, (size_t)4 * H));
-    }
+  const size_t hist = g->enc_hist[l][d], gio = g->enc_gi[l][d];
+  SQ_TRY(sq_gemm(ctx, 0, 1, N * S, G, In, 1.0f, in, In, 0, P(g, L->enc_wih[l][d]), In, 0, 0.0f,
+                 F(g, gio), G, 0, 1));
+  SQ_TRY(sq_fill(ctx, F(g, hist), (size_t)N * H, 0.0f));
+  for (int s = 0; s < S; s++) {
+    sq_ref hprev = F(g, hist + (size_t)s * N * H);
+    sq_ref hnext = F(g, hist + (size_t)(s + 1) * N * H);
+    sq_ref gh = F(g, g->enc_gh[l][d] + (size_t)s * N * G);
+    SQ_TRY(sq_gemm(ctx, 0, 1, N, G, H, 1.0f, hprev, H, 0, P(g, L->enc_whh[l][d]), H, 0, 0.0f, gh,
+                   G, 0, 1));
+    SQ_TRY(sq_copy(ctx, hnext, hprev, (size_t)N * H));
+    sq_gru_args a = {.N = N, .H = H, .gi = F(g, gio), .gi_sn = (size_t)S * G,
+                     .gi_st = (size_t)G, .gh = gh, .ld_gh = G, .b_ih = P(g, L->enc_bih[l][d]),
+                     .b_hh = P(g, L->enc_bhh[l][d]), .h = hnext,
+                     .out = F(g, g->lout[l] + (size_t)d * H), .out_sn = (size_t)S * He,
+                     .out_st = (size_t)He, .lens = I(g, g->lens), .step = s, .reverse = d};
+    SQ_TRY(sq_gru_fwd(ctx, &a, F(g, g->enc_sv[l][d]), (size_t)S * 4 * H, (size_t)4 * H));
   }
+  return SEQCL_OK;
+}
+
+/* The directions of one layer as tasks (sq_run_tasks): on the host with two
+ * threads each direction's chain of small per-step products and gates runs on
+ * a core of its own, without a fork and join per slot call. */
+typedef struct dir_tasks {
+  sq_graph *g;
+  int l;
+  seqcl_status st[2];
+} dir_tasks;
+
+static void forward_dir_task(void *arg, int d) {
+  dir_tasks *j = arg;
+  j->st[d] = layer_forward_dir(j->g, j->l, d);
+}
+
+/* One encoder layer forward, both directions, into lout[l] (0 at padding). */
+static seqcl_status layer_forward(sq_graph *g, int l) {
+  SQ_TRY(sq_fill(g->ctx, F(g, g->lout[l]), (size_t)g->N * g->S * g->He, 0.0f));
+  dir_tasks j = {g, l, {SEQCL_OK, SEQCL_OK}};
+  sq_run_tasks(g->ctx, g->ndir, forward_dir_task, &j);
+  for (int d = 0; d < g->ndir; d++) SQ_TRY(j.st[d]);
   return SEQCL_OK;
 }
 
@@ -447,48 +469,68 @@ seqcl_status sq_graph_forward(sq_graph *g, float *loss) {
   return SEQCL_OK;
 }
 
-/* Backward of encoder layer l given dL/d(its output) in dlout[l] and, for the
- * top layer, dL/d(final states) in enc_dh (the other layers' final states feed
- * nothing else). Writes dL/d(its input) into dlout[l-1], or denc_x for l = 0. */
-static seqcl_status layer_backward(sq_graph *g, int l) {
+/* Backward of direction d of encoder layer l given dL/d(its output) in its
+ * columns of dlout[l] and, for the top layer, dL/d(final states) in
+ * enc_dh[d] (the other layers' final states feed nothing else): its steps,
+ * then its weight and bias gradients. The input's gradient is left to
+ * layer_backward. The directions share no buffer they write. */
+static seqcl_status layer_backward_dir(sq_graph *g, int l, int d) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int N = g->N, S = g->S, H = g->H, He = g->He, G = g->G;
   const int In = l ? He : g->D;
   sq_ref in = F(g, l ? g->lout[l - 1] : g->enc_x);
+  sq_ref dh = F(g, g->enc_dh[d]);
+  if (l < g->layers - 1) SQ_TRY(sq_fill(ctx, dh, (size_t)N * H, 0.0f));
+  if (!g->full) /* padding positions of dgi must read 0 in the weight GEMMs */
+    SQ_TRY(sq_fill(ctx, F(g, g->enc_dgi[d]), (size_t)N * S * G, 0.0f));
+  for (int s = S - 1; s >= 0; s--) {
+    sq_ref dgh = F(g, g->enc_dgh[d] + (size_t)s * N * G);
+    sq_gru_bwd_args b = {.N = N, .H = H, .gi = F(g, g->enc_gi[l][d]), .gi_sn = (size_t)S * G,
+                         .gi_st = (size_t)G, .gh = F(g, g->enc_gh[l][d] + (size_t)s * N * G),
+                         .ld_gh = G, .b_ih = P(g, L->enc_bih[l][d]),
+                         .b_hh = P(g, L->enc_bhh[l][d]),
+                         .h_prev = F(g, g->enc_hist[l][d] + (size_t)s * N * H), .dh = dh,
+                         .dout = F(g, g->dlout[l] + (size_t)d * H), .dout_sn = (size_t)S * He,
+                         .dout_st = (size_t)He, .dgi = F(g, g->enc_dgi[d]), .dgh = dgh,
+                         .ld_dgh = G, .lens = I(g, g->lens), .step = s, .reverse = d,
+                         .saved = F(g, g->enc_sv[l][d]), .sv_sn = (size_t)S * 4 * H,
+                         .sv_st = (size_t)4 * H};
+    SQ_TRY(sq_gru_gates_bwd(ctx, &b));
+    if (s > 0) /* every row starts at step 0 from the constant zero state */
+      SQ_TRY(sq_gemm(ctx, 0, 0, N, H, G, 1.0f, dgh, G, 0, P(g, L->enc_whh[l][d]), H, 0, 1.0f,
+                     dh, H, 0, 1));
+  }
+  /* weight gradients of all steps at once */
+  SQ_TRY(sq_gemm(ctx, 1, 0, G, In, N * S, 1.0f, F(g, g->enc_dgi[d]), G, 0, in, In, 0, 1.0f,
+                 Gr(g, L->enc_wih[l][d]), In, 0, 1));
+  SQ_TRY(sq_gemm(ctx, 1, 0, G, H, S * N, 1.0f, F(g, g->enc_dgh[d]), G, 0,
+                 F(g, g->enc_hist[l][d]), H, 0, 1.0f, Gr(g, L->enc_whh[l][d]), H, 0, 1));
+  SQ_TRY(sq_bias_grad(ctx, N * S, G, F(g, g->enc_dgi[d]), G, Gr(g, L->enc_bih[l][d])));
+  SQ_TRY(sq_bias_grad(ctx, S * N, G, F(g, g->enc_dgh[d]), G, Gr(g, L->enc_bhh[l][d])));
+  return SEQCL_OK;
+}
+
+static void backward_dir_task(void *arg, int d) {
+  dir_tasks *j = arg;
+  j->st[d] = layer_backward_dir(j->g, j->l, d);
+}
+
+/* Backward of encoder layer l: both directions (as tasks, see dir_tasks),
+ * then dL/d(its input) into dlout[l-1], or denc_x for l = 0, direction 0's
+ * part first and direction 1's added to it, as one after the other. */
+static seqcl_status layer_backward(sq_graph *g, int l) {
+  seqcl_ctx *ctx = g->ctx;
+  const sq_tlayout *L = &g->L;
+  const int N = g->N, S = g->S, He = g->He, G = g->G;
+  const int In = l ? He : g->D;
   sq_ref din = F(g, l ? g->dlout[l - 1] : g->denc_x);
-  for (int d = 0; d < g->ndir; d++) {
-    sq_ref dh = F(g, g->enc_dh[d]);
-    if (l < g->layers - 1) SQ_TRY(sq_fill(ctx, dh, (size_t)N * H, 0.0f));
-    if (!g->full) /* padding positions of dgi must read 0 in the weight GEMMs */
-      SQ_TRY(sq_fill(ctx, F(g, g->enc_dgi[d]), (size_t)N * S * G, 0.0f));
-    for (int s = S - 1; s >= 0; s--) {
-      sq_ref dgh = F(g, g->enc_dgh[d] + (size_t)s * N * G);
-      sq_gru_bwd_args b = {.N = N, .H = H, .gi = F(g, g->enc_gi[l][d]), .gi_sn = (size_t)S * G,
-                           .gi_st = (size_t)G, .gh = F(g, g->enc_gh[l][d] + (size_t)s * N * G),
-                           .ld_gh = G, .b_ih = P(g, L->enc_bih[l][d]),
-                           .b_hh = P(g, L->enc_bhh[l][d]),
-                           .h_prev = F(g, g->enc_hist[l][d] + (size_t)s * N * H), .dh = dh,
-                           .dout = F(g, g->dlout[l] + (size_t)d * H), .dout_sn = (size_t)S * He,
-                           .dout_st = (size_t)He, .dgi = F(g, g->enc_dgi[d]), .dgh = dgh,
-                           .ld_dgh = G, .lens = I(g, g->lens), .step = s, .reverse = d,
-                           .saved = F(g, g->enc_sv[l][d]), .sv_sn = (size_t)S * 4 * H,
-                           .sv_st = (size_t)4 * H};
-      SQ_TRY(sq_gru_gates_bwd(ctx, &b));
-      if (s > 0) /* every row starts at step 0 from the constant zero state */
-        SQ_TRY(sq_gemm(ctx, 0, 0, N, H, G, 1.0f, dgh, G, 0, P(g, L->enc_whh[l][d]), H, 0, 1.0f,
-                       dh, H, 0, 1));
-    }
-    /* weight gradients of all steps at once */
-    SQ_TRY(sq_gemm(ctx, 1, 0, G, In, N * S, 1.0f, F(g, g->enc_dgi[d]), G, 0, in, In, 0, 1.0f,
-                   Gr(g, L->enc_wih[l][d]), In, 0, 1));
-    SQ_TRY(sq_gemm(ctx, 1, 0, G, H, S * N, 1.0f, F(g, g->enc_dgh[d]), G, 0,
-                   F(g, g->enc_hist[l][d]), H, 0, 1.0f, Gr(g, L->enc_whh[l][d]), H, 0, 1));
-    SQ_TRY(sq_bias_grad(ctx, N * S, G, F(g, g->enc_dgi[d]), G, Gr(g, L->enc_bih[l][d])));
-    SQ_TRY(sq_bias_grad(ctx, S * N, G, F(g, g->enc_dgh[d]), G, Gr(g, L->enc_bhh[l][d])));
+  dir_tasks j = {g, l, {SEQCL_OK, SEQCL_OK}};
+  sq_run_tasks(ctx, g->ndir, backward_dir_task, &j);
+  for (int d = 0; d < g->ndir; d++) SQ_TRY(j.st[d]);
+  for (int d = 0; d < g->ndir; d++)
     SQ_TRY(sq_gemm(ctx, 0, 0, N * S, In, G, 1.0f, F(g, g->enc_dgi[d]), G, 0,
                    P(g, L->enc_wih[l][d]), In, 0, d ? 1.0f : 0.0f, din, In, 0, 1));
-  }
   if (dropping(g) && l > 0)
     SQ_TRY(drop(g, DROP_LAYER + (uint32_t)(l - 1), N * S, He, din, He, din, He));
   return SEQCL_OK;

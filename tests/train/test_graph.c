@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "core/ctx.h"
 #include "ops/ops.h"
 #include "train/tmodel.h"
 
@@ -141,6 +142,75 @@ static void test_none_uni3_final(void **s) {
   run_case(SQ_SCORE_NONE, 0, SQ_INIT_FINAL, 3, SQ_OUTPUT_STATE);
 }
 
+/* The host's gradients do not depend on its thread count: a step (dropout on)
+ * at shapes where the slots split their rows and products across the pool and
+ * the two encoder directions run as tasks (two threads), bit for bit against
+ * one thread. Skips nothing: on a one-core machine both runs use one thread. */
+static sq_config threads_config(void) {
+  sq_config c = {.src_vocab = 30, .tgt_vocab = 42, .embed_dim = 16, .bos_id = 1, .eos_id = 2,
+                 .pad_id = 0, .enc_hidden = 48, .enc_layers = 2, .bidirectional = 1,
+                 .dec_hidden = 96, .init = SQ_INIT_BRIDGE, .score = SQ_SCORE_ADDITIVE,
+                 .attn_dim = 64, .output = SQ_OUTPUT_STATE_CONTEXT};
+  return c;
+}
+
+static void grads_at_threads(int threads, float *loss, float *gr, size_t total) {
+  enum { BN = 64, BS = 7, BT = 6 };
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  ctx->settings.threads = threads; /* a context may only use fewer than the pool has */
+  const sq_config c = threads_config();
+  sq_tlayout L;
+  assert_int_equal(sq_tlayout_make(ctx, &c, &L), SEQCL_OK);
+  assert_int_equal(L.total, total);
+  sq_graph *g = NULL;
+  assert_int_equal(sq_graph_create(ctx, &L, BN, BS, BT, &g), SEQCL_OK);
+  float *p = malloc(L.total * sizeof(float));
+  assert_non_null(p);
+  sq_tlayout_init(&L, 11, p);
+  int32_t src[BN * BS], lens[BN], tgt[BN * (BT + 1)];
+  for (int n = 0; n < BN; n++) {
+    lens[n] = 1 + (n * 5) % BS;
+    for (int j = 0; j < BS; j++) src[n * BS + j] = j < lens[n] ? 3 + (n * 7 + j * 3) % 27 : 0;
+    const int tl = 1 + (n * 3) % BT; /* labels, then EOS, then nothing */
+    tgt[n * (BT + 1)] = 1;
+    for (int t = 1; t <= BT; t++)
+      tgt[n * (BT + 1) + t] = t < tl ? 3 + (n + 5 * t) % 39 : t == tl ? 2 : -1;
+  }
+  assert_int_equal(sq_graph_set_batch(g, BN, src, lens, tgt), SEQCL_OK);
+  assert_int_equal(sq_graph_set_dropout(g, 0.2, 9, 3), SEQCL_OK);
+  sq_ref P = sq_graph_params(g), G = sq_graph_grads(g);
+  assert_int_equal(sq_write(ctx, P, p, L.total * sizeof(float)), SEQCL_OK);
+  assert_int_equal(sq_fill(ctx, G, L.total, 0.0f), SEQCL_OK);
+  assert_int_equal(sq_graph_forward(g, loss), SEQCL_OK);
+  assert_int_equal(sq_graph_backward(g), SEQCL_OK);
+  assert_int_equal(sq_read(ctx, G, gr, L.total * sizeof(float)), SEQCL_OK);
+  free(p);
+  sq_graph_free(g);
+  seqcl_ctx_close(ctx);
+}
+
+static void test_threads_same_bits(void **s) {
+  (void)s;
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  const sq_config c = threads_config();
+  sq_tlayout L;
+  assert_int_equal(sq_tlayout_make(ctx, &c, &L), SEQCL_OK);
+  seqcl_ctx_close(ctx);
+  float *g1 = malloc(L.total * sizeof(float)), *g2 = malloc(L.total * sizeof(float));
+  assert_true(g1 && g2);
+  float l1, l2;
+  grads_at_threads(1, &l1, g1, L.total);
+  grads_at_threads(2, &l2, g2, L.total);
+  assert_true(memcmp(&l1, &l2, sizeof l1) == 0);
+  for (int i = 0; i < L.nparams; i++)
+    if (memcmp(g1 + L.p[i].off, g2 + L.p[i].off, L.p[i].count * sizeof(float)) != 0)
+      fail_msg("%s: gradients differ between 1 and 2 threads", L.p[i].name);
+  free(g1);
+  free(g2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_additive_bidir_bridge),
@@ -155,6 +225,7 @@ int main(void) {
       cmocka_unit_test(test_none_bi2_bridge_ctx),
       cmocka_unit_test(test_none_bi_final_ctx),
       cmocka_unit_test(test_none_uni3_final),
+      cmocka_unit_test(test_threads_same_bits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

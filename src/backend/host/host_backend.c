@@ -7,6 +7,7 @@
  * seqcl's own pool (pool.c, SEQCL_THREADS); OpenBLAS runs single-threaded
  * inside each part (threads.c). */
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,11 +159,24 @@ static int host_supports(const sq_backend *be, sq_backend_cap cap) {
   return 0;
 }
 
+/* Tasks at once only when there is one thread per task: the slots inside a
+ * task then find the pool taken and run on their thread alone (pool.c), and
+ * with more threads than tasks splitting each slot keeps them all busy. The
+ * slots' results never depend on the thread count, so neither do the tasks'. */
+static void host_run_tasks(sq_backend *be, int n, void (*fn)(void *arg, int task), void *arg) {
+  if (n > 1 && sq_pool_parts(be, INT_MAX, HUGE_VAL) == n) {
+    sq_pool_run(n, fn, arg);
+    return;
+  }
+  for (int i = 0; i < n; i++) fn(arg, i);
+}
+
 static const sq_backend_ops host_ops = {
     .kind = SQ_BACKEND_HOST,
     .name = "host",
     .blas = "OpenBLAS",
     .supports = host_supports,
+    .run_tasks = host_run_tasks,
     .buf_alloc = host_buf_alloc,
     .buf_free = host_buf_free,
     .write = host_write,

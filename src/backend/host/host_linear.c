@@ -24,6 +24,7 @@ SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
  * while each part keeps GEMM_MIN_ROWS of them. Every element of C is computed
  * by exactly one part. */
 enum { SPLIT_BATCH, SPLIT_ROWS, SPLIT_COLS, GEMM_MIN_ROWS = 8 };
+#define GEMM_BLAS_SMALL 1e6 /* see sq_host_gemm */
 
 /* How many rows the own kernel takes (see sq_host_gemm). OpenBLAS's
  * AVX-512 kernels (the cores it names SkylakeX, Cooperlake, SapphireRapids)
@@ -123,6 +124,14 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
     g.how = SPLIT_COLS;
     g.parts = most < N ? most : N;
   }
+  /* OpenBLAS 0.3.21 runs products of at most 100^3 multiply-adds on its
+   * small-matrix kernels (SkylakeX and Cooperlake), whose sums round
+   * differently from its blocked ones: a part must stay above that, or the
+   * bits would depend on the thread count. */
+  while (!g.own && g.how != SPLIT_BATCH && g.parts > 1 &&
+         (double)((g.how == SPLIT_ROWS ? M : N) / g.parts) * (g.how == SPLIT_ROWS ? N : M) * K <=
+             GEMM_BLAS_SMALL)
+    g.parts--;
   sq_pool_run(g.parts, gemm_part, &g);
   return SEQCL_OK;
 }
