@@ -74,12 +74,16 @@ int cli_read_tokens(const char *cmd, const char *path, const sq_config *cfg, int
   return CLI_OK;
 }
 
-int cli_open_model(const char *cmd, const char *device, const char *dir, seqcl_ctx **ctx,
-                   seqcl_model **model) {
+int cli_open_model(const char *cmd, const char *device, const char *dir, const char *precision,
+                   seqcl_ctx **ctx, seqcl_model **model) {
   *model = NULL;
+  seqcl_model_options mo;
+  seqcl_model_options_init(&mo);
+  if (precision && seqcl_precision_parse(precision, &mo.precision) != SEQCL_OK)
+    return cli_usage_error(cmd, "--precision '%s': expected f32, bf16 or f16", precision);
   int rc = cli_ctx_open(cmd, device, ctx);
   if (rc != CLI_OK) return rc;
-  seqcl_status st = seqcl_model_load(*ctx, dir, model);
+  seqcl_status st = seqcl_model_load_with(*ctx, dir, &mo, model);
   if (st != SEQCL_OK) {
     rc = cli_fail(cmd, st);
     seqcl_ctx_close(*ctx);

@@ -52,9 +52,10 @@ void cli_warn_unknown(const char *cmd, const char *path, size_t unknown, const c
  * to stderr) and is an error otherwise. flags: SQ_TOKENS_*. An exit status. */
 int cli_read_tokens(const char *cmd, const char *path, const sq_config *cfg, int target,
                     const sq_vocab *vocab, unsigned flags, sq_seqs *out);
-/* Opens the device (printing it to stderr when verbose) and loads the model. */
-int cli_open_model(const char *cmd, const char *device, const char *dir, seqcl_ctx **ctx,
-                   seqcl_model **model);
+/* Opens the device (printing it to stderr when verbose) and loads the model at
+ * precision (a --precision value: f32, bf16, f16; NULL: f32). */
+int cli_open_model(const char *cmd, const char *device, const char *dir, const char *precision,
+                   seqcl_ctx **ctx, seqcl_model **model);
 /* The flat view of token lines the library takes. */
 static inline seqcl_seqs cli_seqs(const sq_seqs *s) {
   seqcl_seqs v = {s->count, s->ids, s->offsets};

@@ -35,7 +35,7 @@
 static const char cmd[] = "bench";
 
 typedef struct bench_opts {
-  const char *device, *json, *model, *src;
+  const char *device, *json, *model, *src, *precision;
   int quick, reps, ablate, cold, max_steps, batch, beam, grid;
   int steps; /* decoder steps per decode run */
   int device_given; /* --device, not SEQCL_DEVICE */
@@ -47,7 +47,8 @@ static void usage(FILE *f) {
           "                   [--json FILE]\n"
           "       seqcl bench --grid [--quick] [--reps N] [--device SEL] [--json FILE]\n"
           "       seqcl bench --model DIR --src FILE [--max-steps N] [--batch-size B]\n"
-          "                   [--beam K] [--reps N] [--device SEL] [--json FILE]\n\n"
+          "                   [--beam K] [--precision f32|bf16|f16] [--reps N] [--device SEL]\n"
+          "                   [--json FILE]\n\n"
           "Throughput and latency on each selected device (default: SEQCL_DEVICE, else all):\n"
           "greedy decoding (batch 1/64, hidden 256/512, source 20/50, additive/general),\n"
           "the encoder, one training step, copy bandwidth, the fused attention and GRU gate\n"
@@ -60,7 +61,8 @@ static void usage(FILE *f) {
           "                 GEMM ceiling (16+ rows) or of copy bandwidth over the weights\n"
           "  --no-cold      skip the cold-start runs (they spawn seqcl decode)\n"
           "  --model/--src  time `decode` of this model and token file only (the grid's\n"
-          "                 columns for it; --beam K: beam search)\n");
+          "                 columns for it; --beam K: beam search; --precision as in\n"
+          "                 seqcl decode)\n");
 }
 
 static int parse(int argc, char **argv, bench_opts *o) {
@@ -84,7 +86,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
       o->grid = 1;
     } else if (!strcmp(a, "--device") || !strcmp(a, "--json") || !strcmp(a, "--model") ||
                !strcmp(a, "--src") || !strcmp(a, "--reps") || !strcmp(a, "--max-steps") ||
-               !strcmp(a, "--batch-size") || !strcmp(a, "--beam")) {
+               !strcmp(a, "--batch-size") || !strcmp(a, "--beam") || !strcmp(a, "--precision")) {
       if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
       const char *v = argv[++i];
       long n = 0;
@@ -92,6 +94,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
       else if (!strcmp(a, "--json")) o->json = v;
       else if (!strcmp(a, "--model")) o->model = v;
       else if (!strcmp(a, "--src")) o->src = v;
+      else if (!strcmp(a, "--precision")) o->precision = v;
       else if (cli_long(cmd, a, v, 1, 1000000, &n))
         return CLI_USAGE;
       else if (!strcmp(a, "--reps")) o->reps = (int)n;
@@ -107,6 +110,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
   if (!o->model != !o->src) return cli_usage_error(cmd, "--model and --src go together");
   if (o->grid && o->model) return cli_usage_error(cmd, "--grid and --model are separate modes");
   if (o->beam && !o->model) return cli_usage_error(cmd, "--beam needs --model and --src");
+  if (o->precision && !o->model)
+    return cli_usage_error(cmd, "--precision needs --model and --src");
   if (!o->beam) o->beam = 1;
   if (!o->reps) o->reps = o->quick ? 3 : 5;
   if (!o->device || !*o->device) o->device = o->model ? "auto" : "all";
@@ -400,7 +405,7 @@ static seqcl_status bench_device(const seqcl_device_info *d, const bench_opts *o
 static int bench_file(const bench_opts *o, json_t *root) {
   seqcl_ctx *ctx = NULL;
   seqcl_model *m = NULL;
-  int rc = cli_open_model(cmd, o->device, o->model, &ctx, &m);
+  int rc = cli_open_model(cmd, o->device, o->model, o->precision, &ctx, &m);
   if (rc != CLI_OK) return rc;
   sq_bench_point_row r;
   seqcl_status st = sq_bench_file(m, o->model, o->src, o->max_steps, o->batch, o->beam, o->reps,

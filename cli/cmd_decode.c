@@ -21,7 +21,7 @@ static void help(FILE *f) {
           "                    [--length-penalty A] [--nbest N] [--batch-size B]\n"
           "                    [--alignments FILE.safetensors] [--svg OUT.svg [--line I]]\n"
           "                    [--text chars|words|SRC,TGT] [--src-vocab F] [--tgt-vocab F]\n"
-          "                    [--device SEL]\n\n"
+          "                    [--precision f32|bf16|f16] [--device SEL]\n\n"
           "Writes one line per source line: the produced ids after BOS and before the first\n"
           "EOS (possibly an empty line).\n\n"
           "  --model DIR            model directory (config.json + model.safetensors)\n"
@@ -47,6 +47,9 @@ static void help(FILE *f) {
           "                         token, written without separators; a space is\n"
           "                         <space>), words (single-spaced), or SRC,TGT of those;\n"
           "                         unknown tokens map to the config's unknown id\n"
+          "  --precision P          f32 (default), bf16 or f16: every weight rounded to that\n"
+          "                         width at load, the products reading 16-bit weights,\n"
+          "                         all arithmetic float32 (host path with AVX-512F only)\n"
           "  --device SEL           device (SPEC §3; default SEQCL_DEVICE, else auto)\n"
           "  -h, --help             this text\n\n"
           "Output paths are checked before decoding starts. Nothing is left at a regular\n"
@@ -64,6 +67,7 @@ static void help(FILE *f) {
 
 typedef struct dec_args {
   const char *model, *src, *out, *device, *src_vocab, *tgt_vocab, *align, *svg, *text;
+  const char *precision;
   cli_text tx;
   const char *svg_name, *line_name; /* the spellings given: --svg/--heatmap, --line/--heatmap-line */
   long max_steps, beam, nbest, batch, line;
@@ -80,6 +84,7 @@ static int parse(int argc, char **argv, dec_args *a) {
    * older spellings, kept as aliases */
   const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
                           CLI_STR("--out", &a->out), CLI_STR("--device", &a->device),
+                          CLI_STR("--precision", &a->precision),
                           CLI_STR("--src-vocab", &a->src_vocab),
                           CLI_STR("--tgt-vocab", &a->tgt_vocab),
                           CLI_STR("--alignments", &a->align), CLI_STR("--text", &a->text),
@@ -250,7 +255,7 @@ int cmd_decode(int argc, char **argv) {
                          a.line, a.src, src.count);
     goto done;
   }
-  if ((rc = cli_open_model(cmd, a.device, a.model, &ctx, &model))) goto done;
+  if ((rc = cli_open_model(cmd, a.device, a.model, a.precision, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src);
   seqcl_decode_options o = options_of(&a);
   /* -v alone asks for no alignments a fixed-context model does not have */

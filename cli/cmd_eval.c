@@ -17,7 +17,7 @@ static void help(FILE *f) {
           "usage: seqcl eval --model DIR --src FILE --ref FILE [--beam K] [--length-penalty A]\n"
           "                  [--max-steps N] [--batch-size B] [--src-vocab F] [--tgt-vocab F]\n"
           "                  [--text chars|words|SRC,TGT] [--metric exact,ter,bleu,attention]\n"
-          "                  [--device SEL]\n"
+          "                  [--precision f32|bf16|f16] [--device SEL]\n"
           "       seqcl eval --hyp FILE --ref FILE [--metric exact,ter,bleu]\n\n"
           "Scores produced lines against reference lines, line by line in order:\n"
           "  exact  percent of lines equal to their reference (100 minus it is the\n"
@@ -44,7 +44,7 @@ static void help(FILE *f) {
           "  --hyp FILE         score this file instead of decoding: tokens of --hyp and\n"
           "                     --ref are compared as strings (empty lines allowed)\n"
           "  --beam K, --length-penalty A, --max-steps N, --batch-size B,\n"
-          "  --src-vocab F, --tgt-vocab F, --device SEL   as in seqcl decode\n"
+          "  --src-vocab F, --tgt-vocab F, --precision P, --device SEL   as in seqcl decode\n"
           "  --metric LIST      which metrics to print (default exact,ter,bleu, and\n"
           "                     attention with --model)\n"
           "  -h, --help         this text\n\n"
@@ -56,7 +56,7 @@ static void help(FILE *f) {
 enum { M_EXACT = 1, M_TER = 2, M_BLEU = 4, M_ATTENTION = 8 };
 
 typedef struct eval_args {
-  const char *model, *src, *ref, *hyp, *device, *src_vocab, *tgt_vocab, *text;
+  const char *model, *src, *ref, *hyp, *device, *src_vocab, *tgt_vocab, *text, *precision;
   long beam, max_steps, batch;
   double lp;
   int lp_given;
@@ -92,6 +92,7 @@ static int parse(int argc, char **argv, eval_args *a) {
                           CLI_STR("--ref", &a->ref), CLI_STR("--hyp", &a->hyp),
                           CLI_STR("--device", &a->device), CLI_STR("--src-vocab", &a->src_vocab),
                           CLI_STR("--tgt-vocab", &a->tgt_vocab), CLI_STR("--text", &a->text),
+                          CLI_STR("--precision", &a->precision),
                           CLI_NUM("--beam", &a->beam, 1, 16),
                           CLI_NUM("--max-steps", &a->max_steps, 1, 1000000),
                           CLI_NUM("--batch-size", &a->batch, 1, 1L << 30), {0}};
@@ -122,7 +123,7 @@ static int parse(int argc, char **argv, eval_args *a) {
     return cli_usage_error(cmd, "--text reads through the model's vocabularies: give it with --model");
   if (a->hyp) {
     if (a->model || a->src || a->src_vocab || a->tgt_vocab || a->beam != 1 || a->lp_given ||
-        a->max_steps || a->batch)
+        a->max_steps || a->batch || a->precision)
       return cli_usage_error(cmd,
                              "--hyp scores an existing file: --model, --src, the vocabularies and "
                              "the decoding options would be ignored; give either --hyp or --model");
@@ -185,7 +186,7 @@ static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, con
   int rc = CLI_OK;
   if ((rc = cli_read_side(cmd, &a->tx, a->src, cfg, 0, sv, 0, 0, &src)))
     goto done;
-  if ((rc = cli_open_model(cmd, a->device, a->model, &ctx, &model))) goto done;
+  if ((rc = cli_open_model(cmd, a->device, a->model, a->precision, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src);
   seqcl_decode_options o;
   seqcl_decode_options_init(&o);

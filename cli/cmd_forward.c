@@ -13,7 +13,7 @@ static void help(FILE *f) {
   fprintf(f,
           "usage: seqcl forward --model DIR --src FILE --tgt FILE --out FILE.safetensors\n"
           "                     [--batch-size B] [--device SEL] [--src-vocab F] [--tgt-vocab F]\n"
-          "                     [--text chars|words|SRC,TGT]\n\n"
+          "                     [--text chars|words|SRC,TGT] [--precision f32|bf16|f16]\n\n"
           "Teacher-forced forward pass over every line pair: the decoder reads the target\n"
           "line's tokens y_0 .. y_{L-1} (y_0 = BOS) and is scored against y_1 .. y_L.\n"
           "Writes, all float32:\n"
@@ -34,6 +34,9 @@ static void help(FILE *f) {
           "                    src.vocab and tgt.vocab (--src-vocab/--tgt-vocab override):\n"
           "                    chars, words or SRC,TGT; target lines then hold the tokens\n"
           "                    only (BOS and EOS are added)\n"
+          "  --precision P     f32 (default), bf16 or f16: every weight rounded to that width\n"
+          "                    at load, the products reading 16-bit weights, all arithmetic\n"
+          "                    float32 (host path with AVX-512F only)\n"
           "  --device SEL      device (SPEC §3; default SEQCL_DEVICE, else auto)\n"
           "  -q, --quiet       no progress bar (shown on a terminal for runs over a second)\n"
           "  -h, --help        this text\n\n"
@@ -41,7 +44,7 @@ static void help(FILE *f) {
 }
 
 typedef struct fw_args {
-  const char *model, *src, *tgt, *out, *device, *src_vocab, *tgt_vocab, *text;
+  const char *model, *src, *tgt, *out, *device, *src_vocab, *tgt_vocab, *text, *precision;
   long batch;
   cli_text tx;
 } fw_args;
@@ -53,6 +56,7 @@ static int parse(int argc, char **argv, fw_args *a) {
                           CLI_STR("--tgt", &a->tgt), CLI_STR("--out", &a->out),
                           CLI_STR("--device", &a->device), CLI_STR("--src-vocab", &a->src_vocab),
                           CLI_STR("--tgt-vocab", &a->tgt_vocab), CLI_STR("--text", &a->text),
+                          CLI_STR("--precision", &a->precision),
                           CLI_NUM("--batch-size", &a->batch, 1, 1L << 30), {0}};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
@@ -119,7 +123,7 @@ int cmd_forward(int argc, char **argv) {
   if ((rc = cli_read_side(cmd, &a.tx, a.src, &cfg, 0, sv, 0, 0, &src))) goto done;
   if ((rc = cli_read_side(cmd, &a.tx, a.tgt, &cfg, 1, tv, 0, 1, &tgt))) goto done;
   if ((rc = check_pairs(&a, &src, &tgt, cfg.bos_id))) goto done;
-  if ((rc = cli_open_model(cmd, a.device, a.model, &ctx, &model))) goto done;
+  if ((rc = cli_open_model(cmd, a.device, a.model, a.precision, &ctx, &model))) goto done;
   seqcl_seqs s = cli_seqs(&src), t = cli_seqs(&tgt);
   cli_progress bar;
   cli_progress_start(&bar, cmd, "lines");

@@ -306,7 +306,7 @@ int cmd_probe(int argc, char **argv) {
       rc = cli_usage_error(cmd, "%s: line %ld has %d tokens (positions 1..%d)", name, a.line, S, S);
       goto done;
     }
-  if ((rc = cli_open_model(cmd, a.device, a.model, &ctx, &model))) goto done;
+  if ((rc = cli_open_model(cmd, a.device, a.model, NULL, &ctx, &model))) goto done;
   seqcl_status st = sq_probe_run(model, line, S, 0, a.edits, a.n_edits, &p);
   if (st != SEQCL_OK) {
     rc = cli_fail(cmd, st);

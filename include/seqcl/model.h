@@ -56,6 +56,40 @@ typedef struct seqcl_model_config {
 seqcl_status seqcl_model_load(seqcl_ctx *ctx, const char *dir, seqcl_model **out);
 void seqcl_model_free(seqcl_model *model); /* accepts NULL */
 
+/* The width of the weights a model computes with. F32 (the default) keeps
+ * SPEC §5's agreement with PyTorch. BF16 and F16 are opt-in, for batch-1
+ * latency: every weight is rounded to that width once, at load (round to
+ * nearest even, as PyTorch's .to(torch.bfloat16) / .half()), the products read
+ * a 16-bit copy of the weights (half the bytes per decoder step) and all
+ * arithmetic stays float32. So the result is the float32 result of the model
+ * with rounded weights. Available on the host path where the CPU has
+ * AVX-512F (its own product kernel); elsewhere loading with it fails with
+ * SEQCL_ERR_UNSUPPORTED. */
+typedef enum seqcl_precision {
+  SEQCL_PRECISION_F32 = 0,
+  SEQCL_PRECISION_BF16 = 1,
+  SEQCL_PRECISION_F16 = 2
+} seqcl_precision;
+
+/* "f32", "bf16", "f16" (NULL for a value outside the enum). */
+const char *seqcl_precision_name(seqcl_precision p);
+/* The inverse; SEQCL_ERR_INVALID_ARGUMENT naming the accepted values. */
+seqcl_status seqcl_precision_parse(const char *name, seqcl_precision *out);
+
+typedef struct seqcl_model_options {
+  seqcl_precision precision; /* default SEQCL_PRECISION_F32 */
+} seqcl_model_options;
+void seqcl_model_options_init(seqcl_model_options *opts);
+
+/* seqcl_model_load with options (NULL: the defaults). Reduced precision adds
+ * two errors, both before anything is uploaded: SEQCL_ERR_UNSUPPORTED when the
+ * device cannot run it, and SEQCL_ERR_BAD_MODEL naming the tensor and element
+ * when a weight is beyond the width's range (binary16: |w| > 65504). */
+seqcl_status seqcl_model_load_with(seqcl_ctx *ctx, const char *dir,
+                                   const seqcl_model_options *opts, seqcl_model **out);
+/* The precision the model was loaded with. */
+seqcl_precision seqcl_model_precision(const seqcl_model *model);
+
 /* Config getters. */
 seqcl_status seqcl_model_get_config(const seqcl_model *model, seqcl_model_config *out);
 int seqcl_model_src_vocab_size(const seqcl_model *model);

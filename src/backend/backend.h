@@ -27,6 +27,10 @@ typedef struct sq_buf {
   sq_backend *be;
   size_t bytes;
   void *ptr; /* host: the memory itself; OpenCL: the cl_mem */
+  /* host only, reduced precision: the floats again as 16-bit values
+   * (halfwidth_copy below; width a core/halfwidth.h sq_halfwidth), else NULL */
+  uint16_t *half;
+  int half_width;
 } sq_buf;
 
 typedef struct sq_ref {
@@ -201,7 +205,9 @@ typedef enum sq_backend_cap {
    * (SQ_ABL_SMALL_GEMM switches it off, SQ_FORCE_SMALL_GEMM on where it can) */
   SQ_CAP_OWN_GEMM = 0,
   /* work split across host threads (SQ_ABL_THREADS keeps it on one) */
-  SQ_CAP_THREADS = 1
+  SQ_CAP_THREADS = 1,
+  /* halfwidth_copy below works (the host's own product kernel runs here) */
+  SQ_CAP_HALFWIDTH = 2
 } sq_backend_cap;
 
 /* Work counters of a backend that counts (the OpenCL backend). */
@@ -260,6 +266,13 @@ typedef struct sq_backend_ops {
   seqcl_status (*fill)(sq_backend *be, sq_ref dst, size_t count, float value);
   seqcl_status (*fill_i32)(sq_backend *be, sq_ref dst, size_t count, int32_t value);
   seqcl_status (*finish)(sq_backend *be); /* waits for all enqueued work */
+  /* Optional (reduced precision, where SQ_CAP_HALFWIDTH): gives buf a 16-bit
+   * copy (sq_halfwidth `width`) of all its floats, which must already be
+   * representable in that width (so the copy is exact); gemm then reads B
+   * from the copy when B lies in buf: the same values, half the bytes. A
+   * write, copy or fill into buf drops the copy; other slots must not write
+   * into such a buffer (the model's weights, which nothing writes). */
+  seqcl_status (*halfwidth_copy)(sq_backend *be, sq_buf *buf, int width);
 
   /* ---- linear ---- */
   /* C = alpha * op(A) op(B) + beta * C, row-major, op = transpose when ta/tb;

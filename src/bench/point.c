@@ -125,9 +125,11 @@ void sq_bench_step_work(const seqcl_model *m, int R, int S, double *flops, doubl
   step_gemm g[3];
   step_gemms(m, R, g);
   double f = 0, w = 0;
+  /* the weights, read once per step: 2 bytes each at a reduced precision */
+  const double wbytes = seqcl_model_precision(m) == SEQCL_PRECISION_F32 ? 4.0 : 2.0;
   for (int i = 0; i < 3; i++) {
     f += 2.0 * g[i].M * g[i].N * g[i].K;
-    w += (double)g[i].N * g[i].K; /* the weights, read once per step */
+    w += wbytes / 4.0 * g[i].N * g[i].K;
   }
   const int He = m->He, A = m->cfg.score == SQ_SCORE_ADDITIVE ? m->cfg.attn_dim : 0;
   /* attention per row and position: additive adds the query to the projected
@@ -157,7 +159,7 @@ static int spawn_decode(const char *exe, const char *selector, const sq_bench_po
     if (fd >= 0) dup2(fd, 1);
     execl(exe, "seqcl", "decode", "--device", selector, "--model", in->model_dir, "--src",
           in->src_path, "--max-steps", steps, "--batch-size", batch, "--beam", beam, "--out",
-          out, (char *)NULL);
+          out, "--precision", seqcl_precision_name(seqcl_model_precision(in->m)), (char *)NULL);
     _exit(127);
   }
   int status = 0;

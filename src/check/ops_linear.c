@@ -9,12 +9,15 @@
 
 #include "check/opdefs.h"
 #include "check/ops_all.h"
+#include "core/halfwidth.h"
+#include "ops/ops.h"
 
 #define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
 
 /* ---------------------------------------------------------------- gemm ---- */
 /* Shape keys: M N K, ta tb (transposes), batch, alpha beta, pad (extra leading
- * dimension of A, B and C), int=1 (small integers: the result must be exact). */
+ * dimension of A, B and C), int=1 (small integers: the result must be exact),
+ * half=1|2 (B at bfloat16 / binary16 values, given to the device as 16-bit ones). */
 typedef struct gemm_dims {
   int M, N, K, ta, tb, batch, pad, exact;
   double alpha, beta;
@@ -58,6 +61,12 @@ static seqcl_status gemm_gen(sq_case *c, sq_rng *r) {
   float *B = sq_gen_f(c, r, "B", d.sb * d.batch, 1.0f);
   float *C0 = sq_gen_f(c, r, "C0", d.sc * d.batch, 1.0f);
   SQ_NEED(A && B && C0);
+  const int half = sq_shape_int(&c->shape, "half", SQ_HALF_NONE);
+  if (half != SQ_HALF_NONE && half != SQ_HALF_BF16 && half != SQ_HALF_F16)
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "gemm: half=%d is not 0, 1 (bf16) or 2 (f16)",
+                   half);
+  /* B as weights of a reduced-precision model: values of the 16-bit width */
+  for (size_t i = 0; half && i < d.sb * d.batch; i++) B[i] = sq_round_halfwidth(B[i], half);
   if (d.exact) { /* integers in [-8, 8] \ {0}: every partial sum is exact in float32 */
     float *all[3] = {A, B, C0};
     size_t n[3] = {d.sa * d.batch, d.sb * d.batch, d.sc * d.batch};
@@ -78,6 +87,10 @@ static seqcl_status gemm_run(sq_arena *a, const sq_case *c, double *const *got, 
   sq_ref A = sq_arena_in_named(a, c, "A"), B = sq_arena_in_named(a, c, "B");
   sq_ref C = sq_arena_out2d(a, "C", (size_t)d.batch * d.M, d.N, d.ldc, sq_case_inf(c, "C0"));
   SQ_TRY(a->st);
+  /* half=1|2: the products read B's buffer as 16-bit values (a device without
+   * them: unsupported, the case is skipped) */
+  const int half = sq_shape_int(&c->shape, "half", SQ_HALF_NONE);
+  if (half) SQ_TRY(sq_buf_halfwidth(a->ctx, B.buf, (sq_halfwidth)half));
   SQ_TRY(sq_gemm(a->ctx, d.ta, d.tb, d.M, d.N, d.K, (float)d.alpha, A, d.lda, d.sa, B, d.ldb,
                  d.sb, (float)d.beta, C, d.ldc, d.sc, d.batch));
   SQ_TRY(sq_finish_run(a, fault, cap));
@@ -135,6 +148,19 @@ static const char *const gemm_shapes[] = {
     "M=131,N=29,K=47,tb=1,beta=0.5,pad=1",
     "M=129,N=31,K=40,ta=1",
     "M=1,N=4099,K=67,tb=1,alpha=2",
+    /* reduced precision (half=1 bf16, 2 f16: B read as 16-bit values): the
+     * batch-1 row kernel with a K tail and padded rows, the 4 x 4 blocks with
+     * tails, K below one vector, rows split across threads, columns split
+     * (M = 1), and the paths that read float32 B (rows past the own kernel's
+     * 256, B not transposed) */
+    "M=1,N=77,K=259,tb=1,pad=1,beta=0.5,half=1",
+    "M=1,N=77,K=259,tb=1,pad=1,beta=0.5,half=2",
+    "M=64,N=100,K=33,tb=1,pad=2,alpha=-0.75,beta=1,half=1",
+    "M=13,N=61,K=7,tb=1,half=2",
+    "M=131,N=29,K=47,tb=1,beta=0.5,pad=1,half=2",
+    "M=1,N=4099,K=67,tb=1,alpha=2,half=1",
+    "M=300,N=20,K=40,tb=1,half=1",
+    "M=7,N=13,K=37,half=2",
     NULL};
 static const char *const gemm_quick[] = {"M=7,N=13,K=37,tb=1", "M=20,N=24,K=100,int=1,beta=1",
                                          "M=1,N=77,K=259,tb=1,pad=1,beta=0.5", NULL};
@@ -142,7 +168,9 @@ static const char *const gemm_quick[] = {"M=7,N=13,K=37,tb=1", "M=20,N=24,K=100,
 const sq_op sq_op_gemm = {
     "gemm",
     "|diff| <= 2(K+2)u (|alpha| (|A||B|)ij + |beta C0ij|), u = 2^-24: the worst-case bound of a "
-    "K-term float sum in any order; integer-filled cases (K*64 < 2^24) are exact",
+    "K-term float sum in any order; integer-filled cases (K*64 < 2^24) are exact; half=1|2 "
+    "cases hold B at bfloat16 / binary16 values, read as 16-bit ones where the device can (the "
+    "same bound: the widening is exact), skipped elsewhere",
     gemm_shapes, gemm_quick, 0, gemm_gen, gemm_run, gemm_tol, NULL};
 
 /* -------------------------------------------------------------- linear ---- */

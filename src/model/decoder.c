@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "model/seq2seq.h"
 
-static int query_width(const seqcl_model *m) {
+int sq_dec_query_width(const seqcl_model *m) {
   switch (m->cfg.score) {
   case SQ_SCORE_ADDITIVE: return m->cfg.attn_dim;
   case SQ_SCORE_GENERAL: return m->He;
@@ -28,7 +28,6 @@ void sq_dec_ws_free(sq_dec_ws *ws) {
   sq_buf_free(ws->xin);
   sq_buf_free(ws->qp);
   sq_buf_free(ws->gru_ws);
-  sq_buf_free(ws->wstack);
   sq_buf_free(ws->ghq);
   sq_buf_free(ws->abl_scores);
   sq_buf_free(ws->abl_alpha);
@@ -36,13 +35,11 @@ void sq_dec_ws_free(sq_dec_ws *ws) {
   memset(ws, 0, sizeof *ws);
 }
 
-/* [W_hh ; W_q] as one [3H_d + q, H_d] matrix: two device copies, once. */
+/* The stacked GEMM's output [n, 3H_d + q]; its weights are the model's. */
 static seqcl_status stack_weights(seqcl_model *m, int q, sq_dec_ws *ws) {
   const size_t Hd = (size_t)m->cfg.dec_hidden, n = (size_t)ws->n;
-  SQ_TRY(sq_buf_alloc(m->ctx, (3 * Hd + q) * Hd * sizeof(float), &ws->wstack));
   SQ_TRY(sq_buf_alloc(m->ctx, n * (3 * Hd + q) * sizeof(float), &ws->ghq));
-  SQ_TRY(sq_copy(m->ctx, sq_at(ws->wstack, 0), m->dec.w_hh, 3 * Hd * Hd));
-  if (q) SQ_TRY(sq_copy(m->ctx, sq_at(ws->wstack, 3 * Hd * Hd), m->query_w, (size_t)q * Hd));
+  ws->wstack = m->dec_w_hhq;
   return SEQCL_OK;
 }
 
@@ -50,14 +47,14 @@ seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws) {
   memset(ws, 0, sizeof *ws);
   ws->n = n;
   const size_t Hd = (size_t)m->cfg.dec_hidden, X = (size_t)m->cfg.embed_dim + m->He;
-  const size_t q = (size_t)query_width(m);
+  const size_t q = (size_t)sq_dec_query_width(m);
   seqcl_status st = sq_buf_alloc(m->ctx, n * Hd * sizeof(float), &ws->h);
   if (st == SEQCL_OK) st = sq_buf_alloc(m->ctx, n * X * sizeof(float), &ws->xin);
   if (st == SEQCL_OK && q) st = sq_buf_alloc(m->ctx, n * q * sizeof(float), &ws->qp);
   if (st == SEQCL_OK) st = sq_buf_alloc(m->ctx, 6 * n * Hd * sizeof(float), &ws->gru_ws);
   const unsigned off = sq_ablated(m->ctx);
   if (st == SEQCL_OK && !(off & SQ_ABL_STACK_QUERY)) st = stack_weights(m, (int)q, ws);
-  if (st == SEQCL_OK && ws->wstack && m->dec_w_ih_ce.buf && !(off & SQ_ABL_OUTPUT_ONE_GEMM))
+  if (st == SEQCL_OK && ws->wstack.buf && m->dec_w_ih_ce.buf && !(off & SQ_ABL_OUTPUT_ONE_GEMM))
     st = sq_buf_alloc(m->ctx, n * (Hd + X) * sizeof(float), &ws->sce);
   if (st != SEQCL_OK) sq_dec_ws_free(ws);
   return st;
@@ -124,7 +121,7 @@ static seqcl_status attend(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, s
   const sq_config *c = &m->cfg;
   const int n = ws->n, He = m->He, Hd = c->dec_hidden, Hd3 = 3 * Hd;
   const unsigned off = sq_ablated(ctx);
-  const int q = query_width(m);
+  const int q = sq_dec_query_width(m);
   sq_ref h = sq_at(ws->h, 0);
   sq_attn_args a;
   memset(&a, 0, sizeof a);
@@ -138,7 +135,7 @@ static seqcl_status attend(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, s
   a.scale = c->score == SQ_SCORE_SCALED_DOT ? (float)(1.0 / sqrt((double)He)) : 1.0f;
   /* additive: b_q was folded into the projected keys (encoder.c) */
   sq_ref bq = c->score == SQ_SCORE_ADDITIVE ? sq_none() : m->query_b;
-  if (ws->wstack && q) {
+  if (ws->wstack.buf && q) {
     a.qp = sq_at(ws->ghq, (size_t)Hd3);
     a.ld_qp = Hd3 + q;
     if (bq.buf) SQ_TRY(sq_add_bias(ctx, n, q, a.qp, a.ld_qp, bq));
@@ -168,7 +165,7 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
   seqcl_ctx *ctx = m->ctx;
   const sq_config *c = &m->cfg;
   const int n = ws->n, D = c->embed_dim, He = m->He, Hd = c->dec_hidden, V = c->tgt_vocab;
-  const int X = D + He, Hd3 = 3 * Hd, q = query_width(m);
+  const int X = D + He, Hd3 = 3 * Hd, q = sq_dec_query_width(m);
   sq_ref h = sq_at(ws->h, 0);
   const step_row r = step_row_of(m, ws);
   const int sce = r.sce, ld_x = r.ld;
@@ -180,13 +177,13 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
     SQ_TRY(sq_embedding_device_ids(ctx, n, D, V, ids, m->dec_emb, emb, ld_x));
   }
 
-  const int stacked = ws->wstack != NULL;
+  const int stacked = ws->wstack.buf != NULL;
   if (stacked) {
     /* ghq = s_{t-1} [W_hh ; W_q]^T: the recurrent half of the GRU and the query
      * in one GEMM (the GRU reads s_{t-1} only through W_hh s, and s is not
      * updated before the gates run). */
     const int ld = Hd3 + q;
-    SQ_TRY(sq_gemm(ctx, 0, 1, n, ld, Hd, 1.0f, h, Hd, 0, sq_at(ws->wstack, 0), Hd, 0, 0.0f,
+    SQ_TRY(sq_gemm(ctx, 0, 1, n, ld, Hd, 1.0f, h, Hd, 0, ws->wstack, Hd, 0, 0.0f,
                    sq_at(ws->ghq, 0), ld, 0, 1));
   }
   if (c->score != SQ_SCORE_NONE)

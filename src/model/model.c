@@ -157,13 +157,19 @@ static void swap_w_ih(const seqcl_model *m, const float *w_ih, float *out) {
   }
 }
 
+/* [W_hh ; W_q] of the decoder, [3H_d + q, H_d] (decoder.c's stacked GEMM). */
+static size_t w_hhq_count(const seqcl_model *m) {
+  const size_t Hd = (size_t)m->cfg.dec_hidden;
+  return (3 * Hd + (size_t)sq_dec_query_width(m)) * Hd;
+}
+
 static size_t aligned(size_t n) { return (n + WEIGHT_ALIGN - 1) / WEIGHT_ALIGN * WEIGHT_ALIGN; }
 
 /* Converts every found tensor into one host array (and the derived W_ih_ce)
  * and uploads it. */
 static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
-  size_t total = aligned(w_ih_ce_count(m));
-  m->dec_w_ih_ce = sq_none();
+  size_t total = aligned(w_ih_ce_count(m)) + aligned(w_hhq_count(m));
+  m->dec_w_ih_ce = m->dec_w_hhq = sq_none();
   for (size_t k = 0; k < l->count; k++) {
     *l->v[k].dst = sq_none();
     if (l->v[k].found) total += aligned(l->v[k].found->nelem);
@@ -178,31 +184,53 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
     free(host);
     return sq_fail_wrap(m->ctx, st, "%s: weights (%zu bytes)", f->path, total * sizeof(float));
   }
-  size_t off = 0, w_ih_off = 0;
+  size_t off = 0, w_ih_off = 0, w_hh_off = 0, w_q_off = 0;
   for (size_t k = 0; k < l->count; k++) {
     const sq_st_tensor *t = l->v[k].found;
     if (!t) continue;
     sq_st_to_f32(f, t, host + off);
+    st = sq_model_round_weights(m, f->path, t->name, host + off, t->nelem);
+    if (st != SEQCL_OK) {
+      free(host);
+      return st;
+    }
     *l->v[k].dst = sq_at(m->weights, off);
     if (l->v[k].dst == &m->dec.w_ih) w_ih_off = off;
+    if (l->v[k].dst == &m->dec.w_hh) w_hh_off = off;
+    if (l->v[k].dst == &m->query_w) w_q_off = off;
     off += aligned(t->nelem);
   }
   if (w_ih_ce_count(m)) {
     swap_w_ih(m, host + w_ih_off, host + off);
     m->dec_w_ih_ce = sq_at(m->weights, off);
+    off += aligned(w_ih_ce_count(m));
   }
+  const size_t hh = (size_t)3 * m->cfg.dec_hidden * m->cfg.dec_hidden;
+  memcpy(host + off, host + w_hh_off, hh * sizeof(float));
+  memcpy(host + off + hh, host + w_q_off, (w_hhq_count(m) - hh) * sizeof(float));
+  m->dec_w_hhq = sq_at(m->weights, off);
   st = sq_write(m->ctx, sq_at(m->weights, 0), host, total * sizeof(float));
   free(host);
+  if (st == SEQCL_OK) st = sq_model_halfwidth_copy(m, m->weights);
   if (st == SEQCL_OK) st = sq_finish(m->ctx);
   return st;
 }
 
 seqcl_status seqcl_model_load(seqcl_ctx *ctx, const char *dir, seqcl_model **out) {
+  return seqcl_model_load_with(ctx, dir, NULL, out);
+}
+
+seqcl_status seqcl_model_load_with(seqcl_ctx *ctx, const char *dir,
+                                   const seqcl_model_options *opts, seqcl_model **out) {
   if (!out) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_load: out is NULL");
   *out = NULL;
   if (!ctx || !dir)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_load: ctx or dir is NULL");
   sq_clear_message();
+  seqcl_model_options defaults;
+  seqcl_model_options_init(&defaults);
+  if (!opts) opts = &defaults;
+  SQ_TRY(sq_model_precision_usable(ctx, opts->precision, dir));
   seqcl_model *m = calloc(1, sizeof *m);
   char *cfg_path = sq_path_join(dir, "config.json");
   char *st_path = sq_path_join(dir, "model.safetensors");
@@ -214,6 +242,7 @@ seqcl_status seqcl_model_load(seqcl_ctx *ctx, const char *dir, seqcl_model **out
     goto done;
   }
   m->ctx = ctx;
+  m->precision = opts->precision;
   st = sq_config_load(cfg_path, &m->cfg);
   if (st != SEQCL_OK) goto done;
   m->He = sq_config_enc_width(&m->cfg);

@@ -306,40 +306,6 @@ seqcl_status sq_st_read(const char *path, int allow_i32, sq_st_file **out) {
   return parse_impl(buf, len, path, allow_i32, buf, out);
 }
 
-/* IEEE binary16 -> binary32, exact for every input (subnormals normalised,
- * inf kept, NaN payloads kept in the high mantissa bits). */
-static uint32_t half_to_bits(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return sign | 0x7f800000u | (mant << 13);
-  if (exp == 0) {
-    if (mant == 0) return sign;
-    int shift = 0;
-    while (!(mant & 0x400u)) {
-      mant <<= 1;
-      shift++;
-    }
-    mant &= 0x3ffu;
-    return sign | ((uint32_t)(113 - shift) << 23) | (mant << 13);
-  }
-  return sign | ((exp + 112u) << 23) | (mant << 13);
-}
-
-float sq_half_to_float(uint16_t h) {
-  uint32_t bits = half_to_bits(h);
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-float sq_bf16_to_float(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 size_t sq_st_first_non_finite(const sq_st_file *f, const sq_st_tensor *t) {
   if (!f || !t) return SIZE_MAX;
   const unsigned char *p = f->data + t->begin;

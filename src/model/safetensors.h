@@ -8,6 +8,8 @@
 
 #include <seqcl/seqcl.h>
 
+#include "core/halfwidth.h" /* sq_half_to_float, sq_bf16_to_float */
+
 #define SQ_ST_MAX_DIMS 8
 #define SQ_ST_MAX_HEADER (100u * 1000u * 1000u) /* 100 MB, the format's own limit */
 
@@ -52,9 +54,6 @@ seqcl_status sq_st_check_finite(const sq_st_file *f, const sq_st_tensor *t);
 void sq_st_to_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst);
 /* Copies an I32 tensor into dst (t->nelem values); -1 when t is not I32. */
 int sq_st_to_i32(const sq_st_file *f, const sq_st_tensor *t, int32_t *dst);
-/* Exact conversions of one IEEE half / bfloat16 value (subnormals, inf, NaN kept). */
-float sq_half_to_float(uint16_t h);
-float sq_bf16_to_float(uint16_t h);
 
 /* Writing: F32 tensors only, written to a temporary file in the same folder and
  * renamed into place, so a failure leaves nothing at path. */

@@ -32,9 +32,24 @@ struct seqcl_model {
   /* output "state_context" only: W_ih with its [embedding | context] column
    * blocks swapped to [context | embedding] (model.c), else sq_none() */
   sq_ref dec_w_ih_ce;
+  /* [W_hh ; W_q] ([3H_d + q, H_d], q = sq_dec_query_width): both products
+   * that read s_{t-1} as one GEMM (decoder.c), derived at load like W_ih_ce */
+  sq_ref dec_w_hhq;
   seqcl_progress_fn progress; /* seqcl_model_set_progress (NULL: none) */
   void *progress_user;
+  seqcl_precision precision; /* the weights' width (precision.c) */
 };
+
+/* Reduced precision (precision.c). Whether ctx's device runs precision p
+ * (SEQCL_ERR_UNSUPPORTED naming the device otherwise; F32 always runs). */
+seqcl_status sq_model_precision_usable(seqcl_ctx *ctx, seqcl_precision p, const char *dir);
+/* Rounds n weights of tensor `tensor` (of file `path`) to the model's width in
+ * place; SEQCL_ERR_BAD_MODEL naming the tensor and element when one is beyond
+ * the width's range. Nothing to do at F32. */
+seqcl_status sq_model_round_weights(const seqcl_model *m, const char *path, const char *tensor,
+                                    float *w, size_t n);
+/* Gives buf (holding rounded weights) its 16-bit copy for the products. */
+seqcl_status sq_model_halfwidth_copy(const seqcl_model *m, sq_buf *buf);
 
 /* Calls the model's progress hook; SEQCL_ERR_CANCELLED when it asks to stop. */
 seqcl_status sq_model_progress(seqcl_model *m, size_t done, size_t total);
@@ -72,11 +87,12 @@ typedef struct sq_dec_ws {
   sq_buf *xin;    /* GRU input [n, D + He]: embedding at 0, context at D */
   sq_buf *qp;     /* projected query [n, A or He] (general/additive) */
   sq_buf *gru_ws; /* 6 n H_d */
-  /* Both GEMMs that read s_{t-1} as one: W_hh (3H_d rows) stacked over W_q
-   * (q rows, additive/general), copied once per workspace; ghq [n, 3H_d + q]
-   * receives W_hh s (for the gates) and the projected query side by side. */
-  sq_buf *wstack; /* [3H_d + q, H_d] */
-  sq_buf *ghq;    /* [n, 3H_d + q] */
+  /* Both GEMMs that read s_{t-1} as one: the model's [W_hh ; W_q] (W_hh's 3H_d
+   * rows over W_q's q, additive/general; sq_none() when SQ_ABL_STACK_QUERY
+   * turns it off); ghq [n, 3H_d + q] receives W_hh s (for the gates) and the
+   * projected query side by side. */
+  sq_ref wstack; /* = m->dec_w_hhq, or sq_none() */
+  sq_buf *ghq;   /* [n, 3H_d + q] */
   sq_buf *abl_scores, *abl_alpha; /* [n, S]: only with SQ_ABL_FUSED_ATTN */
   /* output "state_context" with the stacked GEMM: the step's row [s | c | e]
    * [n, H_d + He + D] in place of xin, so that the output product reads
@@ -85,6 +101,9 @@ typedef struct sq_dec_ws {
 } sq_dec_ws;
 
 seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws);
+/* Rows of W_q the decoder projects s_{t-1} with: A (additive), H_e (general),
+ * 0 for the dot scores (they read s itself) and "none". */
+int sq_dec_query_width(const seqcl_model *m);
 void sq_dec_ws_free(sq_dec_ws *ws);
 /* ws->h = e->s0; score "none": the context columns of ws->xin = e->fixed, which
  * no step overwrites, so a step costs no attention at all. */

@@ -82,3 +82,23 @@ void sq_run_tasks(seqcl_ctx *ctx, int n, void (*fn)(void *arg, int task), void *
   }
   for (int i = 0; i < n; i++) fn(arg, i);
 }
+
+int sq_halfwidth_supported(seqcl_ctx *ctx) {
+  const sq_backend_ops *o = OPS(ctx);
+  return o->halfwidth_copy && o->supports && o->supports(BE(ctx), SQ_CAP_HALFWIDTH);
+}
+
+seqcl_status sq_buf_halfwidth(seqcl_ctx *ctx, sq_buf *buf, sq_halfwidth width) {
+  static const char op[] = "sq_buf_halfwidth";
+  SQ_CHK(sq_chk_ctx(ctx, op));
+  if (!buf || buf->be != BE(ctx))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: no buffer of this context", op);
+  if (width != SQ_HALF_BF16 && width != SQ_HALF_F16)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: width %d is not bf16 or f16", op,
+                   (int)width);
+  if (!sq_halfwidth_supported(ctx))
+    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED,
+                   "%s: 16-bit weights are not available on the %s backend of %s", op,
+                   OPS(ctx)->name, ctx->info.selector);
+  return OPS(ctx)->halfwidth_copy(BE(ctx), buf, (int)width);
+}

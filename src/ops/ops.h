@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "core/ctx.h"
+#include "core/halfwidth.h"
 
 static inline sq_backend *sq_be(seqcl_ctx *ctx) { return ctx->be; }
 
@@ -30,6 +31,11 @@ seqcl_status sq_finish(seqcl_ctx *ctx);
  * run_tasks, backend.h), else in order; fn must not fail (it keeps its
  * status for the caller). */
 void sq_run_tasks(seqcl_ctx *ctx, int n, void (*fn)(void *arg, int task), void *arg);
+/* Reduced precision: whether ctx's backend keeps 16-bit copies of weights for
+ * its products, and giving buf (whose floats are already rounded to width)
+ * such a copy (the halfwidth_copy slot, backend.h). */
+int sq_halfwidth_supported(seqcl_ctx *ctx);
+seqcl_status sq_buf_halfwidth(seqcl_ctx *ctx, sq_buf *buf, sq_halfwidth width);
 
 /* ---- linear (linear.c) ---- */
 seqcl_status sq_gemm(seqcl_ctx *ctx, int ta, int tb, int M, int N, int K, float alpha, sq_ref A,

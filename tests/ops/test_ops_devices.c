@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "check/oplist.h"
+#include "ops/ops.h"
 #include "oracle.h"
 #include "test_devices.h"
 
@@ -37,6 +38,10 @@ static void run_op_on_device(void **state) {
     const char *verdict = r.verdict == SQ_PASS ? "pass" : r.verdict == SQ_SKIP ? "UNSUPPORTED" : "FAIL";
     printf("  %-10s %-22s %-44s worst %.3g (tol %.3g, %.3f of it) %s\n", t->info->selector,
            t->op->name, t->op->shapes[i], r.worst_err, r.worst_tol, r.worst_ratio, verdict);
+    /* the one sanctioned skip: reduced-precision cases where the device has no
+     * 16-bit products (any other unsupported case is a failure) */
+    const int may_skip = strstr(t->op->shapes[i], "half=") && !sq_halfwidth_supported(t->ctx);
+    if (r.verdict == SQ_SKIP && may_skip) continue;
     if (r.verdict != SQ_PASS) {
       failed++;
       printf("    %s\n    reproduce: seqcl check --device %s --op %s --shape %s --seed 0\n",

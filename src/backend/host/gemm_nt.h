@@ -3,6 +3,8 @@
 #ifndef SQ_BACKEND_HOST_GEMM_NT_H
 #define SQ_BACKEND_HOST_GEMM_NT_H
 
+#include <stdint.h>
+
 /* Whether this CPU runs the own kernel (AVX-512F; detected once). */
 int sq_gemm_nt_available(void);
 
@@ -10,5 +12,11 @@ int sq_gemm_nt_available(void);
  * read (it may hold anything). */
 void sq_gemm_nt(int M, int N, int K, float alpha, const float *a, int lda, const float *b,
                 int ldb, float beta, float *c, int ldc);
+
+/* The same product with B held as 16-bit values (width: core/halfwidth.h's
+ * SQ_HALF_BF16 or SQ_HALF_F16), widened exactly on load: the bits sq_gemm_nt
+ * gives for a float32 B of the same values. */
+void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
+                     const uint16_t *b, int ldb, int width, float beta, float *c, int ldc);
 
 #endif

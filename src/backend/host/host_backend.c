@@ -17,6 +17,7 @@
 #include "backend/host/pool.h"
 #include "core/ctx.h"
 #include "core/fault.h"
+#include "core/halfwidth.h"
 
 /* Cache-line alignment keeps every row start that is a multiple of 16 floats
  * aligned for the vector loads. */
@@ -36,20 +37,46 @@ static seqcl_status host_buf_alloc(sq_backend *be, size_t bytes, sq_buf **out) {
   buf->be = be;
   buf->bytes = bytes;
   buf->ptr = mem;
+  buf->half = NULL;
+  buf->half_width = SQ_HALF_NONE;
   *out = buf;
   return SEQCL_OK;
+}
+
+static void drop_half(sq_buf *buf) {
+  free(buf->half);
+  buf->half = NULL;
+  buf->half_width = SQ_HALF_NONE;
 }
 
 static void host_buf_free(sq_backend *be, sq_buf *buf) {
   (void)be;
   if (!buf) return;
+  free(buf->half);
   free(buf->ptr);
   free(buf);
 }
 
 static seqcl_status host_write(sq_backend *be, sq_ref dst, const void *src, size_t bytes) {
   (void)be;
+  if (dst.buf->half) drop_half(dst.buf);
   if (bytes) memcpy(sq_host_f32(dst), src, bytes);
+  return SEQCL_OK;
+}
+
+static seqcl_status host_halfwidth_copy(sq_backend *be, sq_buf *buf, int width) {
+  const size_t n = buf->bytes / sizeof(float);
+  uint16_t *half = malloc((n ? n : 1) * sizeof *half);
+  if (!half || sq_fault_hit(SQ_FAULT_ALLOC)) {
+    free(half);
+    return sq_fail(be->ctx, SEQCL_ERR_OUT_OF_MEMORY,
+                   "host backend: cannot allocate the 16-bit copy of %zu floats", n);
+  }
+  const float *f = buf->ptr;
+  for (size_t i = 0; i < n; i++) half[i] = sq_halfwidth_bits(f[i], (sq_halfwidth)width);
+  drop_half(buf);
+  buf->half = half;
+  buf->half_width = width;
   return SEQCL_OK;
 }
 
@@ -75,6 +102,7 @@ static void copy_part(void *arg, int p) {
 
 static seqcl_status host_copy(sq_backend *be, sq_ref dst, sq_ref src, size_t count) {
   (void)be;
+  if (dst.buf->half) drop_half(dst.buf);
   copy_job j = {sq_host_f32(dst), sq_host_f32(src), 1, count};
   /* Ranges in the same buffer may overlap: memmove, on one thread. Disjoint
    * ranges are split across the pool (a large copy is memory-bound, and one
@@ -110,6 +138,7 @@ static void fill_part(void *arg, int p) {
 /* Split across the pool like a copy: training clears its gradients and
  * backward buffers every step, megabytes at a time. */
 static seqcl_status host_fill(sq_backend *be, sq_ref dst, size_t count, float value) {
+  if (dst.buf->half) drop_half(dst.buf);
   fill_job j = {sq_host_f32(dst), value, 1, count};
   if (count <= (size_t)INT_MAX) j.parts = sq_pool_parts(be, (int)(count / 1024), (double)count);
   if (count) sq_pool_run(j.parts, fill_part, &j);
@@ -118,6 +147,7 @@ static seqcl_status host_fill(sq_backend *be, sq_ref dst, size_t count, float va
 
 static seqcl_status host_fill_i32(sq_backend *be, sq_ref dst, size_t count, int32_t value) {
   (void)be;
+  if (dst.buf->half) drop_half(dst.buf);
   int32_t *restrict d = sq_host_i32(dst);
   for (size_t i = 0; i < count; i++) d[i] = value;
   return SEQCL_OK;
@@ -155,6 +185,7 @@ static int host_supports(const sq_backend *be, sq_backend_cap cap) {
   switch (cap) {
   case SQ_CAP_OWN_GEMM: return sq_gemm_nt_available(); /* the AVX-512 product */
   case SQ_CAP_THREADS: return 1;
+  case SQ_CAP_HALFWIDTH: return sq_gemm_nt_available(); /* its 16-bit forms */
   }
   return 0;
 }
@@ -185,6 +216,7 @@ static const sq_backend_ops host_ops = {
     .fill = host_fill,
     .fill_i32 = host_fill_i32,
     .finish = host_finish,
+    .halfwidth_copy = host_halfwidth_copy,
     /* the op slots: sq_host_<name> of every line of backend/slots.def (no
      * argmax_greedy: on the host the two slots cost no extra launch) */
 #define SQ_SLOT(name, params) .name = sq_host_##name,

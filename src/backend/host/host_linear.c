@@ -54,6 +54,8 @@ typedef struct gemm_job {
   int own; /* sq_gemm_nt instead of OpenBLAS */
   float alpha, beta;
   const float *a, *b;
+  const uint16_t *b16; /* own only: B's 16-bit copy (sq_buf.half), else NULL */
+  int b16_width;
   float *c;
   size_t sa, sb, sc;
 } gemm_job;
@@ -62,7 +64,10 @@ typedef struct gemm_job {
  * uninitialised. One row (decoding at batch 1) runs as a GEMV, which OpenBLAS
  * runs at several times sgemm's speed for this shape. */
 static void gemm_one(const gemm_job *g, int M, int N, const float *a, const float *b, float *c) {
-  if (g->own)
+  if (g->own && g->b16) /* the same values as b, read as 16-bit ones */
+    sq_gemm_nt_half(M, N, g->K, g->alpha, a, g->lda, g->b16 + (b - g->b), g->ldb, g->b16_width,
+                    g->beta, c, g->ldc);
+  else if (g->own)
     sq_gemm_nt(M, N, g->K, g->alpha, a, g->lda, b, g->ldb, g->beta, c, g->ldc);
   else if (M == 1 && g->tb && !g->ta)
     cblas_sgemv(CblasRowMajor, CblasNoTrans, N, g->K, g->alpha, b, g->ldb, a, 1, g->beta, c, 1);
@@ -113,6 +118,10 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
    * on the thread count. `seqcl bench` shows both. */
   g.own = !ta && tb && M <= own_max_rows() && sq_gemm_nt_available() &&
           !(sq_ablated(be->ctx) & SQ_ABL_SMALL_GEMM);
+  if (g.own && B.buf->half) {
+    g.b16 = B.buf->half + B.off;
+    g.b16_width = B.buf->half_width;
+  }
   const double work = (double)M * N * K * batch;
   const int most = sq_pool_parts(be, batch > M ? (batch > N ? batch : N) : (M > N ? M : N), work);
   if (most > 1 && batch >= most) {

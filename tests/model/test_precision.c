@@ -1,0 +1,322 @@
+/* Reduced precision (seqcl_model_options.precision): the 16-bit conversions
+ * themselves, over every 16-bit pattern; a bf16/f16 model computing exactly
+ * what the float32 path computes for the same rounded weights (forward logits
+ * bit for bit, greedy tokens equal), on golden models of several layouts; the
+ * agreement rule against the unrounded float32 model (logits within 1e-2 of
+ * each row's largest |logit|); and the refusals: a weight beyond binary16's
+ * range names its tensor, a device without the 16-bit products says so,
+ * before anything is uploaded. Exits 77 (skip) on a CPU without AVX-512F. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include <seqcl/seqcl.h>
+
+#include "../harden/harden_util.h"
+#include "core/halfwidth.h"
+#include "model/safetensors.h"
+#include "model/tokens.h"
+#include "ops/ops.h"
+
+#ifndef GOLDEN_DIR
+#define GOLDEN_DIR "tests/golden"
+#endif
+#define AGREE_REL 1e-2
+
+static const char *const fixtures[] = {"bi1_additive_final_ctx", "bi2_general_nobias_zeros_ctx",
+                                       "bi1_dot_bridge_state", "bi2_scaled_dot_zeros_state"};
+
+/* ---- the conversions ---- */
+
+static uint32_t bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+/* Every bfloat16 pattern widens and narrows back to itself; the midpoint
+ * between two neighbours rounds to the even one, a hair above it up, a hair
+ * below it down. */
+static void test_bf16_all_patterns(void **state) {
+  (void)state;
+  for (uint32_t h = 0; h < 0x10000u; h++) {
+    const float f = sq_bf16_to_float((uint16_t)h);
+    if (isnan(f)) {
+      assert_true(isnan(sq_bf16_to_float(sq_float_to_bf16(f))));
+      continue;
+    }
+    assert_int_equal(sq_float_to_bf16(f), h);
+    if ((h & 0x7fffu) >= 0x7f7fu) continue; /* the largest finite and inf: no upper neighbour */
+    const uint32_t mid = (h << 16) | 0x8000u, up = mid + 1, down = mid - 1;
+    float fm, fu, fd;
+    memcpy(&fm, &mid, 4), memcpy(&fu, &up, 4), memcpy(&fd, &down, 4);
+    assert_int_equal(sq_float_to_bf16(fm), (h & 1u) ? h + 1 : h);
+    assert_int_equal(sq_float_to_bf16(fu), h + 1);
+    assert_int_equal(sq_float_to_bf16(fd), h);
+  }
+  assert_int_equal(sq_float_to_bf16(INFINITY), 0x7f80u);
+  assert_int_equal(sq_float_to_bf16(3.4e38f), 0x7f80u); /* rounds past the largest: inf */
+}
+
+/* Every binary16 pattern likewise; midpoints computed in double (exact). */
+static void test_f16_all_patterns(void **state) {
+  (void)state;
+  for (uint32_t h = 0; h < 0x10000u; h++) {
+    const float f = sq_half_to_float((uint16_t)h);
+    if (isnan(f)) {
+      assert_true(isnan(sq_half_to_float(sq_float_to_half(f))));
+      continue;
+    }
+    assert_int_equal(sq_float_to_half(f), h);
+    if ((h & 0x7fffu) >= 0x7bffu) continue; /* 65504 and inf */
+    const double next = sq_half_to_float((uint16_t)(h + 1)); /* away from 0 for either sign */
+    const float mid = (float)((f + next) / 2); /* exact: 12 significant bits */
+    assert_int_equal(sq_float_to_half(mid), (h & 1u) ? h + 1 : h);
+    assert_int_equal(sq_float_to_half(nextafterf(mid, (float)next)), h + 1);
+    assert_int_equal(sq_float_to_half(nextafterf(mid, f)), h);
+  }
+  assert_int_equal(sq_float_to_half(65519.0f), 0x7bffu); /* below the midpoint to inf */
+  assert_int_equal(sq_float_to_half(65520.0f), 0x7c00u); /* the midpoint ties to even: inf */
+  assert_int_equal(sq_float_to_half(-1e6f), 0xfc00u);
+  assert_int_equal(sq_float_to_half(1e-9f), 0); /* below half the smallest subnormal */
+  assert_int_equal(bits(sq_round_halfwidth(0.1f, SQ_HALF_NONE)), bits(0.1f));
+}
+
+/* ---- models ---- */
+
+/* A copy of a golden model folder with every weight rounded to width w
+ * (poke: also one weight of `poke_tensor` set to poke_value, unrounded). */
+static void write_model(const char *from, const char *to, sq_halfwidth w, const char *poke_tensor,
+                        float poke_value) {
+  char path[8400];
+  snprintf(path, sizeof path, "%s/config.json", from);
+  FILE *in = fopen(path, "rb");
+  assert_non_null(in);
+  char cfg[65536];
+  size_t n = fread(cfg, 1, sizeof cfg, in);
+  fclose(in);
+  snprintf(path, sizeof path, "%s/config.json", to);
+  FILE *out = fopen(path, "wb");
+  assert_non_null(out);
+  assert_int_equal(fwrite(cfg, 1, n, out), n);
+  fclose(out);
+  snprintf(path, sizeof path, "%s/model.safetensors", from);
+  sq_st_file *f = NULL;
+  assert_int_equal(sq_st_read(path, 0, &f), SEQCL_OK);
+  sq_st_out *t = calloc(f->count, sizeof *t);
+  float **data = calloc(f->count, sizeof *data);
+  for (size_t k = 0; k < f->count; k++) {
+    const sq_st_tensor *s = &f->tensors[k];
+    data[k] = malloc((s->nelem ? s->nelem : 1) * sizeof(float));
+    sq_st_to_f32(f, s, data[k]);
+    for (size_t i = 0; i < s->nelem; i++) data[k][i] = sq_round_halfwidth(data[k][i], w);
+    if (poke_tensor && !strcmp(s->name, poke_tensor)) data[k][s->nelem / 2] = poke_value;
+    t[k].name = s->name;
+    t[k].ndim = s->ndim;
+    memcpy(t[k].shape, s->shape, sizeof t[k].shape);
+    t[k].data = data[k];
+  }
+  snprintf(path, sizeof path, "%s/model.safetensors", to);
+  assert_int_equal(sq_st_write(path, t, f->count), SEQCL_OK);
+  for (size_t k = 0; k < f->count; k++) free(data[k]);
+  free(data);
+  free(t);
+  sq_st_free(f);
+}
+
+static void read_ids(const char *dir, const char *name, int vocab, sq_seqs *out) {
+  char path[8400];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  assert_int_equal(sq_tokens_read(path, vocab, NULL, out), SEQCL_OK);
+}
+
+static seqcl_model *load(seqcl_ctx *ctx, const char *dir, seqcl_precision p) {
+  seqcl_model_options o;
+  seqcl_model_options_init(&o);
+  o.precision = p;
+  seqcl_model *m = NULL;
+  seqcl_status st = seqcl_model_load_with(ctx, dir, &o, &m);
+  if (st != SEQCL_OK) fail_msg("loading %s at %s: %s", dir, seqcl_precision_name(p),
+                               seqcl_last_message());
+  assert_int_equal(seqcl_model_precision(m), p);
+  return m;
+}
+
+typedef struct run {
+  seqcl_forward_result *fw;
+  seqcl_decode_result *greedy;
+} run;
+
+static run run_model(seqcl_model *m, const sq_seqs *src, const sq_seqs *tgt) {
+  run r = {0};
+  seqcl_seqs s = {src->count, src->ids, src->offsets}, t = {tgt->count, tgt->ids, tgt->offsets};
+  assert_int_equal(seqcl_model_forward(m, &s, &t, 0, &r.fw), SEQCL_OK);
+  seqcl_decode_options o;
+  seqcl_decode_options_init(&o);
+  o.max_steps = 30;
+  assert_int_equal(seqcl_model_decode(m, &s, &o, &r.greedy), SEQCL_OK);
+  return r;
+}
+
+static void free_run(run *r) {
+  seqcl_forward_result_free(r->fw);
+  seqcl_decode_result_free(r->greedy);
+}
+
+static int same_tokens(const seqcl_decode_result *a, const seqcl_decode_result *b, size_t i) {
+  const size_t na = a->offsets[i + 1] - a->offsets[i], nb = b->offsets[i + 1] - b->offsets[i];
+  return na == nb && !memcmp(a->ids + a->offsets[i], b->ids + b->offsets[i], na * sizeof(int32_t));
+}
+
+/* For each fixture and width: the reduced model equals the float32 model of
+ * the rounded weights bit for bit, and agrees with the unrounded one. */
+static void test_models(void **state) {
+  (void)state;
+  const char *tmp = hu_tmpdir;
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  const sq_halfwidth widths[] = {SQ_HALF_BF16, SQ_HALF_F16};
+  const seqcl_precision precs[] = {SEQCL_PRECISION_BF16, SEQCL_PRECISION_F16};
+  for (size_t fx = 0; fx < sizeof fixtures / sizeof fixtures[0]; fx++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", GOLDEN_DIR, fixtures[fx]);
+    seqcl_model *f32 = load(ctx, dir, SEQCL_PRECISION_F32);
+    sq_seqs src, tgt;
+    read_ids(dir, "src.txt", seqcl_model_src_vocab_size(f32), &src);
+    read_ids(dir, "tgt.txt", seqcl_model_tgt_vocab_size(f32), &tgt);
+    run ref = run_model(f32, &src, &tgt);
+    for (int wi = 0; wi < 2; wi++) {
+      char rounded[4200];
+      snprintf(rounded, sizeof rounded, "%s/%s_%d", tmp, fixtures[fx], wi);
+      assert_int_equal(mkdir(rounded, 0777), 0);
+      write_model(dir, rounded, widths[wi], NULL, 0);
+      seqcl_model *half = load(ctx, dir, precs[wi]);
+      seqcl_model *pre = load(ctx, rounded, SEQCL_PRECISION_F32);
+      run h = run_model(half, &src, &tgt), p = run_model(pre, &src, &tgt);
+      const seqcl_forward_result *a = h.fw, *b = p.fw, *r = ref.fw;
+      const size_t nl = a->N * (size_t)a->T * (size_t)a->V;
+      assert_int_equal(nl, b->N * (size_t)b->T * (size_t)b->V);
+      /* the same floats, bit for bit: the 16-bit copy holds the rounded values */
+      assert_memory_equal(a->logits, b->logits, nl * sizeof(float));
+      assert_memory_equal(&a->loss, &b->loss, sizeof a->loss);
+      size_t agree = 0;
+      for (size_t i = 0; i < src.count; i++) {
+        assert_true(same_tokens(h.greedy, p.greedy, i));
+        agree += same_tokens(h.greedy, ref.greedy, i);
+      }
+      /* the agreement rule against the unrounded weights, row by row */
+      double worst = 0;
+      for (size_t row = 0; row < a->N * (size_t)a->T; row++) {
+        const float *x = a->logits + row * (size_t)a->V, *y = r->logits + row * (size_t)r->V;
+        double big = 0, d = 0;
+        for (int v = 0; v < a->V; v++) {
+          big = fmax(big, fabs(y[v]));
+          d = fmax(d, fabs((double)x[v] - y[v]));
+        }
+        if (big > 0) worst = fmax(worst, d / big);
+      }
+      print_message("%-32s %s: logits within %.2e of each row's largest (rule %.0e); greedy "
+                    "%zu/%zu lines as float32\n",
+                    fixtures[fx], seqcl_precision_name(precs[wi]), worst, AGREE_REL, agree,
+                    src.count);
+      assert_true(worst <= AGREE_REL);
+      free_run(&h);
+      free_run(&p);
+      seqcl_model_free(half);
+      seqcl_model_free(pre);
+    }
+    free_run(&ref);
+    sq_seqs_free(&src);
+    sq_seqs_free(&tgt);
+    seqcl_model_free(f32);
+  }
+  seqcl_ctx_close(ctx);
+}
+
+/* A weight of 1e5 fits bfloat16 but not binary16: the f16 load names it. */
+static void test_f16_range(void **state) {
+  (void)state;
+  const char *tmp = hu_tmpdir;
+  char dir[4096], big[4200];
+  snprintf(dir, sizeof dir, "%s/%s", GOLDEN_DIR, fixtures[0]);
+  snprintf(big, sizeof big, "%s/big", tmp);
+  assert_int_equal(mkdir(big, 0777), 0);
+  write_model(dir, big, SQ_HALF_NONE, "decoder.output.weight", 1e5f);
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  seqcl_model_options o;
+  seqcl_model_options_init(&o);
+  o.precision = SEQCL_PRECISION_F16;
+  seqcl_model *m = NULL;
+  assert_int_equal(seqcl_model_load_with(ctx, big, &o, &m), SEQCL_ERR_BAD_MODEL);
+  assert_null(m);
+  assert_non_null(strstr(seqcl_last_message(), "decoder.output.weight"));
+  assert_non_null(strstr(seqcl_last_message(), "65504"));
+  o.precision = SEQCL_PRECISION_BF16;
+  assert_int_equal(seqcl_model_load_with(ctx, big, &o, &m), SEQCL_OK);
+  seqcl_model_free(m);
+  o.precision = (seqcl_precision)7;
+  assert_int_equal(seqcl_model_load_with(ctx, big, &o, &m), SEQCL_ERR_INVALID_ARGUMENT);
+  seqcl_ctx_close(ctx);
+  seqcl_precision p;
+  assert_int_equal(seqcl_precision_parse("bf16", &p), SEQCL_OK);
+  assert_int_equal(p, SEQCL_PRECISION_BF16);
+  assert_int_equal(seqcl_precision_parse("fp16", &p), SEQCL_ERR_INVALID_ARGUMENT);
+  assert_null(seqcl_precision_name((seqcl_precision)3));
+}
+
+/* OpenCL devices have no 16-bit products: refused with a message naming the
+ * device, nothing loaded. */
+static void test_opencl_refused(void **state) {
+  (void)state;
+  size_t n = 0;
+  seqcl_device_info *devs = hu_devices(&n); /* the host first, then OpenCL devices */
+  if (n < 2) {
+    free(devs);
+    skip();
+  }
+  const char *sel = devs[1].selector;
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open(sel, &ctx), SEQCL_OK);
+  seqcl_model_options o;
+  seqcl_model_options_init(&o);
+  o.precision = SEQCL_PRECISION_BF16;
+  seqcl_model *m = NULL;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/%s", GOLDEN_DIR, fixtures[0]);
+  assert_int_equal(seqcl_model_load_with(ctx, dir, &o, &m), SEQCL_ERR_UNSUPPORTED);
+  assert_null(m);
+  assert_non_null(strstr(seqcl_last_message(), sel));
+  seqcl_ctx_close(ctx);
+  free(devs);
+}
+
+int main(void) {
+  seqcl_ctx *ctx = NULL;
+  if (seqcl_ctx_open("cpu", &ctx) != SEQCL_OK) return 1;
+  const int usable = sq_halfwidth_supported(ctx);
+  seqcl_ctx_close(ctx);
+  const struct CMUnitTest conv[] = {
+      cmocka_unit_test(test_bf16_all_patterns),
+      cmocka_unit_test(test_f16_all_patterns),
+  };
+  int rc = cmocka_run_group_tests(conv, NULL, NULL);
+  if (!usable) {
+    fprintf(stderr, "this CPU has no AVX-512F: the reduced-precision models are skipped\n");
+    return rc ? rc : 77;
+  }
+  const struct CMUnitTest models[] = {
+      cmocka_unit_test_setup_teardown(test_models, hu_setup_tmpdir, hu_teardown_tmpdir),
+      cmocka_unit_test_setup_teardown(test_f16_range, hu_setup_tmpdir, hu_teardown_tmpdir),
+      cmocka_unit_test(test_opencl_refused),
+  };
+  return rc | cmocka_run_group_tests(models, NULL, NULL);
+}
