@@ -55,6 +55,11 @@ class Hypothesis(ctypes.Structure):
 ON_LINES = ctypes.CFUNCTYPE(c_int, c_void_p, c_size_t, c_size_t, P(Hypothesis), P(c_int), c_int)
 
 
+class ModelOptions(ctypes.Structure):
+    """seqcl_model_options."""
+    _fields_ = [("precision", ctypes.c_int)]
+
+
 class DecodeOptions(ctypes.Structure):
     _fields_ = [("max_steps", c_int), ("beam", c_int), ("length_penalty", c_double),
                 ("nbest", c_int), ("batch_size", c_int), ("want_alignments", c_int),
@@ -132,6 +137,10 @@ _API = {
     "seqcl_ctx_close": (None, [c_void_p]),
     "seqcl_ctx_device": (P(DeviceInfo), [c_void_p]),
     "seqcl_model_load": (c_int, [c_void_p, c_char_p, P(c_void_p)]),
+    "seqcl_model_load_with": (c_int, [c_void_p, c_char_p, P(ModelOptions), P(c_void_p)]),
+    "seqcl_model_options_init": (None, [P(ModelOptions)]),
+    "seqcl_precision_parse": (c_int, [c_char_p, P(c_int)]),
+    "seqcl_model_precision": (c_int, [c_void_p]),
     "seqcl_model_free": (None, [c_void_p]),
     "seqcl_model_get_config": (c_int, [c_void_p, P(ModelConfig)]),
     "seqcl_model_forward": (c_int, [c_void_p, P(Seqs), P(Seqs), c_int, P(P(ForwardResult))]),

@@ -100,10 +100,14 @@ class Model:
     # ---- making and saving -------------------------------------------------
 
     @classmethod
-    def load(cls, path, ctx=None):
+    def load(cls, path, ctx=None, precision="f32"):
         """Loads PATH/config.json and PATH/model.safetensors (and src.vocab /
         tgt.vocab when present) on ctx (a Context, or a selector; None =
-        SEQCL_DEVICE, else auto)."""
+        SEQCL_DEVICE, else auto). precision "bf16" or "f16" rounds every
+        weight to that width and has the products read 16-bit weights (the
+        host path on a CPU with AVX-512F; float32 arithmetic throughout)."""
+        if precision not in ("f32", "bf16", "f16"):
+            raise InvalidArgumentError(f"precision must be 'f32', 'bf16' or 'f16', not {precision!r}")
         if not isinstance(path, (str, os.PathLike)):
             raise InvalidArgumentError(f"model path must be a str or path, not {type(path).__name__}")
         path = os.fspath(path)
@@ -113,8 +117,16 @@ class Model:
         try:
             handle = ctypes.c_void_p()
             with ctx._lock:
-                _lib.check(_lib.lib().seqcl_model_load(ctx._handle(), path.encode("utf-8"),
-                                                       ctypes.byref(handle)), "seqcl_model_load")
+                L = _lib.lib()
+                opts = _lib.ModelOptions()
+                L.seqcl_model_options_init(ctypes.byref(opts))
+                p = ctypes.c_int()
+                _lib.check(L.seqcl_precision_parse(precision.encode(), ctypes.byref(p)),
+                           "seqcl_precision_parse")
+                opts.precision = p.value
+                _lib.check(L.seqcl_model_load_with(ctx._handle(), path.encode("utf-8"),
+                                                   ctypes.byref(opts), ctypes.byref(handle)),
+                           "seqcl_model_load")
             files = {}
             for name in _FILES:
                 p = os.path.join(path, name)

@@ -17,7 +17,7 @@ PAIRS = {"seqcl_device_info": _lib.DeviceInfo, "seqcl_model_config": _lib.ModelC
          "seqcl_decode_result": _lib.DecodeResult, "seqcl_train_event": _lib.TrainEvent,
          "seqcl_train_files_options": _lib.TrainFilesOptions,
          "seqcl_train_files_result": _lib.TrainFilesResult, "seqcl_check_row": _lib.CheckRow,
-         "seqcl_op_tensor": _lib.OpTensor}
+         "seqcl_op_tensor": _lib.OpTensor, "seqcl_model_options": _lib.ModelOptions}
 
 
 def test_struct_sizes(tmp_path):

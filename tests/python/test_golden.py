@@ -111,3 +111,28 @@ def test_inputs_as_arrays_and_tensors(ctx):
     same = [s for s in src if len(s) == len(src[0])]
     grid = np.array(same, dtype=np.int32)
     assert len(m.decode(grid, max_steps=fx["max_steps"]).tokens) == len(same)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "f16"])
+def test_precision(ctx, precision):
+    """A reduced-precision model on the host agrees with float32 within the
+    rule (1e-2 of each row's largest logit); OpenCL devices refuse it."""
+    d = os.path.join(GOLDEN, NAMES[0])
+    src, tgt = read_lines(os.path.join(d, "src.txt")), read_lines(os.path.join(d, "tgt.txt"))
+    if not ctx.selector.startswith("cpu"):
+        with pytest.raises(seqcl.UnsupportedError):
+            seqcl.Model.load(d, ctx, precision=precision)
+        return
+    try:
+        half = seqcl.Model.load(d, ctx, precision=precision)
+    except seqcl.UnsupportedError:
+        pytest.skip("this CPU has no AVX-512F")
+    full = seqcl.Model.load(d, ctx)
+    a, b = half.forward(src, tgt).logits, full.forward(src, tgt).logits
+    scale = np.max(np.abs(b), axis=-1, keepdims=True)
+    assert np.all(np.abs(a - b) <= 1e-2 * scale)
+    assert not np.array_equal(a, b)  # the weights really were rounded
+    with pytest.raises(seqcl.InvalidArgumentError):
+        seqcl.Model.load(d, ctx, precision="fp8")
+    half.close()
+    full.close()
