@@ -42,47 +42,38 @@ static uint32_t bits(float f) {
   return u;
 }
 
-/* Every bfloat16 pattern widens and narrows back to itself; the midpoint
- * between two neighbours rounds to the even one, a hair above it up, a hair
- * below it down. */
-static void test_bf16_all_patterns(void **state) {
-  (void)state;
+/* Every pattern of a 16-bit format widens and narrows back to itself; the
+ * midpoint between two neighbours (exact in float: one bit more than the
+ * format has) rounds to the even one, a float above it up, one below it down.
+ * largest: the pattern of the largest finite value (no upper neighbour). */
+static void check_all_patterns(float (*widen)(uint16_t), uint16_t (*narrow)(float),
+                               uint32_t largest) {
   for (uint32_t h = 0; h < 0x10000u; h++) {
-    const float f = sq_bf16_to_float((uint16_t)h);
+    const float f = widen((uint16_t)h);
     if (isnan(f)) {
-      assert_true(isnan(sq_bf16_to_float(sq_float_to_bf16(f))));
+      assert_true(isnan(widen(narrow(f))));
       continue;
     }
-    assert_int_equal(sq_float_to_bf16(f), h);
-    if ((h & 0x7fffu) >= 0x7f7fu) continue; /* the largest finite and inf: no upper neighbour */
-    const uint32_t mid = (h << 16) | 0x8000u, up = mid + 1, down = mid - 1;
-    float fm, fu, fd;
-    memcpy(&fm, &mid, 4), memcpy(&fu, &up, 4), memcpy(&fd, &down, 4);
-    assert_int_equal(sq_float_to_bf16(fm), (h & 1u) ? h + 1 : h);
-    assert_int_equal(sq_float_to_bf16(fu), h + 1);
-    assert_int_equal(sq_float_to_bf16(fd), h);
+    assert_int_equal(narrow(f), h);
+    if ((h & 0x7fffu) >= largest) continue;
+    const float next = widen((uint16_t)(h + 1)); /* away from 0 for either sign */
+    const float mid = (float)(((double)f + next) / 2);
+    assert_int_equal(narrow(mid), (h & 1u) ? h + 1 : h);
+    assert_int_equal(narrow(nextafterf(mid, next)), h + 1);
+    assert_int_equal(narrow(nextafterf(mid, f)), h);
   }
+}
+
+static void test_bf16_all_patterns(void **state) {
+  (void)state;
+  check_all_patterns(sq_bf16_to_float, sq_float_to_bf16, 0x7f7fu);
   assert_int_equal(sq_float_to_bf16(INFINITY), 0x7f80u);
   assert_int_equal(sq_float_to_bf16(3.4e38f), 0x7f80u); /* rounds past the largest: inf */
 }
 
-/* Every binary16 pattern likewise; midpoints computed in double (exact). */
 static void test_f16_all_patterns(void **state) {
   (void)state;
-  for (uint32_t h = 0; h < 0x10000u; h++) {
-    const float f = sq_half_to_float((uint16_t)h);
-    if (isnan(f)) {
-      assert_true(isnan(sq_half_to_float(sq_float_to_half(f))));
-      continue;
-    }
-    assert_int_equal(sq_float_to_half(f), h);
-    if ((h & 0x7fffu) >= 0x7bffu) continue; /* 65504 and inf */
-    const double next = sq_half_to_float((uint16_t)(h + 1)); /* away from 0 for either sign */
-    const float mid = (float)((f + next) / 2); /* exact: 12 significant bits */
-    assert_int_equal(sq_float_to_half(mid), (h & 1u) ? h + 1 : h);
-    assert_int_equal(sq_float_to_half(nextafterf(mid, (float)next)), h + 1);
-    assert_int_equal(sq_float_to_half(nextafterf(mid, f)), h);
-  }
+  check_all_patterns(sq_half_to_float, sq_float_to_half, 0x7bffu);
   assert_int_equal(sq_float_to_half(65519.0f), 0x7bffu); /* below the midpoint to inf */
   assert_int_equal(sq_float_to_half(65520.0f), 0x7c00u); /* the midpoint ties to even: inf */
   assert_int_equal(sq_float_to_half(-1e6f), 0xfc00u);
