@@ -157,6 +157,8 @@ static const char *const gemm_shapes[] = {
     "M=1,N=77,K=259,tb=1,pad=1,beta=0.5,half=2",
     "M=64,N=100,K=33,tb=1,pad=2,alpha=-0.75,beta=1,half=1",
     "M=13,N=61,K=7,tb=1,half=2",
+    "M=20,N=37,K=83,tb=1,pad=1,beta=1,half=1",
+    "M=24,N=130,K=100,tb=1,alpha=0.5,half=2",
     "M=131,N=29,K=47,tb=1,beta=0.5,pad=1,half=2",
     "M=1,N=4099,K=67,tb=1,alpha=2,half=1",
     "M=300,N=20,K=40,tb=1,half=1",
