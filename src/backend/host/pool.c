@@ -77,8 +77,15 @@ static long elapsed_ns(const struct timespec *t0) {
   return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
 }
 
+/* Set while this thread runs a task of a pooled job: a slot called from inside
+ * one finds the pool taken and would run its parts one after another, so
+ * sq_pool_parts gives it one part (no split paid for nothing). */
+static _Thread_local int in_task;
+
 static void run_claimed(int task) {
+  in_task = 1;
   job_fn(job_arg, task);
+  in_task = 0;
   atomic_fetch_sub(&pending, 1);
 }
 
@@ -168,6 +175,7 @@ void sq_pool_run(int tasks, sq_pool_fn fn, void *arg) {
 }
 
 int sq_pool_parts(const sq_backend *be, int items, double work) {
+  if (in_task) return 1;
   int parts = sq_host_threads();
   if (be && be->ctx) {
     const seqcl_ctx *ctx = be->ctx;

@@ -19,7 +19,8 @@ void sq_pool_run(int tasks, sq_pool_fn fn, void *arg);
  * one part per thread, but never parts of less than SQ_POOL_MIN_WORK, nor more
  * parts than items, nor more threads than be's context allows (its
  * SEQCL_THREADS setting), nor more than one when the pool is switched off
- * (SEQCL_THREADS=1, or the context's bench ablation). be (or its context)
+ * (SEQCL_THREADS=1, or the context's bench ablation), nor more than one
+ * inside a task of a pooled job (which runs its slots alone). be (or its context)
  * may be NULL: the pool's own limits only. */
 int sq_pool_parts(const sq_backend *be, int items, double work);
 
