@@ -5,7 +5,8 @@
 
 #include <stdint.h>
 
-/* Whether this CPU runs the own kernel (AVX-512F; detected once). */
+/* Whether this CPU runs the own kernel, i.e. has AVX-512F (detected once;
+ * the other AVX-512 loops of the host path ask here too). */
 int sq_gemm_nt_available(void);
 
 /* The product; only when sq_gemm_nt_available(). With beta = 0, C is not

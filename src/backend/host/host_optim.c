@@ -2,8 +2,8 @@
  * scaling and the Adam step, split across the host pool where they are long. */
 #include <limits.h>
 #include <math.h>
-#include <stdatomic.h>
 
+#include "backend/host/gemm_nt.h"
 #include "backend/host/host.h"
 #include "backend/host/pool.h"
 
@@ -112,14 +112,7 @@ __attribute__((target("avx512f"))) static int adam_avx512(const adam_job *j, int
 static void adam_range(void *arg, int lo, int hi) {
   const adam_job *j = arg;
 #ifdef ADAM_VECTOR
-  static atomic_int known = -1; /* a race only repeats the same answer */
-  int has = atomic_load(&known);
-  if (has < 0) {
-    __builtin_cpu_init();
-    has = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    atomic_store(&known, has);
-  }
-  if (has) lo = adam_avx512(j, lo, hi);
+  if (sq_gemm_nt_available()) lo = adam_avx512(j, lo, hi); /* the CPU runs AVX-512F */
 #endif
   adam_scalar(j, lo, hi);
 }
