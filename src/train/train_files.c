@@ -159,7 +159,8 @@ static seqcl_status check_trainable(seqcl_ctx *ctx, const sq_config *c, const ch
 }
 
 static seqcl_status load_config(seqcl_ctx *ctx, const char *dir, const char *file, sq_config *c) {
-  char *p = dir ? sq_path_join(dir, "config.json") : strdup(file);
+  /* exactly one of dir and file is given (a NULL file is never duplicated) */
+  char *p = dir ? sq_path_join(dir, "config.json") : file ? strdup(file) : NULL;
   if (!p) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
   seqcl_status st = sq_config_load(p, c);
   if (st == SEQCL_OK) st = check_trainable(ctx, c, p);
