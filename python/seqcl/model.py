@@ -106,8 +106,12 @@ class Model:
         SEQCL_DEVICE, else auto). precision "bf16" or "f16" rounds every
         weight to that width and has the products read 16-bit weights (the
         host path on a CPU with AVX-512F; float32 arithmetic throughout)."""
-        if precision not in ("f32", "bf16", "f16"):
+        if not isinstance(precision, str) or "\0" in precision:
             raise InvalidArgumentError(f"precision must be 'f32', 'bf16' or 'f16', not {precision!r}")
+        # the library's one name table decides (and names the accepted values)
+        prec = ctypes.c_int()
+        _lib.check(_lib.lib().seqcl_precision_parse(precision.encode(), ctypes.byref(prec)),
+                   "seqcl_precision_parse")
         if not isinstance(path, (str, os.PathLike)):
             raise InvalidArgumentError(f"model path must be a str or path, not {type(path).__name__}")
         path = os.fspath(path)
@@ -120,10 +124,7 @@ class Model:
                 L = _lib.lib()
                 opts = _lib.ModelOptions()
                 L.seqcl_model_options_init(ctypes.byref(opts))
-                p = ctypes.c_int()
-                _lib.check(L.seqcl_precision_parse(precision.encode(), ctypes.byref(p)),
-                           "seqcl_precision_parse")
-                opts.precision = p.value
+                opts.precision = prec.value
                 _lib.check(L.seqcl_model_load_with(ctx._handle(), path.encode("utf-8"),
                                                    ctypes.byref(opts), ctypes.byref(handle)),
                            "seqcl_model_load")
