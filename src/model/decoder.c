@@ -35,8 +35,8 @@ void sq_dec_ws_free(sq_dec_ws *ws) {
   memset(ws, 0, sizeof *ws);
 }
 
-/* The stacked GEMM's output [n, 3H_d + q]; its weights are the model's. */
-static seqcl_status stack_weights(seqcl_model *m, int q, sq_dec_ws *ws) {
+/* The stacked GEMM: its output [n, 3H_d + q] here, its weights the model's [W_hh ; W_q]. */
+static seqcl_status use_stacked(seqcl_model *m, int q, sq_dec_ws *ws) {
   const size_t Hd = (size_t)m->cfg.dec_hidden, n = (size_t)ws->n;
   SQ_TRY(sq_buf_alloc(m->ctx, n * (3 * Hd + q) * sizeof(float), &ws->ghq));
   ws->wstack = m->dec_w_hhq;
@@ -53,7 +53,7 @@ seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws) {
   if (st == SEQCL_OK && q) st = sq_buf_alloc(m->ctx, n * q * sizeof(float), &ws->qp);
   if (st == SEQCL_OK) st = sq_buf_alloc(m->ctx, 6 * n * Hd * sizeof(float), &ws->gru_ws);
   const unsigned off = sq_ablated(m->ctx);
-  if (st == SEQCL_OK && !(off & SQ_ABL_STACK_QUERY)) st = stack_weights(m, (int)q, ws);
+  if (st == SEQCL_OK && !(off & SQ_ABL_STACK_QUERY)) st = use_stacked(m, (int)q, ws);
   if (st == SEQCL_OK && ws->wstack.buf && m->dec_w_ih_ce.buf && !(off & SQ_ABL_OUTPUT_ONE_GEMM))
     st = sq_buf_alloc(m->ctx, n * (Hd + X) * sizeof(float), &ws->sce);
   if (st != SEQCL_OK) sq_dec_ws_free(ws);
