@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "backend/backend.h"
 #include "backend/host/pool.h"
 #include "backend/registry.h"
@@ -224,6 +225,10 @@ static void opencl_contexts_independent(void **state) {
   seqcl_ctx_close(a);
   seqcl_ctx_close(b);
 }
+/* main's list entry for it (an #ifdef cannot stand inside SQ_TEST_MAIN). */
+#define OPENCL_CONTEXT_TESTS cmocka_unit_test(opencl_contexts_independent),
+#else
+#define OPENCL_CONTEXT_TESTS
 #endif
 
 /* One spelling for filling options (seqcl_X_options_init); the earlier
@@ -251,16 +256,10 @@ static void options_init_spellings(void **state) {
   assert_int_equal(f.steps, 0); /* 1000, or on resume the checkpoint's total */
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(settings_defaults_and_values),
       cmocka_unit_test(bad_values_are_errors),
       cmocka_unit_test(registry_kinds),
       cmocka_unit_test(host_contexts_independent),
       cmocka_unit_test(options_init_spellings),
-#ifdef SEQCL_HAVE_OPENCL
-      cmocka_unit_test(opencl_contexts_independent),
-#endif
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      OPENCL_CONTEXT_TESTS)

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
+
 #include <seqcl/seqcl.h>
 
 /* 1 when a shared object whose path contains `name` is mapped into this process. */
@@ -185,12 +187,8 @@ static void test_env_read_once(void **state) {
   assert_non_null(strstr(seqcl_last_message(), "host (C + OpenBLAS)"));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(test_cpu_loads_no_runtime),
       cmocka_unit_test(test_host_first),
       cmocka_unit_test(test_opencl_numbering),
-      cmocka_unit_test(test_env_read_once),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test(test_env_read_once))

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "device/selector.h"
 
 /* host, then platform 0 = "Portable Computing Language" (CPU), platform 1 =
@@ -205,14 +206,10 @@ static void test_empty_list_auto(void **state) {
   assert_int_equal(count, 0);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test_setup(test_every_form, fresh_list),
       cmocka_unit_test_setup(test_leading_zero_index, fresh_list),
       cmocka_unit_test_setup(test_malformed, fresh_list),
       cmocka_unit_test_setup(test_no_match_lists_devices, fresh_list),
       cmocka_unit_test_setup(test_auto_preference, fresh_list),
-      cmocka_unit_test(test_empty_list_auto),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test(test_empty_list_auto))

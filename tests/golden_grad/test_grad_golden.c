@@ -31,6 +31,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "test_devices.h"
 
 #include "core/ctx.h"
@@ -179,7 +180,4 @@ static void test_grad_golden(void **state) {
   assert_true(compared > 0);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_grad_golden)};
-  return cmocka_run_group_tests(tests, test_devices_setup, test_devices_teardown);
-}
+SQ_TEST_MAIN(test_devices_setup, test_devices_teardown, cmocka_unit_test(test_grad_golden))

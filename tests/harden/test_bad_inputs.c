@@ -20,6 +20,7 @@
 
 #include <seqcl/seqcl.h>
 
+#include "../common/test_main.h"
 #include "harden_util.h"
 #include "model/config.h"
 #include "model/safetensors.h"
@@ -342,8 +343,7 @@ static int teardown(void **state) {
   return 0;
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(setup, teardown,
       cmocka_unit_test(test_non_finite_weights),
       cmocka_unit_test(test_non_finite_half),
       cmocka_unit_test(test_overflow_at_run_time),
@@ -353,7 +353,4 @@ int main(void) {
       cmocka_unit_test(test_ids_out_of_range),
       cmocka_unit_test(test_model_dir_missing_files),
       cmocka_unit_test(test_config_bos_out_of_vocab),
-      cmocka_unit_test(test_config_not_utf8),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+      cmocka_unit_test(test_config_not_utf8))

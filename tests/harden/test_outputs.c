@@ -29,6 +29,7 @@
 
 #include <math.h>
 
+#include "../common/test_main.h"
 #include "harden_util.h"
 
 static char root[256];     /* model, token files */
@@ -375,8 +376,7 @@ static int teardown(void **state) {
   return 0;
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(setup, teardown,
       cmocka_unit_test_setup(test_symlink_keeps_link, clean_out),
       cmocka_unit_test_setup(test_fifo_delivers, clean_out),
       cmocka_unit_test_setup(test_char_device_stays, clean_out),
@@ -384,7 +384,4 @@ int main(void) {
       cmocka_unit_test_setup(test_fail_fast, clean_out),
       cmocka_unit_test_setup(test_nothing_left, clean_out),
       cmocka_unit_test_setup(test_run_time_non_finite, clean_out),
-      cmocka_unit_test_setup(test_save_rules, clean_out),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+      cmocka_unit_test_setup(test_save_rules, clean_out))

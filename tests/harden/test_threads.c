@@ -19,6 +19,7 @@
 
 #include <seqcl/seqcl.h>
 
+#include "../common/test_main.h"
 #include "harden_util.h"
 #include "model/tokens.h"
 
@@ -158,7 +159,4 @@ static int teardown(void **state) {
   return 0;
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads)};
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+SQ_TEST_MAIN(setup, teardown, cmocka_unit_test(test_threads))

@@ -29,6 +29,18 @@ static inline seqcl_ctx *th_open(void) {
   return ctx;
 }
 
+/* Group fixtures of the tests that share one host context: th_open's context
+ * in *state (cmocka hands it to each test), closed after the last test. */
+static inline int th_setup_ctx(void **state) {
+  *state = th_open();
+  return 0;
+}
+
+static inline int th_teardown_ctx(void **state) {
+  seqcl_ctx_close(*state);
+  return 0;
+}
+
 /* xorshift64*: reproducible on every platform. */
 typedef struct th_rng {
   uint64_t s;

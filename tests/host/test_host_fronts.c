@@ -1,6 +1,7 @@
 /* Every validation error path of the op fronts (src/ops): exact status and a
  * message that names the op and the argument, plus one valid call per front
  * so that the checks are not stricter than the contract. */
+#include "../common/test_main.h"
 #include "host_test.h"
 
 enum { BIG = 4096 };
@@ -497,13 +498,9 @@ static void row_errors(void **state) {
                 "sq_cross_entropy: N = -3");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test_setup_teardown(memory_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(gemm_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(attention_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(gru_errors, setup, teardown),
-      cmocka_unit_test_setup_teardown(row_errors, setup, teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test_setup_teardown(row_errors, setup, teardown))

@@ -15,6 +15,7 @@
  *    element. The worst error per T is printed so growth with T is visible.
  * Outputs past each row's end must still hold exactly the 0 the caller wrote,
  * and a guard region after the output must be untouched. */
+#include "../common/test_main.h"
 #include "host_test.h"
 
 #define GUARD 64
@@ -263,21 +264,7 @@ static void gru_layer_short_rows_keep_state(void **state) {
   free_case(&c);
 }
 
-static int setup(void **state) {
-  *state = th_open();
-  return 0;
-}
-
-static int teardown(void **state) {
-  seqcl_ctx_close(*state);
-  return 0;
-}
-
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx,
       cmocka_unit_test(gru_cell_matches_reference),
       cmocka_unit_test(gru_layer_matches_reference),
-      cmocka_unit_test(gru_layer_short_rows_keep_state),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+      cmocka_unit_test(gru_layer_short_rows_keep_state))

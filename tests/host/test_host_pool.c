@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "backend/host/host_threads.h"
 #include "backend/host/pool.h"
 
@@ -147,11 +148,7 @@ static void split_arithmetic(void **state) {
   assert_int_equal(sq_pool_parts(NULL, 0, 1e9), 1);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(every_task_once),       cmocka_unit_test(nested_calls_run_inline),
       cmocka_unit_test(concurrent_callers),    cmocka_unit_test(jobs_after_idle),
-      cmocka_unit_test(pool_for_covers_range), cmocka_unit_test(split_arithmetic),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test(pool_for_covers_range), cmocka_unit_test(split_arithmetic))

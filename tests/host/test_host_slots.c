@@ -2,12 +2,11 @@
  * double-precision references: attention for every score kind, masked softmax,
  * context, the fused pass, argmax, log-softmax, cross-entropy, embedding.
  * eps = 2^-23. Tolerances are stated next to each comparison. */
+#include "../common/test_main.h"
 #include "backend/host/host_math.h"
 #include "host_test.h"
 
 #define EPS (1.0 / 8388608.0)
-
-static seqcl_ctx *g_ctx;
 
 static void check_close(const char *what, size_t i, double got, double want, double tol) {
   if (!(fabs(got - want) <= tol))
@@ -20,8 +19,7 @@ static void check_close(const char *what, size_t i, double got, double want, dou
  * [1/3, 2/3, 0] and [1/3, 4/3]. Row 1 masks position 2 through the mask, row 2
  * through its length. Tolerance: 4 eps relative (double-summed softmax). */
 static void hand_case_seed_000(void **state) {
-  (void)state;
-  seqcl_ctx *ctx = g_ctx;
+  seqcl_ctx *ctx = *state;
   const float e[9] = {0.0f, (float)log(2.0), (float)log(3.0), 0.0f, (float)log(2.0),
                       (float)log(3.0), 0.0f, (float)log(2.0), (float)log(3.0)};
   const float h[18] = {1, 0, 0, 2, 2, 2, 1, 0, 0, 2, 2, 2, 1, 0, 0, 2, 2, 2};
@@ -45,8 +43,7 @@ static void hand_case_seed_000(void **state) {
 
 /* Logits far beyond +-88 stay finite, rows sum to 1, invalid entries are 0. */
 static void softmax_extreme_logits(void **state) {
-  (void)state;
-  seqcl_ctx *ctx = g_ctx;
+  seqcl_ctx *ctx = *state;
   const float x[8] = {100.0f, -100.0f, 1e30f, 3e38f, -3e38f, 89.0f, 88.5f, 5.0f};
   const int32_t lens[2] = {4, 3};
   sq_buf *bx = th_buf(ctx, 8, x), *bl = th_buf(ctx, 2, lens), *by = th_buf(ctx, 8, NULL);
@@ -69,8 +66,7 @@ static void softmax_extreme_logits(void **state) {
 /* Attention for every score kind: scores vs a double reference, then the fused
  * pass vs the double softmax + context. N = 3, S = 7, He = 10, A = 6. */
 static void attention_all_kinds(void **state) {
-  (void)state;
-  seqcl_ctx *ctx = g_ctx;
+  seqcl_ctx *ctx = *state;
   enum { N = 3, S = 7, He = 10, A = 6 };
   th_rng r = th_seed(42);
   float q[N * He], keys[N * S * He], pk[N * S * A], qa[N * A], v[A], bv[1];
@@ -163,8 +159,7 @@ static void attention_all_kinds(void **state) {
 }
 
 static void rows_argmax_logsoftmax_ce_embedding(void **state) {
-  (void)state;
-  seqcl_ctx *ctx = g_ctx;
+  seqcl_ctx *ctx = *state;
   enum { N = 4, V = 9, D = 5 };
   th_rng r = th_seed(7);
   float x[N * V], bias[V], table[V * D];
@@ -233,8 +228,7 @@ static void rows_argmax_logsoftmax_ce_embedding(void **state) {
 /* Integer-filled GEMM (K max|a| max|b| <= 2^24) is exact, for every transpose
  * combination and with strided batches. */
 static void gemm_integer_exact(void **state) {
-  (void)state;
-  seqcl_ctx *ctx = g_ctx;
+  seqcl_ctx *ctx = *state;
   enum { M = 5, N = 7, K = 11, B = 3 };
   th_rng r = th_seed(3);
   float a[B * M * K], b[B * K * N], c[B * M * N];
@@ -312,8 +306,7 @@ static void vector_math_accuracy(void **state) {
  * around one chunk, one short of a full one, and a count whose chunks are
  * larger than the smallest. */
 static void sum_squares_exact(void **state) {
-  (void)state;
-  seqcl_ctx *ctx = g_ctx;
+  seqcl_ctx *ctx = *state;
   const size_t sizes[] = {1, 9, 4095, 4096, 4097, 300007, 1048583};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
     const size_t n = sizes[k];
@@ -335,27 +328,11 @@ static void sum_squares_exact(void **state) {
   }
 }
 
-static int setup(void **state) {
-  (void)state;
-  g_ctx = th_open();
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  seqcl_ctx_close(g_ctx);
-  return 0;
-}
-
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx,
       cmocka_unit_test(hand_case_seed_000),
       cmocka_unit_test(softmax_extreme_logits),
       cmocka_unit_test(attention_all_kinds),
       cmocka_unit_test(rows_argmax_logsoftmax_ce_embedding),
       cmocka_unit_test(gemm_integer_exact),
       cmocka_unit_test(vector_math_accuracy),
-      cmocka_unit_test(sum_squares_exact),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+      cmocka_unit_test(sum_squares_exact))

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "model/attn_stats.h"
 
 static void assert_near(double got, double want, double tol, const char *what) {
@@ -75,11 +76,7 @@ static void test_failures(void **state) {
   assert_false(sq_attn_stats_pass(&s));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(test_entropy),
       cmocka_unit_test(test_length_one),
-      cmocka_unit_test(test_failures),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test(test_failures))

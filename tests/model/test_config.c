@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "model/config.h"
 
 static const char BASE[] =
@@ -330,11 +331,7 @@ static void test_load_file(void **state) {
   rmdir(dir);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(test_valid),          cmocka_unit_test(test_valid_variants),
       cmocka_unit_test(test_unknown_keys_warn), cmocka_unit_test(test_bad_catalogue),
-      cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_load_file),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_load_file))

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "test_devices.h"
 
 #include <seqcl/seqcl.h>
@@ -158,7 +159,4 @@ static void test_forward_mask(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_forward_mask)};
-  return cmocka_run_group_tests(tests, test_devices_setup, test_devices_teardown);
-}
+SQ_TEST_MAIN(test_devices_setup, test_devices_teardown, cmocka_unit_test(test_forward_mask))

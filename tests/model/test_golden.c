@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "test_devices.h"
 #include <jansson.h>
 
@@ -289,7 +290,4 @@ static void test_golden(void **state) {
   if (checked_fixtures == 0) skip();
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden)};
-  return cmocka_run_group_tests(tests, test_devices_setup, test_devices_teardown);
-}
+SQ_TEST_MAIN(test_devices_setup, test_devices_teardown, cmocka_unit_test(test_golden))

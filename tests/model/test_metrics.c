@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "model/metrics.h"
 #include "model/wordtab.h"
 
@@ -152,11 +153,7 @@ static void test_wordtab(void **state) {
   assert_int_equal(t.count, 0);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(test_exact_and_ter), cmocka_unit_test(test_edit_extremes),
       cmocka_unit_test(test_bleu_hand),     cmocka_unit_test(test_nltk_fixtures),
-      cmocka_unit_test(test_wordtab),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test(test_wordtab))

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "../harden/harden_util.h"
 #include "test_devices.h"
 
@@ -762,11 +763,7 @@ static void test_bad_inputs(void **state) {
   free_model(&tm);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(test_devices_setup, test_devices_teardown,
       cmocka_unit_test(test_load_errors),
       cmocka_unit_test(test_bad_inputs),
-      cmocka_unit_test(test_model_vs_reference),
-  };
-  return cmocka_run_group_tests(tests, test_devices_setup, test_devices_teardown);
-}
+      cmocka_unit_test(test_model_vs_reference))

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "../harden/harden_util.h"
 
 #include "model/safetensors.h"
@@ -552,8 +553,7 @@ static void test_read_errors(void **state) {
   free(b.p);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(test_valid),
       cmocka_unit_test(test_valid_variants),
       cmocka_unit_test(test_bad_headers),
@@ -564,7 +564,4 @@ int main(void) {
       cmocka_unit_test(test_bf16_table),
       cmocka_unit_test_setup_teardown(test_write_round_trip, hu_setup_tmpdir, hu_teardown_tmpdir),
       cmocka_unit_test_setup_teardown(test_write_failures_leave_nothing, hu_setup_tmpdir, hu_teardown_tmpdir),
-      cmocka_unit_test_setup_teardown(test_read_errors, hu_setup_tmpdir, hu_teardown_tmpdir),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test_setup_teardown(test_read_errors, hu_setup_tmpdir, hu_teardown_tmpdir))

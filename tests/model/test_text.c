@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "model/text.h"
 
 static sq_vocab *vocab_of(const char *lines) {
@@ -111,11 +112,7 @@ static void test_words(void **state) {
   sq_vocab_free(v);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(test_chars),
       cmocka_unit_test(test_unknown),
-      cmocka_unit_test(test_words),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test(test_words))

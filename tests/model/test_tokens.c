@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "../harden/harden_util.h"
 
 #include "model/tokens.h"
@@ -363,15 +364,11 @@ static void test_outfile(void **state) {
   umask(old_mask);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(test_valid_ids),
       cmocka_unit_test(test_bad_catalogue),
       cmocka_unit_test_setup_teardown(test_vocab, hu_setup_tmpdir, hu_teardown_tmpdir),
       cmocka_unit_test_setup_teardown(test_words, hu_setup_tmpdir, hu_teardown_tmpdir),
       cmocka_unit_test(test_write_parse_round_trip),
       cmocka_unit_test_setup_teardown(test_read_files, hu_setup_tmpdir, hu_teardown_tmpdir),
-      cmocka_unit_test_setup_teardown(test_outfile, hu_setup_tmpdir, hu_teardown_tmpdir),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test_setup_teardown(test_outfile, hu_setup_tmpdir, hu_teardown_tmpdir))

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "check/arena.h"
 #include "check/oplist.h"
 #include "oracle.h"
@@ -301,8 +302,7 @@ static void op_list_coverage(void **state) {
   assert_false(sq_op_matches(sq_op_find("attn_fused.dot"), "attn_f"));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(oracle_seed000_softmax_context),
       cmocka_unit_test(oracle_seed000_dot_query),
       cmocka_unit_test(oracle_gemm_identities),
@@ -312,7 +312,4 @@ int main(void) {
       cmocka_unit_test(oracle_argmax_ties),
       cmocka_unit_test(check_catches_broken_ops),
       cmocka_unit_test(shapes_and_seeds),
-      cmocka_unit_test(op_list_coverage),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test(op_list_coverage))

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "backend/host/host.h"
 #include "ops/ops.h"
 #include "oracle.h"
@@ -483,15 +484,11 @@ static void test_dropout_bwd(void **state) {
   free(d.x);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(test_cross_entropy_bwd),   cmocka_unit_test(test_gru_bwd_forward_dir),
       cmocka_unit_test(test_gru_bwd_reverse_dir), cmocka_unit_test(test_attn_bwd_additive),
       cmocka_unit_test(test_attn_bwd_general),    cmocka_unit_test(test_attn_bwd_dot),
       cmocka_unit_test(test_attn_bwd_scaled_dot), cmocka_unit_test(test_embedding_bwd),
       cmocka_unit_test(test_tanh_bwd),            cmocka_unit_test(test_adam_matches_torch_formula),
       cmocka_unit_test(test_sum_squares_and_scale),
-      cmocka_unit_test(test_philox_known_answers), cmocka_unit_test(test_dropout_bwd),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test(test_philox_known_answers), cmocka_unit_test(test_dropout_bwd))

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "core/ctx.h"
 #include "ops/ops.h"
 #include "train/tmodel.h"
@@ -211,8 +212,7 @@ static void test_threads_same_bits(void **s) {
   free(g2);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(test_additive_bidir_bridge),
       cmocka_unit_test(test_general_bidir_zeros),
       cmocka_unit_test(test_dot_bridge),
@@ -225,7 +225,4 @@ int main(void) {
       cmocka_unit_test(test_none_bi2_bridge_ctx),
       cmocka_unit_test(test_none_bi_final_ctx),
       cmocka_unit_test(test_none_uni3_final),
-      cmocka_unit_test(test_threads_same_bits),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test(test_threads_same_bits))

@@ -32,6 +32,7 @@
 #include <seqcl/seqcl.h>
 #include <seqcl/train.h>
 
+#include "../common/test_main.h"
 #include "test_devices.h"
 
 #include "core/ctx.h"
@@ -204,11 +205,7 @@ static void test_fixed_context_learns(void **state) {
   assert_true(ran > 0);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(setup, teardown,
       cmocka_unit_test(test_dropout_is_reproducible),
       cmocka_unit_test(test_deep_model_learns),
-      cmocka_unit_test(test_fixed_context_learns),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+      cmocka_unit_test(test_fixed_context_learns))

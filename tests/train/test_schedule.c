@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_main.h"
 #include "train/batches.h"
 #include "train/schedule.h"
 
@@ -151,11 +152,7 @@ static void test_schedule(void **state) {
   assert_int_equal(sq_metric_parse("wer", &m), -1);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(test_bucketed_epochs),
       cmocka_unit_test(test_restore),
-      cmocka_unit_test(test_schedule),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+      cmocka_unit_test(test_schedule))

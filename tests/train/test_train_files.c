@@ -17,6 +17,7 @@
 #include <seqcl/seqcl.h>
 #include <seqcl/train.h>
 
+#include "../common/test_main.h"
 #include "model/safetensors.h"
 #include "train/tmodel.h"
 
@@ -298,11 +299,7 @@ static void test_errors(void **state) {
   expect_error(&o, SEQCL_ERR_INVALID_ARGUMENT, "train.src");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
+SQ_TEST_MAIN(setup, teardown,
       cmocka_unit_test(test_resume_is_bit_exact),
       cmocka_unit_test(test_learns),
-      cmocka_unit_test(test_errors),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+      cmocka_unit_test(test_errors))
