@@ -20,16 +20,13 @@ static seqcl_status chk_attn(seqcl_ctx *ctx, const char *op, const sq_attn_args 
   if (a->kind < SQ_SCORE_ADDITIVE || a->kind > SQ_SCORE_SCALED_DOT)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: unknown score kind %d", op, (int)a->kind);
   const int additive = a->kind == SQ_SCORE_ADDITIVE;
-  SQ_CHK(sq_chk_dim(ctx, op, "N", a->N));
-  SQ_CHK(sq_chk_dim(ctx, op, "S", a->S));
-  SQ_CHK(sq_chk_dim(ctx, op, "He", a->He));
+  SQ_CHK_DIMS(ctx, op, {"N", a->N}, {"S", a->S}, {"He", a->He});
   if (additive) SQ_CHK(sq_chk_dim(ctx, op, "A", a->A));
   if (!isfinite(a->scale))
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: scale is not finite", op);
   const size_t N = sz(a->N), S = sz(a->S), He = sz(a->He);
   const int qdim = additive ? a->A : a->He;
-  SQ_CHK(sq_chk_ld(ctx, op, "ld_qp", a->ld_qp, qdim));
-  SQ_CHK(sq_chk_ref(ctx, op, "qp", a->qp, sq_span2(N, sz(a->ld_qp), sz(qdim)), 1));
+  SQ_CHK(sq_chk_mat(ctx, op, "qp", a->qp, "ld_qp", a->N, a->ld_qp, qdim, 1));
   SQ_CHK(sq_chk_ref(ctx, op, "keys", a->keys, sq_mul_sat(sq_mul_sat(N, S), He), 1));
   if (additive) {
     SQ_CHK(sq_chk_ref(ctx, op, "pkeys", a->pkeys, sq_mul_sat(sq_mul_sat(N, S), sz(a->A)), 1));
@@ -53,9 +50,7 @@ seqcl_status sq_masked_softmax(seqcl_ctx *ctx, int N, int S, sq_ref x, sq_ref le
                                const int32_t *lens_host, sq_ref mask, const int32_t *mask_host,
                                sq_ref y) {
   static const char op[] = "sq_masked_softmax";
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_dim(ctx, op, "N", N));
-  SQ_CHK(sq_chk_dim(ctx, op, "S", S));
+  SQ_CHK_DIMS(ctx, op, {"N", N}, {"S", S});
   size_t NS = sq_mul_sat(sz(N), sz(S));
   SQ_CHK(sq_chk_ref(ctx, op, "x", x, NS, 1));
   SQ_CHK(sq_chk_ref(ctx, op, "y", y, NS, 1));
@@ -68,10 +63,7 @@ seqcl_status sq_masked_softmax(seqcl_ctx *ctx, int N, int S, sq_ref x, sq_ref le
 seqcl_status sq_context(seqcl_ctx *ctx, int N, int S, int He, sq_ref alpha, sq_ref keys, sq_ref c,
                         int ld_c) {
   static const char op[] = "sq_context";
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_dim(ctx, op, "N", N));
-  SQ_CHK(sq_chk_dim(ctx, op, "S", S));
-  SQ_CHK(sq_chk_dim(ctx, op, "He", He));
+  SQ_CHK_DIMS(ctx, op, {"N", N}, {"S", S}, {"He", He});
   SQ_CHK(sq_chk_ld(ctx, op, "ld_c", ld_c, He));
   SQ_CHK(sq_chk_ref(ctx, op, "alpha", alpha, sq_mul_sat(sz(N), sz(S)), 1));
   SQ_CHK(sq_chk_ref(ctx, op, "keys", keys, sq_mul_sat(sq_mul_sat(sz(N), sz(S)), sz(He)), 1));
@@ -83,8 +75,7 @@ seqcl_status sq_attn_fused(seqcl_ctx *ctx, const sq_attn_args *a, const int32_t 
                            const int32_t *mask_host, sq_ref c, int ld_c, sq_ref alpha) {
   static const char op[] = "sq_attn_fused";
   SQ_CHK(chk_attn(ctx, op, a, lens_host, mask_host));
-  SQ_CHK(sq_chk_ld(ctx, op, "ld_c", ld_c, a->He));
-  SQ_CHK(sq_chk_ref(ctx, op, "c", c, sq_span2(sz(a->N), sz(ld_c), sz(a->He)), 1));
+  SQ_CHK(sq_chk_mat(ctx, op, "c", c, "ld_c", a->N, ld_c, a->He, 1));
   SQ_CHK(sq_chk_ref(ctx, op, "alpha", alpha, sq_mul_sat(sz(a->N), sz(a->S)), 0));
   return OPS(ctx)->attn_fused(BE(ctx), a, c, ld_c, alpha);
 }

@@ -11,11 +11,8 @@ static size_t sz(long long v) { return (size_t)v; }
 
 seqcl_status sq_argmax(seqcl_ctx *ctx, int N, int V, sq_ref x, int ld, sq_ref bias, sq_ref ids) {
   static const char op[] = "sq_argmax";
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_dim(ctx, op, "N", N));
-  SQ_CHK(sq_chk_dim(ctx, op, "V", V));
-  SQ_CHK(sq_chk_ld(ctx, op, "ld", ld, V));
-  SQ_CHK(sq_chk_ref(ctx, op, "x", x, sq_span2(sz(N), sz(ld), sz(V)), 1));
+  SQ_CHK_DIMS(ctx, op, {"N", N}, {"V", V});
+  SQ_CHK(sq_chk_mat(ctx, op, "x", x, "ld", N, ld, V, 1));
   SQ_CHK(sq_chk_ref(ctx, op, "bias", bias, sz(V), 0));
   SQ_CHK(sq_chk_ref(ctx, op, "ids", ids, sz(N), 1));
   return OPS(ctx)->argmax(BE(ctx), N, V, x, ld, bias, ids);

@@ -17,8 +17,7 @@ seqcl_status sq_dropout(seqcl_ctx *ctx, const sq_dropout_args *a) {
   static const char op[] = "sq_dropout";
   SQ_CHK(sq_chk_ctx(ctx, op));
   if (!a) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: args is NULL", op);
-  SQ_CHK(sq_chk_dim(ctx, op, "rows", a->rows));
-  SQ_CHK(sq_chk_dim(ctx, op, "cols", a->cols));
+  SQ_CHK_DIMS(ctx, op, {"rows", a->rows}, {"cols", a->cols});
   SQ_CHK(sq_chk_ld(ctx, op, "ldx", a->ldx, a->cols));
   SQ_CHK(sq_chk_ld(ctx, op, "ldy", a->ldy, a->cols));
   const size_t rows = (size_t)a->rows, cols = (size_t)a->cols;

@@ -10,10 +10,7 @@ static size_t sz(long long v) { return (size_t)v; }
 
 static seqcl_status chk_embedding(seqcl_ctx *ctx, const char *op, int N, int D, int V,
                                   sq_ref ids, sq_ref table, sq_ref out, int ld_out) {
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_dim(ctx, op, "N", N));
-  SQ_CHK(sq_chk_dim(ctx, op, "D", D));
-  SQ_CHK(sq_chk_dim(ctx, op, "V", V));
+  SQ_CHK_DIMS(ctx, op, {"N", N}, {"D", D}, {"V", V});
   SQ_CHK(sq_chk_ld(ctx, op, "ld_out", ld_out, D));
   SQ_CHK(sq_chk_ref(ctx, op, "ids", ids, sz(N), 1));
   SQ_CHK(sq_chk_ref(ctx, op, "table", table, sq_mul_sat(sz(V), sz(D)), 1));

@@ -19,8 +19,7 @@ seqcl_status sq_gru_gates(seqcl_ctx *ctx, const sq_gru_args *g, const int32_t *l
   static const char op[] = "sq_gru_gates";
   SQ_CHK(sq_chk_ctx(ctx, op));
   if (!g) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: args is NULL", op);
-  SQ_CHK(sq_chk_dim(ctx, op, "N", g->N));
-  SQ_CHK(sq_chk_dim(ctx, op, "H", g->H));
+  SQ_CHK_DIMS(ctx, op, {"N", g->N}, {"H", g->H});
   if (g->step < 0)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: step = %d is negative", op, g->step);
   if (!g->lens.buf != !lens_host)
@@ -84,10 +83,7 @@ static seqcl_status chk_weights(seqcl_ctx *ctx, const char *op, int In, int H, s
 seqcl_status sq_gru_cell(seqcl_ctx *ctx, int N, int In, int H, sq_ref x, int ldx, sq_ref W_ih,
                          sq_ref W_hh, sq_ref b_ih, sq_ref b_hh, sq_ref h, sq_ref ws) {
   static const char op[] = "sq_gru_cell";
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_dim(ctx, op, "N", N));
-  SQ_CHK(sq_chk_dim(ctx, op, "In", In));
-  SQ_CHK(sq_chk_dim(ctx, op, "H", H));
+  SQ_CHK_DIMS(ctx, op, {"N", N}, {"In", In}, {"H", H});
   if (H > INT_MAX / 3)
     return sq_fail(ctx, SEQCL_ERR_SHAPE, "%s: H = %d is too large (3H overflows int)", op, H);
   SQ_CHK(sq_chk_ld(ctx, op, "ldx", ldx, In));
@@ -116,11 +112,7 @@ seqcl_status sq_gru_layer(seqcl_ctx *ctx, int N, int T, int In, int H, sq_ref x,
                           const int32_t *lens_host, int reverse, sq_ref h, sq_ref out,
                           int out_width, int out_col, sq_ref ws) {
   static const char op[] = "sq_gru_layer";
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_dim(ctx, op, "N", N));
-  SQ_CHK(sq_chk_dim(ctx, op, "T", T));
-  SQ_CHK(sq_chk_dim(ctx, op, "In", In));
-  SQ_CHK(sq_chk_dim(ctx, op, "H", H));
+  SQ_CHK_DIMS(ctx, op, {"N", N}, {"T", T}, {"In", In}, {"H", H});
   if (H > INT_MAX / 3 || (long long)N * T > INT_MAX)
     return sq_fail(ctx, SEQCL_ERR_SHAPE, "%s: N = %d, T = %d, H = %d overflow int GEMM sizes", op,
                    N, T, H);

@@ -24,11 +24,7 @@ seqcl_status sq_gemm(seqcl_ctx *ctx, int ta, int tb, int M, int N, int K, float 
                      int lda, size_t sa, sq_ref B, int ldb, size_t sb, float beta, sq_ref C, int ldc,
                      size_t sc, int batch) {
   static const char op[] = "sq_gemm";
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_dim(ctx, op, "M", M));
-  SQ_CHK(sq_chk_dim(ctx, op, "N", N));
-  SQ_CHK(sq_chk_dim(ctx, op, "K", K));
-  SQ_CHK(sq_chk_dim(ctx, op, "batch", batch));
+  SQ_CHK_DIMS(ctx, op, {"M", M}, {"N", N}, {"K", K}, {"batch", batch});
   /* Stored shapes: A is [M,K] ([K,M] when ta), B is [K,N] ([N,K] when tb). */
   int a_rows = ta ? K : M, a_cols = ta ? M : K;
   int b_rows = tb ? N : K, b_cols = tb ? K : N;
@@ -49,10 +45,7 @@ seqcl_status sq_gemm(seqcl_ctx *ctx, int ta, int tb, int M, int N, int K, float 
 seqcl_status sq_linear(seqcl_ctx *ctx, int rows, int in, int out, sq_ref x, int ldx, sq_ref W,
                        sq_ref b, sq_ref y, int ldy) {
   static const char op[] = "sq_linear";
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_dim(ctx, op, "rows", rows));
-  SQ_CHK(sq_chk_dim(ctx, op, "in", in));
-  SQ_CHK(sq_chk_dim(ctx, op, "out", out));
+  SQ_CHK_DIMS(ctx, op, {"rows", rows}, {"in", in}, {"out", out});
   SQ_CHK(sq_chk_ld(ctx, op, "ldx", ldx, in));
   SQ_CHK(sq_chk_ld(ctx, op, "ldy", ldy, out));
   SQ_CHK(sq_chk_ref(ctx, op, "x", x, sq_span2(sz(rows), sz(ldx), sz(in)), 1));
@@ -67,11 +60,8 @@ seqcl_status sq_linear(seqcl_ctx *ctx, int rows, int in, int out, sq_ref x, int 
 
 seqcl_status sq_add_bias(seqcl_ctx *ctx, int rows, int cols, sq_ref y, int ld, sq_ref bias) {
   static const char op[] = "sq_add_bias";
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_dim(ctx, op, "rows", rows));
-  SQ_CHK(sq_chk_dim(ctx, op, "cols", cols));
-  SQ_CHK(sq_chk_ld(ctx, op, "ld", ld, cols));
-  SQ_CHK(sq_chk_ref(ctx, op, "y", y, sq_span2(sz(rows), sz(ld), sz(cols)), 1));
+  SQ_CHK_DIMS(ctx, op, {"rows", rows}, {"cols", cols});
+  SQ_CHK(sq_chk_mat(ctx, op, "y", y, "ld", rows, ld, cols, 1));
   SQ_CHK(sq_chk_ref(ctx, op, "bias", bias, sz(cols), 1));
   return OPS(ctx)->add_bias(BE(ctx), rows, cols, y, ld, bias);
 }

@@ -11,9 +11,7 @@ static size_t sz(long long v) { return (size_t)v; }
 
 seqcl_status sq_log_softmax(seqcl_ctx *ctx, int N, int V, sq_ref x, sq_ref y) {
   static const char op[] = "sq_log_softmax";
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_dim(ctx, op, "N", N));
-  SQ_CHK(sq_chk_dim(ctx, op, "V", V));
+  SQ_CHK_DIMS(ctx, op, {"N", N}, {"V", V});
   size_t NV = sq_mul_sat(sz(N), sz(V));
   SQ_CHK(sq_chk_ref(ctx, op, "x", x, NV, 1));
   SQ_CHK(sq_chk_ref(ctx, op, "y", y, NV, 1));
@@ -23,9 +21,7 @@ seqcl_status sq_log_softmax(seqcl_ctx *ctx, int N, int V, sq_ref x, sq_ref y) {
 seqcl_status sq_cross_entropy(seqcl_ctx *ctx, int N, int V, sq_ref x, sq_ref labels,
                               const int32_t *labels_host, sq_ref loss) {
   static const char op[] = "sq_cross_entropy";
-  SQ_CHK(sq_chk_ctx(ctx, op));
-  SQ_CHK(sq_chk_dim(ctx, op, "N", N));
-  SQ_CHK(sq_chk_dim(ctx, op, "V", V));
+  SQ_CHK_DIMS(ctx, op, {"N", N}, {"V", V});
   SQ_CHK(sq_chk_ref(ctx, op, "x", x, sq_mul_sat(sz(N), sz(V)), 1));
   SQ_CHK(sq_chk_ref(ctx, op, "labels", labels, sz(N), 1));
   SQ_CHK(sq_chk_ref(ctx, op, "loss", loss, 1, 1));

@@ -27,6 +27,12 @@ seqcl_status sq_chk_dim(seqcl_ctx *ctx, const char *op, const char *name, long l
   return SEQCL_OK;
 }
 
+seqcl_status sq_chk_dims(seqcl_ctx *ctx, const char *op, const sq_dim *dims, size_t n) {
+  SQ_TRY(sq_chk_ctx(ctx, op));
+  for (size_t i = 0; i < n; i++) SQ_TRY(sq_chk_dim(ctx, op, dims[i].name, dims[i].value));
+  return SEQCL_OK;
+}
+
 seqcl_status sq_chk_ld(seqcl_ctx *ctx, const char *op, const char *name, long long ld,
                        long long width) {
   if (ld < width)
@@ -62,6 +68,12 @@ static seqcl_status chk_span(seqcl_ctx *ctx, const char *op, const char *name, s
 seqcl_status sq_chk_ref(seqcl_ctx *ctx, const char *op, const char *name, sq_ref r, size_t elems,
                         int required) {
   return chk_span(ctx, op, name, r, sq_mul_sat(elems, 4), elems ? elems : 1, required);
+}
+
+seqcl_status sq_chk_mat(seqcl_ctx *ctx, const char *op, const char *name, sq_ref r,
+                        const char *ld_name, int rows, int ld, int cols, int required) {
+  SQ_TRY(sq_chk_ld(ctx, op, ld_name, ld, cols));
+  return sq_chk_ref(ctx, op, name, r, sq_span2((size_t)rows, (size_t)ld, (size_t)cols), required);
 }
 
 seqcl_status sq_chk_bytes(seqcl_ctx *ctx, const char *op, const char *name, sq_ref r,

@@ -25,9 +25,28 @@ size_t sq_span2(size_t rows, size_t ld, size_t cols);
 seqcl_status sq_chk_ctx(seqcl_ctx *ctx, const char *op);
 /* value >= 1 */
 seqcl_status sq_chk_dim(seqcl_ctx *ctx, const char *op, const char *name, long long value);
+/* One size argument of an op, named as its messages name it. */
+typedef struct sq_dim {
+  const char *name;
+  long long value;
+} sq_dim;
+/* sq_chk_ctx, then sq_chk_dim on each of the n sizes in order (the first too
+ * small is the one reported): how every front with sizes begins. A front that
+ * reads an args struct checks the context itself before it; the second check
+ * then costs a comparison. */
+seqcl_status sq_chk_dims(seqcl_ctx *ctx, const char *op, const sq_dim *dims, size_t n);
+/* The sizes of a front in one line, the list counted by the compiler:
+ *   SQ_CHK_DIMS(ctx, op, {"N", N}, {"V", V}); */
+#define SQ_CHK_DIMS(ctx, op, ...)                                                           \
+  SQ_TRY(sq_chk_dims((ctx), (op), (const sq_dim[]){__VA_ARGS__},                           \
+                     sizeof((const sq_dim[]){__VA_ARGS__}) / sizeof(sq_dim)))
 /* ld >= width (the row width it must hold) */
 seqcl_status sq_chk_ld(seqcl_ctx *ctx, const char *op, const char *name, long long ld,
                        long long width);
+/* A matrix of `rows` rows of `cols` elements with row stride ld: sq_chk_ld
+ * (ld_name, ld >= cols), then sq_chk_ref for its span. */
+seqcl_status sq_chk_mat(seqcl_ctx *ctx, const char *op, const char *name, sq_ref r,
+                        const char *ld_name, int rows, int ld, int cols, int required);
 /* r holds `elems` 4-byte elements from its offset; an absent r fails only when
  * required. */
 seqcl_status sq_chk_ref(seqcl_ctx *ctx, const char *op, const char *name, sq_ref r, size_t elems,
