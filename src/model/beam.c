@@ -269,9 +269,8 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
     SQ_TRY(beam_step(m, e, ws, b, ran));
     ran++;
     if (ran % CHECK_EVERY == 0 && ran < max_steps) {
-      SQ_TRY(sq_read(ctx, sq_at(b->done, 0), b->done_h, (size_t)n * sizeof(int32_t)));
-      int all = 1;
-      for (int s = 0; s < n && all; s++) all = b->done_h[s] != 0;
+      int all;
+      SQ_TRY(sq_dec_all_finished(ctx, sq_at(b->done, 0), b->done_h, n, &all));
       if (all) break;
     }
   }

@@ -224,3 +224,10 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
                  0, 1.0f, logits, V, 0, 1));
   return with_bias ? sq_add_bias(ctx, n, V, logits, V, m->out_b) : SEQCL_OK;
 }
+
+seqcl_status sq_dec_all_finished(seqcl_ctx *ctx, sq_ref flags, int32_t *host, int n, int *all) {
+  SQ_TRY(sq_read(ctx, flags, host, (size_t)n * sizeof(int32_t)));
+  *all = 1;
+  for (int i = 0; i < n && *all; i++) *all = host[i] != 0;
+  return SEQCL_OK;
+}

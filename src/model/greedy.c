@@ -102,9 +102,8 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
     }
     ran++;
     if (ran % check_every == 0 && ran < max_steps) {
-      SQ_TRY(sq_read(ctx, sq_at(b->fin, 0), b->fin_host, (size_t)n * sizeof(int32_t)));
-      int all = 1;
-      for (int i = 0; i < n && all; i++) all = b->fin_host[i] != 0;
+      int all;
+      SQ_TRY(sq_dec_all_finished(ctx, sq_at(b->fin, 0), b->fin_host, n, &all));
       if (all) break;
     }
   }

@@ -117,7 +117,10 @@ seqcl_status sq_dec_start(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws);
  * GRU's input GEMM and gates 2, output 1-3 (decoder.c). */
 seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_ref ids,
                          const int32_t *ids_host, sq_ref alpha, sq_ref logits, int with_bias);
-
+/* The decode loops' one wait for the device, every few steps: reads the n
+ * int32 finished flags at flags into host[0..n) and sets *all to whether every
+ * one is set. */
+seqcl_status sq_dec_all_finished(seqcl_ctx *ctx, sq_ref flags, int32_t *host, int n, int *all);
 
 /* Checks every sequence has >= min_len tokens and ids < vocab ("what" names
  * the input in messages: "source", "target"). */
