@@ -367,6 +367,18 @@ seqcl_status sq_file_write_all(const char *path, const void *data, size_t len) {
   return sq_outfile_commit(&o);
 }
 
+seqcl_status sq_file_write_line(seqcl_ctx *ctx, const char *path, const char *text,
+                                const char *what) {
+  sq_outfile o;
+  SQ_TRY(sq_outfile_open(path, &o));
+  if (fputs(text, o.f) < 0 || fputc('\n', o.f) < 0) {
+    int e = errno; /* the write's reason, before abort's own calls */
+    sq_outfile_abort(&o);
+    return sq_fail(ctx, SEQCL_ERR_IO, "%s: cannot write %s: %s", what, path, strerror(e));
+  }
+  return sq_outfile_commit(&o);
+}
+
 /* ---- folders ---- */
 
 /* "PARENT/.NAME.TAG.XXXXXX" for final (trailing slashes ignored); malloc'd. */

@@ -50,6 +50,11 @@ seqcl_status sq_outfile_commit(sq_outfile *o);
 void sq_outfile_abort(sq_outfile *o);
 /* Writes len bytes to path through sq_outfile (open, write, commit). */
 seqcl_status sq_file_write_all(const char *path, const void *data, size_t len);
+/* Writes text and a newline to path the same way (a JSON document: config.json,
+ * training.json); a failed write is SEQCL_ERR_IO "what: cannot write PATH:
+ * reason", recorded on ctx too when it is not NULL. */
+seqcl_status sq_file_write_line(seqcl_ctx *ctx, const char *path, const char *text,
+                                const char *what);
 
 /* Checks, without creating anything, that path can be written under the rules
  * above: "-" and existing non-regular files pass; an existing regular file must

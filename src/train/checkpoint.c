@@ -96,16 +96,7 @@ seqcl_status sq_checkpoint_meta_to_json(seqcl_ctx *ctx, const sq_ckpt_meta *m, c
 static seqcl_status write_meta(seqcl_ctx *ctx, const char *path, const sq_ckpt_meta *m) {
   char *text = NULL;
   SQ_TRY(sq_checkpoint_meta_to_json(ctx, m, &text));
-  sq_outfile f;
-  seqcl_status st = sq_outfile_open(path, &f);
-  if (st == SEQCL_OK) {
-    if (fputs(text, f.f) < 0 || fputc('\n', f.f) < 0) {
-      sq_outfile_abort(&f);
-      st = sq_fail(ctx, SEQCL_ERR_IO, "checkpoint: cannot write %s: %s", path, strerror(errno));
-    } else {
-      st = sq_outfile_commit(&f);
-    }
-  }
+  seqcl_status st = sq_file_write_line(ctx, path, text, "checkpoint");
   free(text);
   return st;
 }

@@ -26,16 +26,7 @@ seqcl_status sq_tlayout_save(seqcl_ctx *ctx, const sq_tlayout *L, const float *p
   seqcl_status st = sq_config_to_json(&L->cfg, &json);
   if (st == SEQCL_OK) {
     snprintf(path, cap, "%s/config.json", dir);
-    sq_outfile o;
-    st = sq_outfile_open(path, &o);
-    if (st == SEQCL_OK) {
-      if (fputs(json, o.f) < 0 || fputc('\n', o.f) < 0) {
-        sq_outfile_abort(&o);
-        st = sq_fail(ctx, SEQCL_ERR_IO, "training: cannot write %s: %s", path, strerror(errno));
-      } else {
-        st = sq_outfile_commit(&o);
-      }
-    }
+    st = sq_file_write_line(ctx, path, json, "training");
   }
   free(json);
   if (st == SEQCL_OK) {
