@@ -8,6 +8,7 @@
 
 #include "core/fileio.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "model/safetensors.h"
 #include "model/seq2seq.h"
 
@@ -31,13 +32,9 @@ typedef struct spec_list {
 
 static int spec_add(spec_list *l, const char *name, int ndim, int64_t d0, int64_t d1, int required,
                     sq_ref *dst) {
-  if (l->count == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 32;
-    tensor_spec *v = realloc(l->v, cap * sizeof *v);
-    if (!v) return -1;
-    l->v = v;
-    l->cap = cap;
-  }
+  tensor_spec *v = sq_grow(l->v, &l->cap, l->count, sizeof *v, 32);
+  if (!v) return -1;
+  l->v = v;
   tensor_spec *t = &l->v[l->count++];
   snprintf(t->name, sizeof t->name, "%s", name);
   t->ndim = ndim;

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/grow.h"
 #include "model/text.h"
 
 static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
@@ -32,13 +33,9 @@ static seqcl_status push(reader *r, const char *tok, size_t len) {
     return sq_fail(NULL, SEQCL_ERR_BAD_TOKENS,
                    "%s:%zu: token '%.*s' has id %ld, out of range for the model (vocab size %ld)",
                    r->name, r->lineno, (int)(len > 40 ? 40 : len), tok, id, r->vocab_size);
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? 2 * r->cap : 256;
-    int32_t *p = realloc(r->ids, cap * sizeof *p);
-    if (!p) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", r->name);
-    r->ids = p;
-    r->cap = cap;
-  }
+  int32_t *p = sq_grow(r->ids, &r->cap, r->n, sizeof *p, 256);
+  if (!p) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", r->name);
+  r->ids = p;
   r->ids[r->n++] = (int32_t)id;
   return SEQCL_OK;
 }

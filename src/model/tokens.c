@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/grow.h"
 #include "model/tokens.h"
 
 /* Separators inside a line. A CR is one only right before the line's end (CRLF);
@@ -42,25 +43,17 @@ typedef struct builder {
 } builder;
 
 static int push_id(builder *b, int32_t id) {
-  if (b->nids == b->cap_ids) {
-    size_t cap = b->cap_ids ? 2 * b->cap_ids : 256;
-    int32_t *p = realloc(b->ids, cap * sizeof *p);
-    if (!p) return -1;
-    b->ids = p;
-    b->cap_ids = cap;
-  }
+  int32_t *p = sq_grow(b->ids, &b->cap_ids, b->nids, sizeof *p, 256);
+  if (!p) return -1;
+  b->ids = p;
   b->ids[b->nids++] = id;
   return 0;
 }
 
 static int push_offset(builder *b, size_t off) {
-  if (b->noff == b->cap_off) {
-    size_t cap = b->cap_off ? 2 * b->cap_off : 64;
-    size_t *p = realloc(b->offsets, cap * sizeof *p);
-    if (!p) return -1;
-    b->offsets = p;
-    b->cap_off = cap;
-  }
+  size_t *p = sq_grow(b->offsets, &b->cap_off, b->noff, sizeof *p, 64);
+  if (!p) return -1;
+  b->offsets = p;
   b->offsets[b->noff++] = off;
   return 0;
 }

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/fault.h"
 #include "core/fileio.h"
+#include "core/grow.h"
 #include "core/hash.h"
 #include "core/paths.h"
 #include "device/cache_files.h"
@@ -377,13 +378,9 @@ seqcl_status sq_ocl_kernel(sq_ocl *o, const char *file, const char *options, con
       *out = e->kernels[i].kernel;
       return SEQCL_OK;
     }
-  if (e->nkernels == e->cap) {
-    size_t ncap = e->cap ? 2 * e->cap : 4;
-    kernel_entry *grown = realloc(e->kernels, ncap * sizeof *grown);
-    if (!grown) return sq_fail(o->ctx, SEQCL_ERR_OUT_OF_MEMORY, "program cache: out of memory");
-    e->kernels = grown;
-    e->cap = ncap;
-  }
+  kernel_entry *grown = sq_grow(e->kernels, &e->cap, e->nkernels, sizeof *grown, 4);
+  if (!grown) return sq_fail(o->ctx, SEQCL_ERR_OUT_OF_MEMORY, "program cache: out of memory");
+  e->kernels = grown;
   cl_int err = CL_SUCCESS;
   cl_kernel k = clCreateKernel(e->program, name, &err);
   if (err != CL_SUCCESS) {
