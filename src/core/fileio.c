@@ -37,6 +37,16 @@ char *sq_path_join(const char *dir, const char *name) {
   return p;
 }
 
+seqcl_status sq_text_in_read(const char *path, sq_text_in *in) {
+  unsigned char *bytes = NULL;
+  in->text = NULL;
+  in->len = 0;
+  in->name = path ? sq_path_shown(path) : NULL;
+  SQ_TRY(sq_file_read_all(path, &bytes, &in->len));
+  in->text = (char *)bytes;
+  return SEQCL_OK;
+}
+
 seqcl_status sq_file_read_all(const char *path, unsigned char **buf, size_t *len) {
   if (!buf || !len || !path)
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_file_read_all: NULL argument");

@@ -31,6 +31,15 @@
 seqcl_status sq_file_read_all(const char *path, unsigned char **buf, size_t *len);
 /* How messages name path: "standard input" for "-", else path itself. */
 const char *sq_path_shown(const char *path);
+/* A text file read whole for one of the parsers (config, vocabulary, tokens,
+ * text, words): sq_file_read_all's bytes and their count, and the name the
+ * parser's messages give the file (sq_path_shown). The caller frees text. */
+typedef struct sq_text_in {
+  char *text;
+  size_t len;
+  const char *name;
+} sq_text_in;
+seqcl_status sq_text_in_read(const char *path, sq_text_in *in);
 /* "dir/name" in a malloc'd string (the caller frees it); NULL when out of memory. */
 char *sq_path_join(const char *dir, const char *name);
 

@@ -249,11 +249,10 @@ seqcl_status sq_config_load(const char *path, sq_config *out) {
   if (!path || !out)
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_config_load: path or out is NULL");
   memset(out, 0, sizeof *out);
-  unsigned char *buf = NULL;
-  size_t len = 0;
-  SQ_TRY(sq_file_read_all(path, &buf, &len));
-  seqcl_status st = sq_config_parse((const char *)buf, len, path, out);
-  free(buf);
+  sq_text_in in;
+  SQ_TRY(sq_text_in_read(path, &in));
+  seqcl_status st = sq_config_parse(in.text, in.len, path, out);
+  free(in.text);
   return st;
 }
 

@@ -113,13 +113,11 @@ seqcl_status sq_text_read(const char *path, sq_split split, const sq_vocab *voca
                           long unk_id, unsigned flags, size_t *unknown, sq_seqs *out) {
   if (!path || !out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_text_read: NULL argument");
   memset(out, 0, sizeof *out);
-  unsigned char *buf = NULL;
-  size_t len = 0;
-  SQ_TRY(sq_file_read_all(path, &buf, &len));
-  const char *name = sq_path_shown(path);
-  seqcl_status st = sq_text_parse((const char *)buf, len, name, split, vocab, vocab_size, unk_id,
-                                  flags, unknown, out);
-  free(buf);
+  sq_text_in in;
+  SQ_TRY(sq_text_in_read(path, &in));
+  seqcl_status st = sq_text_parse(in.text, in.len, in.name, split, vocab, vocab_size, unk_id, flags,
+                                  unknown, out);
+  free(in.text);
   return st;
 }
 

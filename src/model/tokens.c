@@ -208,13 +208,11 @@ seqcl_status sq_tokens_read_flags(const char *path, long vocab_size, const sq_vo
   if (!out || !path)
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_tokens_read: path or out is NULL");
   memset(out, 0, sizeof *out);
-  unsigned char *buf = NULL;
-  size_t len = 0;
-  SQ_TRY(sq_file_read_all(path, &buf, &len));
-  const char *name = sq_path_shown(path);
-  seqcl_status st =
-      sq_tokens_parse_flags((const char *)buf, len, name, vocab_size, vocab, flags, unk_id, unknown, out);
-  free(buf);
+  sq_text_in in;
+  SQ_TRY(sq_text_in_read(path, &in));
+  seqcl_status st = sq_tokens_parse_flags(in.text, in.len, in.name, vocab_size, vocab, flags,
+                                          unk_id, unknown, out);
+  free(in.text);
   return st;
 }
 

@@ -110,11 +110,9 @@ seqcl_status sq_vocab_parse(const char *text, size_t len, const char *name, sq_v
 seqcl_status sq_vocab_read(const char *path, sq_vocab **out) {
   if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_vocab_read: out is NULL");
   *out = NULL;
-  unsigned char *buf = NULL;
-  size_t len = 0;
-  SQ_TRY(sq_file_read_all(path, &buf, &len));
-  const char *name = sq_path_shown(path);
-  seqcl_status st = sq_vocab_parse((const char *)buf, len, name, out);
-  free(buf);
+  sq_text_in in;
+  SQ_TRY(sq_text_in_read(path, &in));
+  seqcl_status st = sq_vocab_parse(in.text, in.len, in.name, out);
+  free(in.text);
   return st;
 }

@@ -44,12 +44,10 @@ static seqcl_status count_text(const char *text, size_t len, const char *name, s
 }
 
 seqcl_status sq_vocab_count(const char *path, sq_split split, sq_wordtab *t) {
-  unsigned char *buf = NULL;
-  size_t len = 0;
-  SQ_TRY(sq_file_read_all(path, &buf, &len));
-  const char *name = sq_path_shown(path);
-  seqcl_status st = count_text((const char *)buf, len, name, split, t);
-  free(buf);
+  sq_text_in in;
+  SQ_TRY(sq_text_in_read(path, &in));
+  seqcl_status st = count_text(in.text, in.len, in.name, split, t);
+  free(in.text);
   return st;
 }
 

@@ -137,12 +137,10 @@ seqcl_status sq_words_read(const char *path, sq_wordtab *t, sq_seqs *out) {
   if (!path || !t || !out)
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_words_read: NULL argument");
   memset(out, 0, sizeof *out);
-  unsigned char *buf = NULL;
-  size_t len = 0;
-  SQ_TRY(sq_file_read_all(path, &buf, &len));
-  const char *name = sq_path_shown(path);
-  seqcl_status st = read_text((const char *)buf, len, name, t, out);
-  free(buf);
+  sq_text_in in;
+  SQ_TRY(sq_text_in_read(path, &in));
+  seqcl_status st = read_text(in.text, in.len, in.name, t, out);
+  free(in.text);
   if (st != SEQCL_OK) sq_seqs_free(out);
   return st;
 }
