@@ -2,28 +2,20 @@
  * ragged lines padded to each batch's longest in one graph sized for the
  * longest lines of the files, batches drawn
  * from a seeded per-epoch permutation, periodic validation (teacher-forced loss
- * and greedy exact match), checkpoints, resume and a clean stop. */
+ * and greedy exact match), checkpoints, resume and a clean stop. The settings
+ * a run starts from (options, what a resume takes from its checkpoint, --text,
+ * the schedule) are train_files_settle.c's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include <seqcl/train.h>
-
 #include "core/fileio.h"
 #include "core/hash.h"
-#include "model/config.h"
-#include "model/tokens.h"
 #include "ops/ops.h"
 #include "model/metrics.h"
-#include "train/batches.h"
-#include "train/checkpoint.h"
-#include "train/optim.h"
-#include "train/save_dir.h"
-#include "train/schedule.h"
-#include "train/text_data.h"
-#include "train/tmodel.h"
+#include "train/files_run.h"
 
 void seqcl_train_files_options_init(seqcl_train_files_options *o) {
   memset(o, 0, sizeof *o);
@@ -41,15 +33,10 @@ static double now_seconds(void) {
 
 /* ---- data ---- */
 
-typedef struct dataset {
-  const char *src_name, *tgt_name;
-  sq_seqs src, tgt;
-} dataset;
-
 /* tx: read as text through its vocabularies (unknown tokens counted into
  * unknown[side]); NULL: token ids. */
 static seqcl_status load_pair(seqcl_ctx *ctx, const sq_config *c, const sq_train_text *tx,
-                              const char *src_path, const char *tgt_path, dataset *d,
+                              const char *src_path, const char *tgt_path, sq_files_data *d,
                               size_t unknown[2]) {
   d->src_name = src_path, d->tgt_name = tgt_path;
   if (tx) {
@@ -74,19 +61,19 @@ static seqcl_status load_pair(seqcl_ctx *ctx, const sq_config *c, const sq_train
   return SEQCL_OK;
 }
 
-static void free_pair(dataset *d) {
+static void free_pair(sq_files_data *d) {
   sq_seqs_free(&d->src);
   sq_seqs_free(&d->tgt);
 }
 
-static void longest(const dataset *d, int *S, int *T) {
+static void longest(const sq_files_data *d, int *S, int *T) {
   for (size_t i = 0; i < d->src.count; i++) {
     if ((int)sq_seq_len(&d->src, i) > *S) *S = (int)sq_seq_len(&d->src, i);
     if ((int)sq_seq_len(&d->tgt, i) - 1 > *T) *T = (int)sq_seq_len(&d->tgt, i) - 1;
   }
 }
 
-static uint64_t data_hash(const dataset *d) {
+static uint64_t data_hash(const sq_files_data *d) {
   uint64_t h = SQ_HASH_INIT;
   const sq_seqs *both[2] = {&d->src, &d->tgt};
   for (int k = 0; k < 2; k++) {
@@ -99,7 +86,7 @@ static uint64_t data_hash(const dataset *d) {
 /* The longest source and the most decoder steps among lines idx[0..n): each
  * batch is padded to its own (the file's longest lines are rare, and the
  * work of a step scales with S and T). */
-static void batch_shape(const dataset *d, const long *idx, int n, int *S, int *T) {
+static void batch_shape(const sq_files_data *d, const long *idx, int n, int *S, int *T) {
   *S = 1, *T = 1;
   for (int r = 0; r < n; r++) {
     size_t i = (size_t)idx[r];
@@ -110,7 +97,7 @@ static void batch_shape(const dataset *d, const long *idx, int n, int *S, int *T
 
 /* Pads lines idx[0..n) into src [n, S] (0 past the end), lens [n] and
  * tgt [n, T+1] (-1 past the end: ignored labels). */
-static void fill_batch(const dataset *d, const long *idx, int n, int S, int T, int32_t *src,
+static void fill_batch(const sq_files_data *d, const long *idx, int n, int S, int T, int32_t *src,
                        int32_t *lens, int32_t *tgt) {
   for (int r = 0; r < n; r++) {
     size_t i = (size_t)idx[r];
@@ -124,31 +111,6 @@ static void fill_batch(const dataset *d, const long *idx, int n, int S, int T, i
 }
 
 /* ---- the run ---- */
-
-typedef struct run {
-  sq_config cfg;
-  sq_tlayout L;
-  dataset train, valid;
-  int have_valid;
-  sq_graph *g;
-  sq_adam adam;
-  sq_buf *scratch;
-  sq_batcher sh;
-  sq_schedule sched;
-  int32_t *len_src, *len_tgt; /* per training line: source length, decoder steps */
-  long *idx;
-  int32_t *src, *lens, *tgt, *pred;
-  float *host; /* params, then m and v */
-  char *ckdir, *save_alloc;
-  sq_ckpt_meta meta;
-  sq_save_plan save;
-  sq_train_text text;
-  char text_spec[16]; /* "SRC,TGT" when training on text, else "" */
-  int B, S, T;
-  uint64_t seed, hash;
-  double lr, clip, dropout;
-  long adam_offset; /* Adam's step count minus the run's */
-} run;
 
 static seqcl_status check_trainable(seqcl_ctx *ctx, const sq_config *c, const char *from) {
   if (c->enc_layers > SQ_TRAIN_MAX_LAYERS)
@@ -177,51 +139,8 @@ static seqcl_status load_weights(seqcl_ctx *ctx, const sq_tlayout *L, const char
   return st;
 }
 
-/* Resolves the hyperparameters: explicit values, else the checkpoint's, else
- * the defaults; on resume an explicit value must equal the checkpoint's. */
-static seqcl_status settle_options(seqcl_ctx *ctx, const seqcl_train_files_options *o,
-                                   const sq_ckpt_meta *m, run *R) {
-  if (o->steps < 0) return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --steps is negative");
-  if (o->checkpoint_every < 0 || o->valid_every < 0)
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: negative interval");
-  if (o->batch_size < 0 || o->batch_size > 1 << 20 || !(o->lr >= 0) || !isfinite(o->lr) ||
-      !isfinite(o->clip))
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: bad --batch-size, --lr or --clip");
-  if (!(o->dropout < 1.0))
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --dropout %g is outside [0, 1)",
-                   o->dropout);
-  R->B = o->batch_size ? o->batch_size : m ? m->batch_size : 64;
-  R->lr = o->lr > 0 ? o->lr : m ? m->lr : 1e-3;
-  R->clip = o->clip >= 0 ? o->clip : m ? m->clip : 0.0;
-  R->seed = o->seed >= 0 ? (uint64_t)o->seed : m ? m->seed : 0;
-  R->dropout = o->dropout >= 0 ? o->dropout : m ? m->dropout : 0.0;
-  if (m) {
-    char given[64] = "", had[64] = "";
-    const char *which = NULL;
-    if (R->B != m->batch_size)
-      which = "--batch-size", snprintf(given, 64, "%d", R->B), snprintf(had, 64, "%d", m->batch_size);
-    else if (R->clip != m->clip)
-      which = "--clip", snprintf(given, 64, "%g", R->clip), snprintf(had, 64, "%g", m->clip);
-    else if (R->seed != m->seed)
-      which = "--seed", snprintf(given, 64, "%llu", (unsigned long long)R->seed),
-      snprintf(had, 64, "%llu", (unsigned long long)m->seed);
-    else if (R->dropout != m->dropout)
-      which = "--dropout", snprintf(given, 64, "%g", R->dropout), snprintf(had, 64, "%g", m->dropout);
-    if (which)
-      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                     "train: %s %s differs from the checkpoint's %s (a resumed run continues the "
-                     "same run; leave %s out)",
-                     which, given, had, which);
-    if (o->epochs <= 0 && o->steps <= m->step) /* --epochs: checked once it is steps */
-      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                     "train: --steps %d: the checkpoint has already done %ld steps; give a "
-                     "larger --steps (the new total) to train on",
-                     o->steps, m->step);
-  }
-  return SEQCL_OK;
-}
-
-static seqcl_status save_checkpoint(seqcl_ctx *ctx, const seqcl_train_files_options *o, run *R) {
+static seqcl_status save_checkpoint(seqcl_ctx *ctx, const seqcl_train_files_options *o,
+                                    sq_files_run *R) {
   const size_t total = R->L.total;
   SQ_TRY(sq_read(ctx, sq_graph_params(R->g), R->host, sizeof(float) * total));
   SQ_TRY(sq_read(ctx, sq_at(R->adam.state, 0), R->host + total, 2 * sizeof(float) * total));
@@ -252,8 +171,8 @@ static seqcl_status save_checkpoint(seqcl_ctx *ctx, const seqcl_train_files_opti
 
 /* mt accumulates the token edit rate, as seqcl eval counts it (the caller
  * frees it, also after a failure). */
-static seqcl_status validate_into(run *R, seqcl_train_event *e, sq_metrics *mt) {
-  const dataset *d = &R->valid;
+static seqcl_status validate_into(sq_files_run *R, seqcl_train_event *e, sq_metrics *mt) {
+  const sq_files_data *d = &R->valid;
   const long n = (long)d->src.count;
   double loss_sum = 0;
   long labels = 0;
@@ -296,7 +215,7 @@ static seqcl_status validate_into(run *R, seqcl_train_event *e, sq_metrics *mt) 
   return SEQCL_OK;
 }
 
-static seqcl_status validate(run *R, seqcl_train_event *e) {
+static seqcl_status validate(sq_files_run *R, seqcl_train_event *e) {
   sq_metrics mt;
   sq_metrics_init(&mt);
   seqcl_status st = validate_into(R, e, &mt);
@@ -304,176 +223,9 @@ static seqcl_status validate(run *R, seqcl_train_event *e) {
   return st;
 }
 
-/* One data file on resume: a given path must be the recorded one; an absent
- * one is taken from the checkpoint. */
-static seqcl_status resume_path(seqcl_ctx *ctx, const char *opt, const char **given,
-                                const char *recorded, const char *ckdir, int required) {
-  if (*given) {
-    char abs[1024];
-    sq_ckpt_abspath(*given, abs, sizeof abs);
-    if (recorded[0] && strcmp(abs, recorded))
-      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                     "train: %s %s differs from the checkpoint's (%s in %s); leave %s out to "
-                     "continue on the same data",
-                     opt, *given, recorded, ckdir, opt);
-    return SEQCL_OK;
-  }
-  if (recorded[0]) {
-    *given = recorded;
-    return SEQCL_OK;
-  }
-  if (required)
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                   "train: the checkpoint in %s does not record its training files: give %s",
-                   ckdir, opt);
-  return SEQCL_OK;
-}
-
-/* --resume DIR alone: what was not given again comes from the checkpoint
- * (files, total steps, intervals; the save folder is the one holding it). */
-static seqcl_status resume_options(seqcl_ctx *ctx, const seqcl_train_files_options *o,
-                                   const sq_ckpt_meta *m, const char *ckdir,
-                                   seqcl_train_files_options *eff, char **save_alloc) {
-  *eff = *o;
-  if (strcmp(m->task, "files"))
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                   "train: the checkpoint in %s is of the %s task (seqcl train --resume %s "
-                   "continues it)",
-                   ckdir, m->task, o->resume_dir);
-  SQ_TRY(resume_path(ctx, "--src", &eff->src_path, m->src, ckdir, 1));
-  SQ_TRY(resume_path(ctx, "--tgt", &eff->tgt_path, m->tgt, ckdir, 1));
-  if (!o->valid_src_path && !o->valid_tgt_path && m->valid_src[0] && m->valid_tgt[0]) {
-    eff->valid_src_path = m->valid_src;
-    eff->valid_tgt_path = m->valid_tgt;
-  } else {
-    SQ_TRY(resume_path(ctx, "--valid-src", &eff->valid_src_path, m->valid_src, ckdir, 0));
-    SQ_TRY(resume_path(ctx, "--valid-tgt", &eff->valid_tgt_path, m->valid_tgt, ckdir, 0));
-  }
-  if (o->src_vocab_path || o->tgt_vocab_path)
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                   "train: --src-vocab/--tgt-vocab: a resumed run keeps the checkpoint's "
-                   "vocabularies (in %s); leave them out",
-                   ckdir);
-  if (!o->text && m->text[0]) eff->text = m->text;
-  if (!eff->keep_best) eff->keep_best = m->keep_best;
-  if (!eff->steps) eff->steps = m->steps_total ? (int)m->steps_total : 1000;
-  if (!eff->checkpoint_every) eff->checkpoint_every = m->checkpoint_every;
-  if (!eff->valid_every) eff->valid_every = m->valid_every;
-  if (!eff->save_dir) {
-    /* DIR/checkpoint: the model is DIR; a checkpoint folder given itself: its parent */
-    size_t n = strlen(ckdir);
-    int nested = n > 11 && !strcmp(ckdir + n - 11, "/checkpoint");
-    *save_alloc = nested ? strndup(ckdir, n - 11) : strdup(o->resume_dir);
-    if (*save_alloc && !nested) {
-      char *slash = strrchr(*save_alloc, '/');
-      if (slash && slash != *save_alloc) *slash = '\0';
-      else snprintf(*save_alloc, strlen(*save_alloc) + 1, "%s", slash ? "/" : ".");
-    }
-    if (!*save_alloc) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
-    eff->save_dir = *save_alloc;
-  }
-  return SEQCL_OK;
-}
-
-/* --text: the splits (on resume the checkpoint's; one given again must agree),
- * the vocabularies and the config keys that follow from them. */
-static seqcl_status settle_text(seqcl_ctx *ctx, const seqcl_train_files_options *o,
-                                const sq_ckpt_meta *m, run *R, seqcl_train_files_result *res) {
-  if (!o->text) {
-    if (o->src_vocab_path || o->tgt_vocab_path)
-      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                     "train: --src-vocab/--tgt-vocab read the files as text: give --text too");
-    if (m && m->text[0])
-      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: the checkpoint was trained on text");
-    return SEQCL_OK;
-  }
-  sq_train_text *t = &R->text;
-  if (sq_text_split_parse(o->text, t->split))
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                   "train: --text '%s' is not chars, words or SRC,TGT of those", o->text);
-  snprintf(R->text_spec, sizeof R->text_spec, "%s,%s",
-           t->split[0] == SQ_SPLIT_CHARS ? "chars" : "words",
-           t->split[1] == SQ_SPLIT_CHARS ? "chars" : "words");
-  if (m && strcmp(R->text_spec, m->text[0] ? m->text : "(token ids)"))
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                   "train: --text %s differs from the checkpoint's %s (leave it out)", o->text,
-                   m->text[0] ? m->text : "token ids");
-  const char *given[2] = {o->src_vocab_path, o->tgt_vocab_path};
-  const char *train[2] = {o->src_path, o->tgt_path};
-  const char *from = m ? R->ckdir : o->init_dir;
-  SQ_TRY(sq_train_text_vocabs(ctx, t, given, from, train));
-  SQ_TRY(sq_train_text_config(ctx, t, &R->cfg, m || o->init_dir,
-                              m ? R->ckdir : o->init_dir ? o->init_dir : o->config_path));
-  for (int k = 0; k < 2; k++)
-    res->vocab_size[k] = (int)t->vocab[k]->count, res->vocab_built[k] = t->built[k];
-  return SEQCL_OK;
-}
-
-/* The schedule and the batch stream's settings: given, else (resume) the
- * checkpoint's, else the defaults; the stream's settings cannot change on
- * resume (the batches would), the rate can (the decays start again from it). */
-static seqcl_status settle_schedule(seqcl_ctx *ctx, const seqcl_train_files_options *o,
-                                    const sq_ckpt_meta *m, run *R) {
-  if (o->warmup < 0 || o->decay_patience < 0 || o->patience < 0 || o->batch_tokens < 0 ||
-      !(o->lr_decay >= 0 && o->lr_decay < 1) || !(o->min_lr >= 0) || !(o->epochs >= 0) ||
-      !isfinite(o->epochs))
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                   "train: bad schedule (--warmup, --lr-decay in [0, 1), --decay-patience, "
-                   "--min-lr, --patience, --batch-tokens, --epochs)");
-  sq_schedule *sc = &R->sched;
-  sc->lr = R->lr;
-  sc->warmup = o->warmup ? o->warmup : m ? m->warmup : 0;
-  sc->decay = o->lr_decay > 0 ? o->lr_decay : m ? m->lr_decay : 0.0;
-  sc->decay_patience = o->decay_patience ? o->decay_patience : m ? m->decay_patience : 1;
-  sc->min_lr = o->min_lr > 0 ? o->min_lr : m ? m->min_lr : 0.0;
-  sc->patience = o->patience ? o->patience : m ? m->patience : 0;
-  const char *metric = o->metric ? o->metric : m ? m->metric : "loss";
-  if (sq_metric_parse(metric, &sc->metric))
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                   "train: unknown validation metric '%s' (loss, exact or ter)", metric);
-  if ((o->keep_best || sc->patience || sc->decay > 0) && !R->have_valid)
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                   "train: --keep-best, --patience and --lr-decay judge validations: give "
-                   "--valid-src and --valid-tgt");
-  sq_schedule_start(sc);
-  if (m) {
-    if (o->metric && strcmp(o->metric, m->metric))
-      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                     "train: metric %s differs from the checkpoint's %s (its best would not "
-                     "compare; leave it out)", o->metric, m->metric);
-    sc->best = m->best, sc->best_step = m->best_step;
-    sc->since_best = m->since_best, sc->since_decay = m->since_decay;
-    /* a new --lr on resume is the rate from now on */
-    sc->scale = R->lr == m->lr ? m->lr_scale : 1.0;
-  }
-  /* the batch stream */
-  sq_batcher *b = &R->sh;
-  const long lines = (long)R->train.src.count;
-  b->n = lines, b->B = R->B;
-  b->window = o->bucket > 0 ? o->bucket : o->bucket < 0 ? 0 : m ? m->bucket : o->batch_tokens > 0 ? 100 : 0;
-  b->tokens = o->batch_tokens ? o->batch_tokens : m ? m->batch_tokens : 0;
-  if (m && (b->window != m->bucket || b->tokens != m->batch_tokens))
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
-                   "train: --bucket %d / --batch-tokens %ld differ from the checkpoint's %d / %ld "
-                   "(the batches would change; leave them out)",
-                   b->window, b->tokens, m->bucket, m->batch_tokens);
-  if (b->tokens && !b->window)
-    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "train: --batch-tokens needs bucketed batches");
-  R->len_src = malloc(sizeof(int32_t) * (size_t)lines);
-  R->len_tgt = malloc(sizeof(int32_t) * (size_t)lines);
-  if (!R->len_src || !R->len_tgt)
-    return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
-  for (long i = 0; i < lines; i++) {
-    R->len_src[i] = (int32_t)sq_seq_len(&R->train.src, (size_t)i);
-    R->len_tgt[i] = (int32_t)sq_seq_len(&R->train.tgt, (size_t)i) - 1;
-  }
-  b->src_len = R->len_src, b->tgt_len = R->len_tgt;
-  return SEQCL_OK;
-}
-
 /* --init DIR with its optimizer: Adam's moments and step count from
  * DIR/checkpoint, so that fine-tuning continues Adam as one run would. */
-static seqcl_status init_adam(seqcl_ctx *ctx, const char *dir, run *R) {
+static seqcl_status init_adam(seqcl_ctx *ctx, const char *dir, sq_files_run *R) {
   char *ck = NULL;
   sq_ckpt_meta im;
   seqcl_status st = sq_checkpoint_locate(ctx, dir, &ck);
@@ -499,7 +251,7 @@ static int model_in(const char *dir) {
 }
 
 static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_options *given,
-                                    run *R, seqcl_train_files_result *res) {
+                                    sq_files_run *R, seqcl_train_files_result *res) {
   seqcl_train_files_options eff = *given;
   const seqcl_train_files_options *o = &eff;
   if (given->resume_dir) {
@@ -509,7 +261,7 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
                      "and --init");
     SQ_TRY(sq_checkpoint_locate(ctx, given->resume_dir, &R->ckdir));
     SQ_TRY(sq_checkpoint_read_meta(ctx, R->ckdir, &R->meta));
-    SQ_TRY(resume_options(ctx, given, &R->meta, R->ckdir, &eff, &R->save_alloc));
+    SQ_TRY(sq_files_resume_options(ctx, given, &R->meta, R->ckdir, &eff, &R->save_alloc));
   } else if (!eff.steps) {
     eff.steps = 1000;
   }
@@ -534,8 +286,8 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
                    "train: --config FILE (or --init DIR, or --resume DIR) is required");
   }
   snprintf(res->save_dir, sizeof res->save_dir, "%s", o->save_dir ? o->save_dir : "");
-  SQ_TRY(settle_options(ctx, o, m, R));
-  SQ_TRY(settle_text(ctx, o, m, R, res));
+  SQ_TRY(sq_files_settle_options(ctx, o, m, R));
+  SQ_TRY(sq_files_settle_text(ctx, o, m, R, res));
   const sq_train_text *tx = R->text_spec[0] ? &R->text : NULL;
   SQ_TRY(sq_tlayout_make(ctx, &R->cfg, &R->L));
   if (tx) R->L.vocab[0] = tx->vocab[0], R->L.vocab[1] = tx->vocab[1];
@@ -558,7 +310,7 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
   if (R->have_valid) longest(&R->valid, &R->S, &R->T);
   res->train_lines = (int)lines, res->max_src_len = R->S, res->max_tgt_len = R->T + 1;
 
-  SQ_TRY(settle_schedule(ctx, o, m, R));
+  SQ_TRY(sq_files_settle_schedule(ctx, o, m, R));
   if (o->epochs > 0) {
     long steps = sq_batcher_steps_for(&R->sh, R->seed, o->epochs);
     if (steps < 1 || steps > 0x7fffffffL)
@@ -691,7 +443,7 @@ seqcl_status seqcl_train_files(seqcl_ctx *ctx, const seqcl_train_files_options *
   if (!ctx || !o || !out)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_train_files: NULL argument");
   memset(out, 0, sizeof *out);
-  run R;
+  sq_files_run R;
   memset(&R, 0, sizeof R);
   seqcl_status st = train_files_run(ctx, o, &R, out);
   sq_graph_free(R.g);
