@@ -68,6 +68,18 @@ sq_ref sq_arena_out(sq_arena *a, const char *name, size_t n, const void *init) {
   return b ? sq_at(b->buf, SQ_GUARD_ELEMS) : sq_none();
 }
 
+sq_ref sq_arena_out_zeros(sq_arena *a, const char *name, size_t n) {
+  if (a->st != SEQCL_OK) return sq_none();
+  float *zeros = calloc(n ? n : 1, sizeof(float));
+  if (!zeros) {
+    a->st = sq_fail(a->ctx, SEQCL_ERR_OUT_OF_MEMORY, "check: out of host memory");
+    return sq_none();
+  }
+  sq_ref r = sq_arena_out(a, name, n, zeros);
+  free(zeros);
+  return r;
+}
+
 sq_ref sq_arena_out2d(sq_arena *a, const char *name, size_t rows, size_t cols, size_t ld,
                       const void *init) {
   sq_arena_buf *b = arena_new(a, name, SQ_BUF_OUT, rows * ld, init);

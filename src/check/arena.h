@@ -38,6 +38,10 @@ sq_ref sq_arena_in(sq_arena *a, const sq_tensor *t);
 sq_ref sq_arena_in_named(sq_arena *a, const sq_case *c, const char *name);
 /* An output of n elements starting as init (NULL: sentinels). */
 sq_ref sq_arena_out(sq_arena *a, const char *name, size_t n, const void *init);
+/* An output of n elements starting as zeros: for slots that leave some of
+ * their output untouched (positions past a row's length, other time steps),
+ * which the reference then reads as 0 too. */
+sq_ref sq_arena_out_zeros(sq_arena *a, const char *name, size_t n);
 /* An output of rows x ld elements starting as init (rows x ld values; NULL:
  * sentinels) of which columns [cols, ld) must keep their initial values. */
 sq_ref sq_arena_out2d(sq_arena *a, const char *name, size_t rows, size_t cols, size_t ld,

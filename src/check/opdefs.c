@@ -11,6 +11,16 @@ float *sq_gen_f(sq_case *c, sq_rng *r, const char *name, size_t n, float scale) 
   return p;
 }
 
+float *sq_gen_logits(sq_case *c, sq_rng *r, const char *name, int N, int V, float scale) {
+  float *x = sq_gen_f(c, r, name, (size_t)N * V, scale);
+  if (x && sq_shape_int(&c->shape, "big", 0)) {
+    for (int v = 0; v < V; v++) x[v] += 1e4f;
+    if (N > 1)
+      for (int v = 0; v < V; v++) x[V + v] += sq_rng_int(r, 0, 1) ? 1e4f : -1e4f;
+  }
+  return x;
+}
+
 int32_t *sq_gen_lens(sq_case *c, sq_rng *r, const char *name, int N, int S, int vary) {
   int32_t *lens = sq_case_i(c, name, (size_t)N);
   if (!lens) return NULL;
@@ -52,6 +62,27 @@ void sq_context_tol(const float *keys, int S, int He, int n, const double *alpha
   }
 }
 
+void sq_attn_args_named(sq_arena *a, const sq_case *c, sq_score kind, int N, int S, int He, int A,
+                        sq_attn_args *args) {
+  memset(args, 0, sizeof *args);
+  args->kind = kind;
+  args->N = N, args->S = S, args->He = He, args->A = A;
+  args->scale = kind == SQ_SCORE_SCALED_DOT ? 1.0f / sqrtf((float)He) : 1.0f;
+  args->keys = sq_arena_in_named(a, c, "keys");
+  args->lens = sq_arena_in_named(a, c, "lens");
+  args->mask = sq_arena_in_named(a, c, "mask");
+  args->v = sq_arena_in_named(a, c, "v");
+  args->bv = sq_arena_in_named(a, c, "bv");
+}
+
+void sq_row_spread(const float *row, int n, double *mx, double *dmax) {
+  double m = -INFINITY, d = 0;
+  for (int v = 0; v < n; v++) m = row[v] > m ? row[v] : m;
+  for (int v = 0; v < n; v++)
+    if (m - row[v] < 104 && m - row[v] > d) d = m - row[v];
+  *mx = m, *dmax = d;
+}
+
 int sq_ceil_log2(long x) {
   int k = 0;
   while ((1L << k) < x) k++;
@@ -72,6 +103,14 @@ seqcl_status sq_finish_run(sq_arena *a, char *fault, size_t cap) {
   SQ_TRY(a->st);
   SQ_TRY(sq_finish(a->ctx));
   return sq_arena_verify(a, fault, cap);
+}
+
+seqcl_status sq_finish_fetch(sq_arena *a, const sq_case *c, const sq_ref *outs,
+                             double *const *got, char *fault, size_t cap) {
+  SQ_TRY(sq_finish_run(a, fault, cap));
+  for (int k = 0; k < c->n_out; k++)
+    SQ_TRY(sq_arena_fetch(a, outs[k], c->out[k].n, c->out[k].is_int, got[k]));
+  return SEQCL_OK;
 }
 
 void sq_tol_exact(const sq_case *c, int k, double *const *ref, double *tol) {

@@ -21,6 +21,10 @@
                      (c)->op->name, key, var, (int)(lo), (int)(hi));                        \
   } while (0)
 
+/* Shape key key of the case c in scope, dflt when absent: the run and tol
+ * functions reread the keys that their gen function checked. */
+#define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
+
 #define SQ_NEED(p)                                                                          \
   do {                                                                                      \
     if (!(p)) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "check: out of host memory");   \
@@ -30,6 +34,10 @@
 
 /* A float input of n values uniform in [-scale, scale] (never 0). */
 float *sq_gen_f(sq_case *c, sq_rng *r, const char *name, size_t n, float scale);
+/* A logits input [N, V] uniform in [-scale, scale]; shape key big=1 puts row
+ * 0 near +1e4 (a naive exp overflows) and row 1 at a mix of +-1e4 (half of
+ * its exponentials underflow to 0 exactly). */
+float *sq_gen_logits(sq_case *c, sq_rng *r, const char *name, int N, int V, float scale);
 /* Lengths in [1, S]; vary = 0: all S; vary = 1: row 0 has S, the last row 1 (when
  * N > 1), the rest random. */
 int32_t *sq_gen_lens(sq_case *c, sq_rng *r, const char *name, int N, int S, int vary);
@@ -40,6 +48,17 @@ int32_t *sq_gen_mask(sq_case *c, sq_rng *r, int N, int S);
  * input "lens" of row n and not masked out by the optional input "mask". */
 int sq_attn_valid(const sq_case *c, int S, int n, int j);
 int sq_ceil_log2(long x);
+/* The maximum mx of row[0, n) and the largest distance below it, mx - row[j],
+ * short of 104 (e^-104 underflows in float32): the spread that the rounding
+ * of x - max adds to a softmax's or log-softmax's error. */
+void sq_row_spread(const float *row, int n, double *mx, double *dmax);
+
+/* The part of an attention front's argument block that every attention entry
+ * fills alike: the dims, the scale of the kind (1/sqrt(He) for scaled_dot),
+ * and the device copies of the inputs "keys", "lens", "mask", "v" and "bv"
+ * (those absent: none). The query side (qp, ld_qp, pkeys) is the caller's. */
+void sq_attn_args_named(sq_arena *a, const sq_case *c, sq_score kind, int N, int S, int He, int A,
+                        sq_attn_args *args);
 
 /* Worst-case error factor of a K-term float dot product plus a bias and a scaling:
  * |fl(sum) - sum| <= 2(K+2)u * sum|terms| (Higham, Accuracy and Stability, §3.1,
@@ -60,7 +79,12 @@ void sq_abs_linear(int rows, int in, int out, const float *x, int ldx, const flo
 /* The tolerance of an output that must match exactly (0 everywhere). */
 void sq_tol_exact(const sq_case *c, int k, double *const *ref, double *tol);
 
-/* Runs the arena's verification and fetches: used by every run function. */
+/* Waits for the run and verifies the arena's guards and inputs (a fault is
+ * described in fault, status OK). */
 seqcl_status sq_finish_run(sq_arena *a, char *fault, size_t cap);
+/* The tail of a run function: sq_finish_run, then every declared output k of
+ * the case read from outs[k] into got[k] (c->out[k].n values of its type). */
+seqcl_status sq_finish_fetch(sq_arena *a, const sq_case *c, const sq_ref *outs,
+                             double *const *got, char *fault, size_t cap);
 
 #endif

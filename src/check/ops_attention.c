@@ -58,7 +58,8 @@ static seqcl_status poison_rows(const sq_case *c, const attn_dims *d, float *key
   return SEQCL_OK;
 }
 
-static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r) {
+/* Draws the inputs every attention entry takes; *dp receives the case's dims. */
+static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r, attn_dims *dp) {
   SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, S, "S", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, He, "He", 1, 1, SQ_MAXDIM);
@@ -66,6 +67,7 @@ static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r) {
   (void)N, (void)S, (void)He, (void)pad;
   attn_dims d;
   attn_dims_of(c, &d);
+  *dp = d;
   if (d.Hd < 1 || d.Hd > SQ_MAXDIM || (d.kind == SQ_SCORE_ADDITIVE && (d.A < 1 || d.A > SQ_MAXDIM)))
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "%s: Hd and A must lie in [1, %d]",
                    c->op->name, SQ_MAXDIM);
@@ -96,22 +98,11 @@ static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r) {
  * sq_linear, and fills the argument block every attention front takes. */
 static seqcl_status attn_prepare(sq_arena *a, const sq_case *c, const attn_dims *d,
                                  sq_attn_args *args) {
-  memset(args, 0, sizeof *args);
-  args->kind = d->kind;
-  args->N = d->N;
-  args->S = d->S;
-  args->He = d->He;
-  args->A = d->A;
-  args->scale = d->kind == SQ_SCORE_SCALED_DOT ? 1.0f / sqrtf((float)d->He) : 1.0f;
-  args->keys = sq_arena_in_named(a, c, "keys");
+  sq_attn_args_named(a, c, d->kind, d->N, d->S, d->He, d->A, args);
   sq_ref q = sq_arena_in_named(a, c, "q");
-  args->lens = sq_arena_in_named(a, c, "lens");
-  args->mask = sq_arena_in_named(a, c, "mask");
   if (d->kind == SQ_SCORE_ADDITIVE) {
     sq_ref Wk = sq_arena_in_named(a, c, "Wk"), bk = sq_arena_in_named(a, c, "bk");
     sq_ref Wq = sq_arena_in_named(a, c, "Wq"), bq = sq_arena_in_named(a, c, "bq");
-    args->v = sq_arena_in_named(a, c, "v");
-    args->bv = sq_arena_in_named(a, c, "bv");
     args->pkeys = sq_arena_scratch(a, "pkeys", (size_t)d->N * d->S * d->A);
     args->qp = sq_arena_scratch(a, "qp", (size_t)d->N * d->A);
     args->ld_qp = d->A;
@@ -169,9 +160,8 @@ static double score_tol(const sq_case *c, const attn_dims *d, int n, int j) {
 
 /* ------------------------------------------------------ attn_scores.* ---- */
 static seqcl_status scores_gen(sq_case *c, sq_rng *r) {
-  SQ_TRY(attn_gen_inputs(c, r));
   attn_dims d;
-  attn_dims_of(c, &d);
+  SQ_TRY(attn_gen_inputs(c, r, &d));
   SQ_NEED(sq_case_out(c, "scores", (size_t)d.N * d.S, 0) >= 0);
   return SEQCL_OK;
 }
@@ -185,8 +175,7 @@ static seqcl_status scores_run(sq_arena *a, const sq_case *c, double *const *got
   sq_ref e = sq_arena_out(a, "scores", (size_t)d.N * d.S, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_attn_scores(a->ctx, &args, sq_case_ini(c, "lens"), sq_case_ini(c, "mask"), e));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, e, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &e, got, fault, cap);
 }
 
 static void scores_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -263,19 +252,11 @@ static void softmax_tol_row(const float *x, int S, int valid_of(const sq_case *,
 static seqcl_status softmax_gen(sq_case *c, sq_rng *r) {
   SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, S, "S", 1, 1, SQ_MAXDIM);
-  float scale = (float)sq_shape_get(&c->shape, "scale", 4.0);
-  float *x = sq_gen_f(c, r, "x", (size_t)N * S, scale);
+  float *x = sq_gen_logits(c, r, "x", N, S, (float)sq_shape_get(&c->shape, "scale", 4.0));
   SQ_NEED(x);
-  if (sq_shape_int(&c->shape, "big", 0)) {
-    /* Row 0 near +1e4 (a naive exp overflows), row 1 a mix of +-1e4 (half of
-     * the weights underflow to 0 exactly). */
-    for (int j = 0; j < S; j++) x[j] += 1e4f;
-    if (N > 1)
-      for (int j = 0; j < S; j++) x[S + j] += sq_rng_int(r, 0, 1) ? 1e4f : -1e4f;
-  }
-  SQ_NEED(sq_gen_lens(c, r, "lens", N, S, sq_shape_int(&c->shape, "lens", 1)));
-  if (sq_shape_int(&c->shape, "mask", 0)) SQ_NEED(sq_gen_mask(c, r, N, S));
-  if (sq_shape_int(&c->shape, "poison", 0)) {
+  SQ_NEED(sq_gen_lens(c, r, "lens", N, S, SH("lens", 1)));
+  if (SH("mask", 0)) SQ_NEED(sq_gen_mask(c, r, N, S));
+  if (SH("poison", 0)) {
     /* Rows 0-3 have no softmax and must come out NaN at their valid
      * positions: one NaN score, all NaN, one +inf, all -inf. Row 4 has every
      * other valid score -inf, which is a softmax (those weights exactly 0). */
@@ -298,19 +279,18 @@ static seqcl_status softmax_gen(sq_case *c, sq_rng *r) {
 
 static seqcl_status softmax_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                                 size_t cap) {
-  int N = sq_shape_int(&c->shape, "N", 1), S = sq_shape_int(&c->shape, "S", 1);
+  int N = SH("N", 1), S = SH("S", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), lens = sq_arena_in_named(a, c, "lens");
   sq_ref mask = sq_arena_in_named(a, c, "mask");
   sq_ref y = sq_arena_out(a, "y", (size_t)N * S, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_masked_softmax(a->ctx, N, S, x, lens, sq_case_ini(c, "lens"), mask,
                            sq_case_ini(c, "mask"), y));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, y, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &y, got, fault, cap);
 }
 
 static void softmax_tol(const sq_case *c, int k, double *const *ref, double *tol) {
-  int N = sq_shape_int(&c->shape, "N", 1), S = sq_shape_int(&c->shape, "S", 1);
+  int N = SH("N", 1), S = SH("S", 1);
   const float *x = sq_case_inf(c, "x");
   for (int n = 0; n < N; n++)
     softmax_tol_row(x + (size_t)n * S, S, sq_attn_valid, c, n, ref[k] + (size_t)n * S,
@@ -354,20 +334,19 @@ static seqcl_status context_gen(sq_case *c, sq_rng *r) {
 
 static seqcl_status context_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                                 size_t cap) {
-  int N = sq_shape_int(&c->shape, "N", 1), S = sq_shape_int(&c->shape, "S", 1);
-  int He = sq_shape_int(&c->shape, "He", 1), pad = sq_shape_int(&c->shape, "pad", 0);
+  int N = SH("N", 1), S = SH("S", 1);
+  int He = SH("He", 1), pad = SH("pad", 0);
   sq_ref alpha = sq_arena_in_named(a, c, "alpha"), keys = sq_arena_in_named(a, c, "keys");
   sq_ref out = sq_arena_out2d(a, "c", (size_t)N, (size_t)He, (size_t)He + pad, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_context(a->ctx, N, S, He, alpha, keys, out, He + pad));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, out, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &out, got, fault, cap);
 }
 
 static void context_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   (void)k, (void)ref;
-  int N = sq_shape_int(&c->shape, "N", 1), S = sq_shape_int(&c->shape, "S", 1);
-  int He = sq_shape_int(&c->shape, "He", 1);
+  int N = SH("N", 1), S = SH("S", 1);
+  int He = SH("He", 1);
   const float *alpha = sq_case_inf(c, "alpha"), *keys = sq_case_inf(c, "keys");
   for (int n = 0; n < N; n++)
     for (int i = 0; i < He; i++) {
@@ -392,9 +371,8 @@ const sq_op sq_op_context = {
  * scores -> masked_softmax -> context on the same device, which must agree
  * with the reference and with the fused outputs. */
 static seqcl_status fused_gen(sq_case *c, sq_rng *r) {
-  SQ_TRY(attn_gen_inputs(c, r));
   attn_dims d;
-  attn_dims_of(c, &d);
+  SQ_TRY(attn_gen_inputs(c, r, &d));
   SQ_NEED(sq_case_out(c, "c", (size_t)d.N * d.He, 0) >= 0);
   SQ_NEED(sq_case_out(c, "alpha", (size_t)d.N * d.S, 0) >= 0);
   int cu = sq_case_out(c, "c_unfused", (size_t)d.N * d.He, 0);
@@ -423,11 +401,7 @@ static seqcl_status fused_run(sq_arena *a, const sq_case *c, double *const *got,
   SQ_TRY(sq_attn_scores(a->ctx, &args, lens, mask, e));
   SQ_TRY(sq_masked_softmax(a->ctx, d.N, d.S, e, args.lens, lens, args.mask, mask, au));
   SQ_TRY(sq_context(a->ctx, d.N, d.S, d.He, au, args.keys, cu, ldc));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  SQ_TRY(sq_arena_fetch(a, cf, c->out[0].n, 0, got[0]));
-  SQ_TRY(sq_arena_fetch(a, af, c->out[1].n, 0, got[1]));
-  SQ_TRY(sq_arena_fetch(a, cu, c->out[2].n, 0, got[2]));
-  return sq_arena_fetch(a, au, c->out[3].n, 0, got[3]);
+  return sq_finish_fetch(a, c, (sq_ref[]){cf, af, cu, au}, got, fault, cap);
 }
 
 /* alpha: a score error de moves weight j by alpha_j (de_j - sum_k alpha_k de_k),
@@ -559,31 +533,21 @@ static seqcl_status hand_gen(sq_case *c, sq_rng *r) {
 
 static seqcl_status hand_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                              size_t cap) {
-  sq_ref x = sq_arena_in_named(a, c, "x"), keys = sq_arena_in_named(a, c, "keys");
-  sq_ref q = sq_arena_in_named(a, c, "q"), lens = sq_arena_in_named(a, c, "lens");
+  /* the fused dot score takes the query as it is; the keys and lengths it
+   * uploads serve the softmax and the context too */
+  const attn_dims d = {.kind = SQ_SCORE_DOT, .N = 2, .S = 3, .He = 2, .Hd = 2};
+  sq_attn_args args;
+  SQ_TRY(attn_prepare(a, c, &d, &args));
+  sq_ref x = sq_arena_in_named(a, c, "x");
   sq_ref as = sq_arena_out(a, "alpha_softmax", 6, NULL), cs = sq_arena_out(a, "c_context", 4, NULL);
   sq_ref af = sq_arena_out(a, "alpha_fused_dot", 6, NULL);
   sq_ref cf = sq_arena_out(a, "c_fused_dot", 4, NULL);
   SQ_TRY(a->st);
   const int32_t *lens_host = sq_case_ini(c, "lens");
-  SQ_TRY(sq_masked_softmax(a->ctx, 2, 3, x, lens, lens_host, sq_none(), NULL, as));
-  SQ_TRY(sq_context(a->ctx, 2, 3, 2, as, keys, cs, 2));
-  sq_attn_args args;
-  memset(&args, 0, sizeof args);
-  args.kind = SQ_SCORE_DOT;
-  args.N = 2;
-  args.S = 3;
-  args.He = 2;
-  args.qp = q;
-  args.ld_qp = 2;
-  args.keys = keys;
-  args.scale = 1.0f;
-  args.lens = lens;
+  SQ_TRY(sq_masked_softmax(a->ctx, 2, 3, x, args.lens, lens_host, sq_none(), NULL, as));
+  SQ_TRY(sq_context(a->ctx, 2, 3, 2, as, args.keys, cs, 2));
   SQ_TRY(sq_attn_fused(a->ctx, &args, lens_host, NULL, cf, 2, af));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  sq_ref outs[4] = {as, cs, af, cf};
-  for (int k = 0; k < 4; k++) SQ_TRY(sq_arena_fetch(a, outs[k], c->out[k].n, 0, got[k]));
-  return SEQCL_OK;
+  return sq_finish_fetch(a, c, (sq_ref[]){as, cs, af, cf}, got, fault, cap);
 }
 
 static void hand_tol(const sq_case *c, int k, double *const *ref, double *tol) {

@@ -12,8 +12,6 @@
 #include "check/opdefs.h"
 #include "check/ops_all.h"
 
-#define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
-
 /* ------------------------------------------ grad.attn_fwd.*, grad.attn.* ---- */
 /* Shape keys: N S He A (additive), bv (default 1), lens (1 = varied, the
  * default), mask (1 = a random mask too), pad (extra row stride of qp, c, dc,
@@ -57,18 +55,10 @@ static seqcl_status gattn_gen_inputs(sq_case *c, sq_rng *r, gattn *d) {
 }
 
 static void gattn_args(sq_arena *a, const sq_case *c, const gattn *d, sq_attn_args *args) {
-  memset(args, 0, sizeof *args);
-  args->kind = d->kind;
-  args->N = d->N, args->S = d->S, args->He = d->He, args->A = d->A;
+  sq_attn_args_named(a, c, d->kind, d->N, d->S, d->He, d->A, args);
   args->qp = sq_arena_in_named(a, c, "qp");
   args->ld_qp = d->W + d->pad;
-  args->keys = sq_arena_in_named(a, c, "keys");
   args->pkeys = sq_arena_in_named(a, c, "pkeys");
-  args->v = sq_arena_in_named(a, c, "v");
-  args->bv = sq_arena_in_named(a, c, "bv");
-  args->scale = d->scale;
-  args->lens = sq_arena_in_named(a, c, "lens");
-  args->mask = sq_arena_in_named(a, c, "mask");
 }
 
 /* tanh(pkeys + qp) of (n, j, a) in double and its float error bound: the
@@ -120,20 +110,12 @@ static seqcl_status gfw_run(sq_arena *a, const sq_case *c, double *const *got, c
   gattn_args(a, c, &d, &args);
   sq_ref cr = sq_arena_out2d(a, "c", (size_t)d.N, (size_t)d.He, (size_t)d.He + d.pad, NULL);
   sq_ref al = sq_arena_out(a, "alpha", (size_t)d.N * d.S, NULL);
-  sq_ref u = sq_none();
-  if (d.kind == SQ_SCORE_ADDITIVE) {
-    /* positions past a row's length are left untouched: start them at 0 */
-    float *zeros = calloc((size_t)d.N * d.S * d.A, sizeof(float));
-    if (!zeros) return sq_fail(a->ctx, SEQCL_ERR_OUT_OF_MEMORY, "check: out of host memory");
-    u = sq_arena_out(a, "u", (size_t)d.N * d.S * d.A, zeros);
-    free(zeros);
-  }
+  /* positions past a row's length are left untouched */
+  sq_ref u = d.kind == SQ_SCORE_ADDITIVE ? sq_arena_out_zeros(a, "u", (size_t)d.N * d.S * d.A)
+                                         : sq_none();
   SQ_TRY(a->st);
   SQ_TRY(sq_attn_fwd(a->ctx, &args, u, cr, d.He + d.pad, al));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  SQ_TRY(sq_arena_fetch(a, cr, c->out[0].n, 0, got[0]));
-  SQ_TRY(sq_arena_fetch(a, al, c->out[1].n, 0, got[1]));
-  return d.kind == SQ_SCORE_ADDITIVE ? sq_arena_fetch(a, u, c->out[2].n, 0, got[2]) : SEQCL_OK;
+  return sq_finish_fetch(a, c, (sq_ref[]){cr, al, u}, got, fault, cap);
 }
 
 /* alpha_j: the softmax's relative bound plus 2 max_k tol(e_k) (a score error
@@ -252,10 +234,7 @@ static seqcl_status gbw_run(sq_arena *a, const sq_case *c, double *const *got, c
   sq_ref dbv = bv ? sq_arena_out(a, "dbv", 1, sq_case_inf(c, "dbv0")) : sq_none();
   SQ_TRY(a->st);
   SQ_TRY(sq_attn_bwd(a->ctx, &args, al, u, dc, d.He + d.pad, dqp, d.W + d.pad, dk, dpk, dv, dbv));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  sq_ref outs[5] = {dqp, dk, dpk, dv, dbv};
-  for (int k = 0; k < c->n_out; k++) SQ_TRY(sq_arena_fetch(a, outs[k], c->out[k].n, 0, got[k]));
-  return SEQCL_OK;
+  return sq_finish_fetch(a, c, (sq_ref[]){dqp, dk, dpk, dv, dbv}, got, fault, cap);
 }
 
 /* Error propagation with f(K) = 2(K+2)u on magnitudes:

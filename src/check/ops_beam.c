@@ -31,31 +31,26 @@ static seqcl_status topk_gen(sq_case *c, sq_rng *r) {
 
 static seqcl_status topk_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                              size_t cap) {
-  int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
-  int K = sq_shape_int(&c->shape, "K", 1), pad = sq_shape_int(&c->shape, "pad", 0);
+  int N = SH("N", 1), V = SH("V", 1);
+  int K = SH("K", 1), pad = SH("pad", 0);
   sq_ref x = sq_arena_in_named(a, c, "x");
   sq_ref vals = sq_arena_out(a, "vals", (size_t)N * K, NULL);
   sq_ref ids = sq_arena_out(a, "ids", (size_t)N * K, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_beam_topk(a->ctx, N, V, x, V + pad, K, vals, ids));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  SQ_TRY(sq_arena_fetch(a, vals, (size_t)N * K, 0, got[0]));
-  return sq_arena_fetch(a, ids, (size_t)N * K, 1, got[1]);
+  return sq_finish_fetch(a, c, (sq_ref[]){vals, ids}, got, fault, cap);
 }
 
 /* vals: log_softmax's bound (ops_loss.c): the rounding of x - max, the relative
  * error of the sum of exponentials (a tree sum) as an absolute error of log Z,
  * and the final subtraction. ids: exact. */
 static void topk_tol(const sq_case *c, int k, double *const *ref, double *tol) {
-  const int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
-  const int K = sq_shape_int(&c->shape, "K", 1), ld = V + sq_shape_int(&c->shape, "pad", 0);
+  const int N = SH("N", 1), V = SH("V", 1);
+  const int K = SH("K", 1), ld = V + SH("pad", 0);
   const float *x = sq_case_inf(c, "x");
   for (int n = 0; n < N; n++) {
-    const float *row = x + (size_t)n * ld;
-    double mx = -INFINITY, dmax = 0;
-    for (int v = 0; v < V; v++) mx = row[v] > mx ? row[v] : mx;
-    for (int v = 0; v < V; v++)
-      if (mx - row[v] < 104 && mx - row[v] > dmax) dmax = mx - row[v];
+    double mx, dmax;
+    sq_row_spread(x + (size_t)n * ld, V, &mx, &dmax);
     for (int i = 0; i < K; i++) {
       const size_t e = (size_t)n * K + i;
       if (k == 1 || !isfinite(ref[k][e])) {

@@ -15,10 +15,10 @@ static seqcl_status argmax_gen(sq_case *c, sq_rng *r) {
   SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, V, "V", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, pad, "pad", 0, 0, 4096);
-  int ld = V + pad, ties = sq_shape_int(&c->shape, "ties", 0) && V > 1;
+  int ld = V + pad, ties = SH("ties", 0) && V > 1;
   float *x = sq_gen_f(c, r, "x", (size_t)N * ld, 1.0f);
-  float *b = sq_shape_int(&c->shape, "bias", 0) ? sq_gen_f(c, r, "bias", (size_t)V, 1.0f) : NULL;
-  SQ_NEED(x && (b || !sq_shape_int(&c->shape, "bias", 0)));
+  float *b = SH("bias", 0) ? sq_gen_f(c, r, "bias", (size_t)V, 1.0f) : NULL;
+  SQ_NEED(x && (b || !SH("bias", 0)));
   /* Tie columns: with a bias they are shared by every row and get equal bias
    * values, so that x + bias ties exactly in float32. */
   int tie[3] = {0, 0, 0};
@@ -43,14 +43,13 @@ static seqcl_status argmax_gen(sq_case *c, sq_rng *r) {
 
 static seqcl_status argmax_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                                size_t cap) {
-  int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
-  int pad = sq_shape_int(&c->shape, "pad", 0);
+  int N = SH("N", 1), V = SH("V", 1);
+  int pad = SH("pad", 0);
   sq_ref x = sq_arena_in_named(a, c, "x"), b = sq_arena_in_named(a, c, "bias");
   sq_ref ids = sq_arena_out(a, "ids", (size_t)N, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_argmax(a->ctx, N, V, x, V + pad, b, ids));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, ids, c->out[0].n, 1, got[0]);
+  return sq_finish_fetch(a, c, &ids, got, fault, cap);
 }
 
 static const char *const argmax_shapes[] = {"N=1,V=1",          "N=3,V=7,ties=1",
@@ -74,7 +73,7 @@ static seqcl_status greedy_gen(sq_case *c, sq_rng *r) {
   const int ld = V + pad, eos = V / 2;
   float *x = sq_gen_f(c, r, "x", (size_t)N * ld, 1.0f);
   SQ_NEED(x);
-  if (sq_shape_int(&c->shape, "bias", 1)) SQ_NEED(sq_gen_f(c, r, "bias", (size_t)V, 1.0f));
+  if (SH("bias", 1)) SQ_NEED(sq_gen_f(c, r, "bias", (size_t)V, 1.0f));
   int32_t *fin = sq_case_i(c, "fin", (size_t)N);
   SQ_NEED(fin);
   for (int n = 0; n < N; n++) {
@@ -89,8 +88,8 @@ static seqcl_status greedy_gen(sq_case *c, sq_rng *r) {
 
 static seqcl_status greedy_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                                size_t cap) {
-  int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 2);
-  int pad = sq_shape_int(&c->shape, "pad", 0), with_hist = sq_shape_int(&c->shape, "hist", 1);
+  int N = SH("N", 1), V = SH("V", 2);
+  int pad = SH("pad", 0), with_hist = SH("hist", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), b = sq_arena_in_named(a, c, "bias");
   sq_ref ids = sq_arena_out(a, "ids", (size_t)N, NULL);
   sq_ref fin = sq_arena_out(a, "finished", (size_t)N, sq_case_ini(c, "fin"));
@@ -98,15 +97,11 @@ static seqcl_status greedy_run(sq_arena *a, const sq_case *c, double *const *got
   SQ_TRY(a->st);
   SQ_TRY(sq_argmax_greedy(a->ctx, N, V, x, V + pad, b, ids, fin, V / 2,
                           with_hist ? hist : sq_none()));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  SQ_TRY(sq_arena_fetch(a, ids, (size_t)N, 1, got[0]));
-  SQ_TRY(sq_arena_fetch(a, fin, (size_t)N, 1, got[1]));
-  if (!with_hist) {
-    /* absent: the sentinels must survive; compare them as they are on both sides */
+  SQ_TRY(sq_finish_fetch(a, c, (sq_ref[]){ids, fin, hist}, got, fault, cap));
+  /* absent: the sentinels must survive; compare them as they are on both sides */
+  if (!with_hist)
     for (int n = 0; n < N; n++) got[2][n] = 0.0;
-    return SEQCL_OK;
-  }
-  return sq_arena_fetch(a, hist, (size_t)N, 1, got[2]);
+  return SEQCL_OK;
 }
 
 static void greedy_tol(const sq_case *c, int k, double *const *ref, double *tol) {

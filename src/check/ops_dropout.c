@@ -9,7 +9,6 @@
 #include "check/opdefs.h"
 #include "check/ops_all.h"
 
-#define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
 #define DROP_TENSOR 3 /* any stream: the graph's between-layer one */
 
 static seqcl_status drop_gen(sq_case *c, sq_rng *r) {
@@ -43,8 +42,7 @@ static seqcl_status drop_run(sq_arena *a, const sq_case *c, double *const *got, 
                  (uint64_t)sq_shape_get(&c->shape, "seed", 12345),
                  (uint64_t)sq_shape_get(&c->shape, "step", 7), DROP_TENSOR);
   SQ_TRY(sq_dropout(a->ctx, &d));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, d.y, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &d.y, got, fault, cap);
 }
 
 static void drop_tol(const sq_case *c, int k, double *const *ref, double *tol) {

@@ -10,8 +10,6 @@
 #include "check/opdefs.h"
 #include "check/ops_all.h"
 
-#define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
-
 /* ---------------------------------------------------------- embedding ---- */
 /* Shape keys: N D V, pad (extra row stride of the output). A copy: exact. */
 static seqcl_status embed_gen(sq_case *c, sq_rng *r) {
@@ -32,14 +30,13 @@ static seqcl_status embed_gen(sq_case *c, sq_rng *r) {
 
 static seqcl_status embed_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                               size_t cap) {
-  int N = sq_shape_int(&c->shape, "N", 1), D = sq_shape_int(&c->shape, "D", 1);
-  int V = sq_shape_int(&c->shape, "V", 1), pad = sq_shape_int(&c->shape, "pad", 0);
+  int N = SH("N", 1), D = SH("D", 1);
+  int V = SH("V", 1), pad = SH("pad", 0);
   sq_ref ids = sq_arena_in_named(a, c, "ids"), table = sq_arena_in_named(a, c, "table");
   sq_ref out = sq_arena_out2d(a, "out", (size_t)N, (size_t)D, (size_t)D + pad, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_embedding(a->ctx, N, D, V, ids, sq_case_ini(c, "ids"), table, out, D + pad));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, out, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &out, got, fault, cap);
 }
 
 static const char *const embed_shapes[] = {"N=1,D=1,V=1", "N=7,D=13,V=37", "N=61,D=32,V=5,pad=3",
@@ -78,8 +75,7 @@ static seqcl_status emb_run(sq_arena *a, const sq_case *c, double *const *got, c
   sq_ref dt = sq_arena_out(a, "dtable", (size_t)V * D, sq_case_inf(c, "dtable0"));
   SQ_TRY(a->st);
   SQ_TRY(sq_embedding_bwd(a->ctx, N, D, ids, dy, D + pad, SH("pid", -1), dt));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, dt, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &dt, got, fault, cap);
 }
 
 static void emb_tol(const sq_case *c, int k, double *const *ref, double *tol) {

@@ -1,10 +1,8 @@
-/* Op list entries of the gru family: the GRU gate kernel, one GRU cell, a GRU
- * layer over time (forward, reverse, bidirectional into one buffer, stacked
- * layers), and the training step that keeps its gates (grad.gru_fwd) with
- * its backward (grad.gru_gates). The training entries' accumulated outputs
- * start from random values, so a kernel that overwrites instead fails. */
-#include <stdio.h>
-#include <stdlib.h>
+/* Op list entries of the gru family: the GRU gate kernel with the training
+ * step that keeps its gates (grad.gru_fwd) and its backward (grad.gru_gates),
+ * one GRU cell, and a GRU layer over time (forward, reverse, bidirectional into
+ * one buffer, stacked layers). The training entries' accumulated outputs start
+ * from random values, so a kernel that overwrites instead fails. */
 #include <string.h>
 
 #include "check/opdefs.h"
@@ -15,29 +13,75 @@
 #define GATE_ABS 1e-6
 #define GATE_REL 4e-5
 
-#define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
-
-/* ---------------------------------------------------------- gru_gates ---- */
-/* Shape keys: N T H, step, rev, lens (1 = lengths given, the default), bias
- * (default 1), pad (extra row stride of gh). */
-static seqcl_status gates_gen(sq_case *c, sq_rng *r) {
-  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, T, "T", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, H, "H", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, step, "step", 0, 0, T - 1);
+/* ------------------------------------- gru_gates, grad.gru_fwd, grad.gru_gates ---- */
+/* One GRU time step, three entries: the gate kernel, the training forward that
+ * also keeps its gates (grad.gru_fwd) and the step's backward (grad.gru_gates).
+ * Shape keys: N T H, step, rev, lens (1 = lengths given, the default), bias
+ * (default 1), pad (extra row stride of gh and dgh); the backward adds dout
+ * (default 1: the layer output's gradient is given) and saved (1: the gates
+ * gru_fwd kept are given, random values in their ranges; 0: recomputed). */
+static seqcl_status gru_step_gen(sq_case *c, sq_rng *r, int *N, int *T, int *H) {
+  SQ_DIM(c, n, "N", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, t, "T", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, h, "H", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, step, "step", 0, 0, t - 1);
   SQ_DIM(c, pad, "pad", 0, 0, 4096);
-  int rev = sq_shape_int(&c->shape, "rev", 0), lens = sq_shape_int(&c->shape, "lens", 1);
   (void)step;
-  if (rev && !lens)
-    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "gru_gates: rev=1 needs lens=1");
-  SQ_NEED(sq_gen_f(c, r, "gi", (size_t)N * T * 3 * H, 1.5f));
-  SQ_NEED(sq_gen_f(c, r, "gh", (size_t)N * (3 * H + pad), 1.5f));
-  if (sq_shape_int(&c->shape, "bias", 1)) {
-    SQ_NEED(sq_gen_f(c, r, "b_ih", (size_t)3 * H, 0.5f));
-    SQ_NEED(sq_gen_f(c, r, "b_hh", (size_t)3 * H, 0.5f));
+  if (SH("rev", 0) && !SH("lens", 1))
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "%s: rev=1 needs lens=1", c->op->name);
+  SQ_NEED(sq_gen_f(c, r, "gi", (size_t)n * t * 3 * h, 1.5f));
+  SQ_NEED(sq_gen_f(c, r, "gh", (size_t)n * (3 * h + pad), 1.5f));
+  if (SH("bias", 1)) {
+    SQ_NEED(sq_gen_f(c, r, "b_ih", (size_t)3 * h, 0.5f));
+    SQ_NEED(sq_gen_f(c, r, "b_hh", (size_t)3 * h, 0.5f));
   }
-  SQ_NEED(sq_gen_f(c, r, "h", (size_t)N * H, 1.0f));
-  if (lens) SQ_NEED(sq_gen_lens(c, r, "lens", N, T, 1));
+  SQ_NEED(sq_gen_f(c, r, "h", (size_t)n * h, 1.0f));
+  if (SH("lens", 1)) SQ_NEED(sq_gen_lens(c, r, "lens", n, t, 1));
+  *N = n, *T = t, *H = h;
+  return SEQCL_OK;
+}
+
+/* Row n's activity and time index at the case's step (as backend.h defines them). */
+static int gru_row_time(const sq_case *c, int n, int *t) {
+  const int32_t *lens = sq_case_ini(c, "lens");
+  int step = SH("step", 0), len = lens ? lens[n] : step + 1;
+  if (step >= len) return 0;
+  *t = SH("rev", 0) ? len - 1 - step : step;
+  return 1;
+}
+
+/* The fields that sq_gru_args and sq_gru_bwd_args share, the step of the case
+ * with its inputs uploaded: a macro, as the two are distinct types. */
+#define GRU_STEP_FIELDS(g, a, c)                                                            \
+  do {                                                                                      \
+    const int H_ = sq_shape_int(&(c)->shape, "H", 1), T_ = sq_shape_int(&(c)->shape, "T", 1); \
+    (g).N = sq_shape_int(&(c)->shape, "N", 1), (g).H = H_;                                  \
+    (g).gi = sq_arena_in_named(a, c, "gi");                                                 \
+    (g).gi_sn = (size_t)T_ * 3 * H_, (g).gi_st = (size_t)3 * H_;                            \
+    (g).gh = sq_arena_in_named(a, c, "gh");                                                 \
+    (g).ld_gh = 3 * H_ + sq_shape_int(&(c)->shape, "pad", 0);                               \
+    (g).b_ih = sq_arena_in_named(a, c, "b_ih");                                             \
+    (g).b_hh = sq_arena_in_named(a, c, "b_hh");                                             \
+    (g).lens = sq_arena_in_named(a, c, "lens");                                             \
+    (g).step = sq_shape_int(&(c)->shape, "step", 0);                                        \
+    (g).reverse = sq_shape_int(&(c)->shape, "rev", 0) != 0;                                 \
+  } while (0)
+
+/* The forward step's arguments: h updated in place from the input "h", out
+ * [N, T, H] starting at 0 (the time steps not taken must stay as they were,
+ * as in the reference). */
+static void gru_fwd_args(sq_arena *a, const sq_case *c, sq_gru_args *g) {
+  const int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1);
+  memset(g, 0, sizeof *g);
+  GRU_STEP_FIELDS(*g, a, c);
+  g->h = sq_arena_out(a, "h", (size_t)N * H, sq_case_inf(c, "h"));
+  g->out = sq_arena_out_zeros(a, "out", (size_t)N * T * H);
+  g->out_sn = (size_t)T * H, g->out_st = (size_t)H;
+}
+
+static seqcl_status gates_gen(sq_case *c, sq_rng *r) {
+  int N, T, H;
+  SQ_TRY(gru_step_gen(c, r, &N, &T, &H));
   SQ_NEED(sq_case_out(c, "h", (size_t)N * H, 0) >= 0);
   SQ_NEED(sq_case_out(c, "out", (size_t)N * T * H, 0) >= 0);
   return SEQCL_OK;
@@ -45,62 +89,33 @@ static seqcl_status gates_gen(sq_case *c, sq_rng *r) {
 
 static seqcl_status gates_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                               size_t cap) {
-  const sq_shape *s = &c->shape;
-  int N = sq_shape_int(s, "N", 1), T = sq_shape_int(s, "T", 1), H = sq_shape_int(s, "H", 1);
   sq_gru_args g;
-  memset(&g, 0, sizeof g);
-  g.N = N;
-  g.H = H;
-  g.gi = sq_arena_in_named(a, c, "gi");
-  g.gi_sn = (size_t)T * 3 * H;
-  g.gi_st = (size_t)3 * H;
-  g.gh = sq_arena_in_named(a, c, "gh");
-  g.ld_gh = 3 * H + sq_shape_int(s, "pad", 0);
-  g.b_ih = sq_arena_in_named(a, c, "b_ih");
-  g.b_hh = sq_arena_in_named(a, c, "b_hh");
-  g.h = sq_arena_out(a, "h", (size_t)N * H, sq_case_inf(c, "h"));
-  float *zeros = calloc((size_t)N * T * H, sizeof(float));
-  if (!zeros) return sq_fail(a->ctx, SEQCL_ERR_OUT_OF_MEMORY, "check: out of host memory");
-  g.out = sq_arena_out(a, "out", (size_t)N * T * H, zeros);
-  free(zeros);
-  g.out_sn = (size_t)T * H;
-  g.out_st = (size_t)H;
-  g.lens = sq_arena_in_named(a, c, "lens");
-  g.step = sq_shape_int(s, "step", 0);
-  g.reverse = sq_shape_int(s, "rev", 0) != 0;
+  gru_fwd_args(a, c, &g);
   SQ_TRY(a->st);
   SQ_TRY(sq_gru_gates(a->ctx, &g, sq_case_ini(c, "lens")));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  SQ_TRY(sq_arena_fetch(a, g.h, c->out[0].n, 0, got[0]));
-  return sq_arena_fetch(a, g.out, c->out[1].n, 0, got[1]);
+  return sq_finish_fetch(a, c, (sq_ref[]){g.h, g.out}, got, fault, cap);
 }
 
-static void gates_tol(const sq_case *c, int k, double *const *ref, double *tol) {
-  const sq_shape *s = &c->shape;
-  int N = sq_shape_int(s, "N", 1), T = sq_shape_int(s, "T", 1), H = sq_shape_int(s, "H", 1);
-  int step = sq_shape_int(s, "step", 0), rev = sq_shape_int(s, "rev", 0);
-  const int32_t *lens = sq_case_ini(c, "lens");
+/* The gate bound on every output of an active row at its time step (h, out
+ * and the kept gates); inactive rows and other time steps exactly unchanged. */
+static void gru_step_tol(const sq_case *c, int k, double *const *ref, double *tol) {
+  int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1);
+  int w = k == 2 ? 4 * H : H;
   for (int n = 0; n < N; n++) {
-    int active = !lens || step < lens[n];
-    int t = rev && lens ? lens[n] - 1 - step : step;
-    for (int i = 0; i < H; i++) {
-      if (k == 0) {
-        size_t e = (size_t)n * H + i;
-        tol[e] = active ? GATE_ABS + GATE_REL * fabs(ref[0][e]) : 0; /* inactive: unchanged */
-      } else {
-        for (int tt = 0; tt < T; tt++) {
-          size_t e = ((size_t)n * T + tt) * H + i;
-          tol[e] = active && tt == t ? GATE_ABS + GATE_REL * fabs(ref[1][e]) : 0;
-        }
+    int t = -1, active = gru_row_time(c, n, &t);
+    for (int tt = 0; tt < (k == 0 ? 1 : T); tt++)
+      for (int i = 0; i < w; i++) {
+        size_t e = ((size_t)n * (k == 0 ? 1 : T) + tt) * w + i;
+        int live = active && (k == 0 || tt == t);
+        tol[e] = live ? GATE_ABS + GATE_REL * fabs(ref[k][e]) : 0;
       }
-    }
   }
 }
 
-static const char *const gates_shapes[] = {
-    "N=1,T=1,H=1",           "N=3,T=7,H=13",          "N=5,T=13,H=37,rev=1,step=2",
-    "N=4,T=5,H=61,step=4",   "N=7,T=3,H=64,lens=0,pad=5", "N=6,T=7,H=33,bias=0,rev=1,step=6",
-    "N=9,T=2,H=512,step=1",  NULL};
+static const char *const gru_step_shapes[] = {
+    "N=1,T=1,H=1",         "N=3,T=7,H=13",             "N=5,T=13,H=37,rev=1,step=2",
+    "N=4,T=5,H=61,step=4", "N=7,T=3,H=64,lens=0,pad=5", "N=6,T=7,H=33,bias=0,rev=1,step=6",
+    "N=9,T=2,H=512,step=1", NULL};
 static const char *const gates_quick[] = {"N=5,T=13,H=37,rev=1,step=2", NULL};
 
 const sq_op sq_op_gru_gates = {
@@ -108,7 +123,34 @@ const sq_op sq_op_gru_gates = {
     "absolute 1e-6 + relative 4e-5 (OpenCL C allows tanh 5 ulp and exp 3 ulp; the update adds "
     "a few roundings on values of order 1); rows past their length and untouched time steps "
     "exactly unchanged",
-    gates_shapes, gates_quick, 0, gates_gen, gates_run, gates_tol, NULL};
+    gru_step_shapes, gates_quick, 0, gates_gen, gates_run, gru_step_tol, NULL};
+
+/* grad.gru_fwd: the outputs of gru_gates and the gates kept for the backward. */
+static seqcl_status gfwd_gen(sq_case *c, sq_rng *r) {
+  SQ_TRY(gates_gen(c, r));
+  const size_t n = (size_t)SH("N", 1) * SH("T", 1) * 4 * SH("H", 1);
+  SQ_NEED(sq_case_out(c, "saved", n, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status gfwd_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
+                             size_t cap) {
+  const int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1);
+  sq_gru_args g;
+  gru_fwd_args(a, c, &g);
+  sq_ref saved = sq_arena_out_zeros(a, "saved", (size_t)N * T * 4 * H);
+  SQ_TRY(a->st);
+  SQ_TRY(sq_gru_fwd(a->ctx, &g, saved, (size_t)T * 4 * H, (size_t)4 * H));
+  return sq_finish_fetch(a, c, (sq_ref[]){g.h, g.out, saved}, got, fault, cap);
+}
+
+static const char *const gru_quick[] = {"N=3,T=7,H=13", NULL};
+
+const sq_op sq_op_grad_gru_fwd = {
+    "grad.gru_fwd",
+    "as gru_gates: absolute 1e-6 + relative 4e-5 for h, out and the kept gates (r, z, n, "
+    "W_hn h + b_hn); inactive rows and other time steps exactly unchanged",
+    gru_step_shapes, gru_quick, 0, gfwd_gen, gfwd_run, gru_step_tol, NULL};
 
 /* ----------------------------------------------------------- gru_cell ---- */
 /* Shape keys: N In H, bias (default 1), pad (extra row stride of x). */
@@ -121,7 +163,7 @@ static seqcl_status cell_gen(sq_case *c, sq_rng *r) {
   SQ_NEED(sq_gen_f(c, r, "x", (size_t)N * (In + pad), 1.0f));
   SQ_NEED(sq_gen_f(c, r, "W_ih", (size_t)3 * H * In, w));
   SQ_NEED(sq_gen_f(c, r, "W_hh", (size_t)3 * H * H, w));
-  if (sq_shape_int(&c->shape, "bias", 1)) {
+  if (SH("bias", 1)) {
     SQ_NEED(sq_gen_f(c, r, "b_ih", (size_t)3 * H, w));
     SQ_NEED(sq_gen_f(c, r, "b_hh", (size_t)3 * H, w));
   }
@@ -142,8 +184,7 @@ static seqcl_status cell_run(sq_arena *a, const sq_case *c, double *const *got, 
   sq_ref ws = sq_arena_scratch(a, "ws", (size_t)6 * N * H);
   SQ_TRY(a->st);
   SQ_TRY(sq_gru_cell(a->ctx, N, In, H, x, In + pad, Wi, Wh, bi, bh, h, ws));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, h, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &h, got, fault, cap);
 }
 
 /* The gate bound plus the GEMMs' bound carried through the gates: sigma' <= 1/4,
@@ -199,7 +240,7 @@ static seqcl_status layer_gen(sq_case *c, sq_rng *r) {
   SQ_DIM(c, In, "In", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, H, "H", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, layers, "layers", 1, 1, 2);
-  int dirs = sq_shape_int(&c->shape, "bidi", 0) ? 2 : 1;
+  int dirs = SH("bidi", 0) ? 2 : 1;
   float w = 1.0f / sqrtf((float)H);
   SQ_NEED(sq_gen_f(c, r, "x", (size_t)N * T * In, 1.0f));
   for (int l = 0; l < layers; l++)
@@ -211,7 +252,7 @@ static seqcl_status layer_gen(sq_case *c, sq_rng *r) {
       SQ_NEED(sq_gen_f(c, r, gru_w_names[l][d][3], (size_t)3 * H, w));
       SQ_NEED(sq_gen_f(c, r, gru_h0_names[l][d], (size_t)N * H, 0.5f));
     }
-  SQ_NEED(sq_gen_lens(c, r, "lens", N, T, sq_shape_int(&c->shape, "lens", 1)));
+  SQ_NEED(sq_gen_lens(c, r, "lens", N, T, SH("lens", 1)));
   for (int l = 0; l < layers; l++)
     SQ_NEED(sq_case_out(c, gru_out_names[l], (size_t)N * T * dirs * H, 0) >= 0);
   SQ_NEED(sq_case_out(c, "h_final", (size_t)layers * dirs * N * H, 0) >= 0);
@@ -228,15 +269,12 @@ static seqcl_status layer_run(sq_arena *a, const sq_case *c, double *const *got,
   const int32_t *lens_host = sq_case_ini(c, "lens");
   sq_ref x = sq_arena_in_named(a, c, "x"), lens = sq_arena_in_named(a, c, "lens");
   sq_ref ws = sq_arena_scratch(a, "ws", (size_t)N * T * 3 * H + (size_t)N * 3 * H);
-  float *zeros = calloc((size_t)N * T * W, sizeof(float));
-  if (!zeros) return sq_fail(a->ctx, SEQCL_ERR_OUT_OF_MEMORY, "check: out of host memory");
   sq_ref out[2] = {sq_none(), sq_none()}, h[2][2];
   for (int l = 0; l < layers; l++) {
-    out[l] = sq_arena_out(a, gru_out_names[l], (size_t)N * T * W, zeros); /* callers zero first */
+    out[l] = sq_arena_out_zeros(a, gru_out_names[l], (size_t)N * T * W); /* callers zero first */
     for (int d = 0; d < dirs; d++)
       h[l][d] = sq_arena_out(a, gru_h0_names[l][d], (size_t)N * H, sq_case_inf(c, gru_h0_names[l][d]));
   }
-  free(zeros);
   SQ_TRY(a->st);
   for (int l = 0; l < layers; l++) {
     sq_ref in = l == 0 ? x : out[l - 1];
@@ -279,8 +317,8 @@ static void layer_tol(const sq_case *c, int k, double *const *ref, double *tol) 
 
 static double layer_l2(const sq_case *c, int k) {
   (void)k;
-  int H = sq_shape_int(&c->shape, "H", 1), T = sq_shape_int(&c->shape, "T", 1);
-  int L = sq_shape_int(&c->shape, "layers", 1);
+  int H = SH("H", 1), T = SH("T", 1);
+  int L = SH("layers", 1);
   return 4.0 * sq_ceil_log2(7L * H * T * L) * SQ_EPS;
 }
 
@@ -297,110 +335,10 @@ const sq_op sq_op_gru_layer = {
     "contracting recurrence); outputs past a row's length exactly 0",
     layer_shapes, layer_quick, 0, layer_gen, layer_run, layer_tol, layer_l2};
 
-/* ------------------------------------------------ grad.gru_fwd, gru_gates ---- */
-/* Shape keys as gru_gates: N T H, step, rev, lens (default 1), bias (default 1),
- * pad (extra row stride of gh and dgh); the backward adds dout (default 1: the
- * layer output's gradient is given) and saved (1: the gates gru_fwd kept are
- * given, random values in their ranges; 0: recomputed). */
-static seqcl_status gru_common_gen(sq_case *c, sq_rng *r, int *N, int *T, int *H) {
-  SQ_DIM(c, n, "N", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, t, "T", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, h, "H", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, step, "step", 0, 0, t - 1);
-  SQ_DIM(c, pad, "pad", 0, 0, 4096);
-  (void)step;
-  if (SH("rev", 0) && !SH("lens", 1))
-    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "%s: rev=1 needs lens=1", c->op->name);
-  SQ_NEED(sq_gen_f(c, r, "gi", (size_t)n * t * 3 * h, 1.5f));
-  SQ_NEED(sq_gen_f(c, r, "gh", (size_t)n * (3 * h + pad), 1.5f));
-  if (SH("bias", 1)) {
-    SQ_NEED(sq_gen_f(c, r, "b_ih", (size_t)3 * h, 0.5f));
-    SQ_NEED(sq_gen_f(c, r, "b_hh", (size_t)3 * h, 0.5f));
-  }
-  SQ_NEED(sq_gen_f(c, r, "h", (size_t)n * h, 1.0f));
-  if (SH("lens", 1)) SQ_NEED(sq_gen_lens(c, r, "lens", n, t, 1));
-  *N = n, *T = t, *H = h;
-  return SEQCL_OK;
-}
-
-/* Row n's activity and time index at the case's step (as backend.h defines them). */
-static int gru_row_time(const sq_case *c, int n, int *t) {
-  const int32_t *lens = sq_case_ini(c, "lens");
-  int step = SH("step", 0), len = lens ? lens[n] : step + 1;
-  if (step >= len) return 0;
-  *t = SH("rev", 0) ? len - 1 - step : step;
-  return 1;
-}
-
-static seqcl_status gfwd_gen(sq_case *c, sq_rng *r) {
-  int N, T, H;
-  SQ_TRY(gru_common_gen(c, r, &N, &T, &H));
-  SQ_NEED(sq_case_out(c, "h", (size_t)N * H, 0) >= 0);
-  SQ_NEED(sq_case_out(c, "out", (size_t)N * T * H, 0) >= 0);
-  SQ_NEED(sq_case_out(c, "saved", (size_t)N * T * 4 * H, 0) >= 0);
-  return SEQCL_OK;
-}
-
-static seqcl_status gfwd_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
-  int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1);
-  sq_gru_args g;
-  memset(&g, 0, sizeof g);
-  g.N = N, g.H = H;
-  g.gi = sq_arena_in_named(a, c, "gi");
-  g.gi_sn = (size_t)T * 3 * H, g.gi_st = (size_t)3 * H;
-  g.gh = sq_arena_in_named(a, c, "gh");
-  g.ld_gh = 3 * H + SH("pad", 0);
-  g.b_ih = sq_arena_in_named(a, c, "b_ih");
-  g.b_hh = sq_arena_in_named(a, c, "b_hh");
-  g.h = sq_arena_out(a, "h", (size_t)N * H, sq_case_inf(c, "h"));
-  /* untouched slots must stay as they were: start them at 0, as the reference does */
-  float *zeros = calloc((size_t)N * T * 4 * H, sizeof(float));
-  if (!zeros) return sq_fail(a->ctx, SEQCL_ERR_OUT_OF_MEMORY, "check: out of host memory");
-  g.out = sq_arena_out(a, "out", (size_t)N * T * H, zeros);
-  sq_ref saved = sq_arena_out(a, "saved", (size_t)N * T * 4 * H, zeros);
-  free(zeros);
-  g.out_sn = (size_t)T * H, g.out_st = (size_t)H;
-  g.lens = sq_arena_in_named(a, c, "lens");
-  g.step = SH("step", 0);
-  g.reverse = SH("rev", 0) != 0;
-  SQ_TRY(a->st);
-  SQ_TRY(sq_gru_fwd(a->ctx, &g, saved, (size_t)T * 4 * H, (size_t)4 * H));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  SQ_TRY(sq_arena_fetch(a, g.h, c->out[0].n, 0, got[0]));
-  SQ_TRY(sq_arena_fetch(a, g.out, c->out[1].n, 0, got[1]));
-  return sq_arena_fetch(a, saved, c->out[2].n, 0, got[2]);
-}
-
-static void gfwd_tol(const sq_case *c, int k, double *const *ref, double *tol) {
-  int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1);
-  int w = k == 2 ? 4 * H : H;
-  for (int n = 0; n < N; n++) {
-    int t = -1, active = gru_row_time(c, n, &t);
-    for (int tt = 0; tt < (k == 0 ? 1 : T); tt++)
-      for (int i = 0; i < w; i++) {
-        size_t e = ((size_t)n * (k == 0 ? 1 : T) + tt) * w + i;
-        int live = active && (k == 0 || tt == t);
-        tol[e] = live ? GATE_ABS + GATE_REL * fabs(ref[k][e]) : 0;
-      }
-  }
-}
-
-static const char *const gru_shapes[] = {
-    "N=1,T=1,H=1",         "N=3,T=7,H=13",             "N=5,T=13,H=37,rev=1,step=2",
-    "N=4,T=5,H=61,step=4", "N=7,T=3,H=64,lens=0,pad=5", "N=6,T=7,H=33,bias=0,rev=1,step=6",
-    "N=9,T=2,H=512,step=1", NULL};
-static const char *const gru_quick[] = {"N=3,T=7,H=13", NULL};
-
-const sq_op sq_op_grad_gru_fwd = {
-    "grad.gru_fwd",
-    "as gru_gates: absolute 1e-6 + relative 4e-5 for h, out and the kept gates (r, z, n, "
-    "W_hn h + b_hn); inactive rows and other time steps exactly unchanged",
-    gru_shapes, gru_quick, 0, gfwd_gen, gfwd_run, gfwd_tol, NULL};
-
+/* grad.gru_gates: the step's backward. */
 static seqcl_status gbwd_gen(sq_case *c, sq_rng *r) {
   int N, T, H;
-  SQ_TRY(gru_common_gen(c, r, &N, &T, &H));
+  SQ_TRY(gru_step_gen(c, r, &N, &T, &H));
   int ld = 3 * H + SH("pad", 0);
   SQ_NEED(sq_gen_f(c, r, "dh0", (size_t)N * H, 1.0f));
   if (SH("dout", 1)) SQ_NEED(sq_gen_f(c, r, "dout", (size_t)N * T * H, 1.0f));
@@ -423,13 +361,7 @@ static seqcl_status gbwd_run(sq_arena *a, const sq_case *c, double *const *got, 
   int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1), ld = 3 * H + SH("pad", 0);
   sq_gru_bwd_args g;
   memset(&g, 0, sizeof g);
-  g.N = N, g.H = H;
-  g.gi = sq_arena_in_named(a, c, "gi");
-  g.gi_sn = (size_t)T * 3 * H, g.gi_st = (size_t)3 * H;
-  g.gh = sq_arena_in_named(a, c, "gh");
-  g.ld_gh = ld;
-  g.b_ih = sq_arena_in_named(a, c, "b_ih");
-  g.b_hh = sq_arena_in_named(a, c, "b_hh");
+  GRU_STEP_FIELDS(g, a, c);
   g.h_prev = sq_arena_in_named(a, c, "h");
   g.dh = sq_arena_out(a, "dh", (size_t)N * H, sq_case_inf(c, "dh0"));
   g.dout = sq_arena_in_named(a, c, "dout");
@@ -437,17 +369,11 @@ static seqcl_status gbwd_run(sq_arena *a, const sq_case *c, double *const *got, 
   g.dgi = sq_arena_out(a, "dgi", (size_t)N * T * 3 * H, sq_case_inf(c, "dgi0"));
   g.dgh = sq_arena_out2d(a, "dgh", (size_t)N, (size_t)3 * H, (size_t)ld, sq_case_inf(c, "dgh0"));
   g.ld_dgh = ld;
-  g.lens = sq_arena_in_named(a, c, "lens");
-  g.step = SH("step", 0);
-  g.reverse = SH("rev", 0) != 0;
   g.saved = sq_arena_in_named(a, c, "saved");
   g.sv_sn = (size_t)T * 4 * H, g.sv_st = (size_t)4 * H;
   SQ_TRY(a->st);
   SQ_TRY(sq_gru_gates_bwd(a->ctx, &g));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  SQ_TRY(sq_arena_fetch(a, g.dh, c->out[0].n, 0, got[0]));
-  SQ_TRY(sq_arena_fetch(a, g.dgi, c->out[1].n, 0, got[1]));
-  return sq_arena_fetch(a, g.dgh, c->out[2].n, 0, got[2]);
+  return sq_finish_fetch(a, c, (sq_ref[]){g.dh, g.dgi, g.dgh}, got, fault, cap);
 }
 
 /* Each gate value may be off by d = 1e-6 + 4e-5 (as gru_gates); the gradients'

@@ -12,8 +12,6 @@
 #include "core/halfwidth.h"
 #include "ops/ops.h"
 
-#define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
-
 /* ---------------------------------------------------------------- gemm ---- */
 /* Shape keys: M N K, ta tb (transposes), batch, alpha beta, pad (extra leading
  * dimension of A, B and C), int=1 (small integers: the result must be exact),
@@ -61,7 +59,7 @@ static seqcl_status gemm_gen(sq_case *c, sq_rng *r) {
   float *B = sq_gen_f(c, r, "B", d.sb * d.batch, 1.0f);
   float *C0 = sq_gen_f(c, r, "C0", d.sc * d.batch, 1.0f);
   SQ_NEED(A && B && C0);
-  const int half = sq_shape_int(&c->shape, "half", SQ_HALF_NONE);
+  const int half = SH("half", SQ_HALF_NONE);
   if (half != SQ_HALF_NONE && half != SQ_HALF_BF16 && half != SQ_HALF_F16)
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "gemm: half=%d is not 0, 1 (bf16) or 2 (f16)",
                    half);
@@ -89,12 +87,11 @@ static seqcl_status gemm_run(sq_arena *a, const sq_case *c, double *const *got, 
   SQ_TRY(a->st);
   /* half=1|2: the products read B's buffer as 16-bit values (a device without
    * them: unsupported, the case is skipped) */
-  const int half = sq_shape_int(&c->shape, "half", SQ_HALF_NONE);
+  const int half = SH("half", SQ_HALF_NONE);
   if (half) SQ_TRY(sq_buf_halfwidth(a->ctx, B.buf, (sq_halfwidth)half));
   SQ_TRY(sq_gemm(a->ctx, d.ta, d.tb, d.M, d.N, d.K, (float)d.alpha, A, d.lda, d.sa, B, d.ldb,
                  d.sb, (float)d.beta, C, d.ldc, d.sc, d.batch));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, C, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &C, got, fault, cap);
 }
 
 static void gemm_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -176,37 +173,40 @@ const sq_op sq_op_gemm = {
     gemm_shapes, gemm_quick, 0, gemm_gen, gemm_run, gemm_tol, NULL};
 
 /* -------------------------------------------------------------- linear ---- */
-/* Shape keys: R (rows), I (in), O (out), bias (default 1), pad (extra row stride of x and y). */
-static seqcl_status linear_gen(sq_case *c, sq_rng *r) {
+/* Shape keys of linear and grad.linear: R (rows), I (in), O (out), bias
+ * (default 1), pad (extra row stride of x and y, and of dy and dx). This
+ * checks them and draws the layer's x [R, I + pad] and W [O, I]. */
+static seqcl_status lin_layer_gen(sq_case *c, sq_rng *r) {
   SQ_DIM(c, R, "R", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, I, "I", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, O, "O", 1, 1, SQ_MAXDIM);
   SQ_DIM(c, pad, "pad", 0, 0, 4096);
-  int bias = sq_shape_int(&c->shape, "bias", 1);
   SQ_NEED(sq_gen_f(c, r, "x", (size_t)R * (I + pad), 1.0f));
   SQ_NEED(sq_gen_f(c, r, "W", (size_t)O * I, 1.0f));
-  if (bias) SQ_NEED(sq_gen_f(c, r, "b", (size_t)O, 1.0f));
-  SQ_NEED(sq_case_out(c, "y", (size_t)R * O, 0) >= 0);
+  return SEQCL_OK;
+}
+
+static seqcl_status linear_gen(sq_case *c, sq_rng *r) {
+  SQ_TRY(lin_layer_gen(c, r));
+  if (SH("bias", 1)) SQ_NEED(sq_gen_f(c, r, "b", (size_t)SH("O", 1), 1.0f));
+  SQ_NEED(sq_case_out(c, "y", (size_t)SH("R", 1) * SH("O", 1), 0) >= 0);
   return SEQCL_OK;
 }
 
 static seqcl_status linear_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                                size_t cap) {
-  int R = sq_shape_int(&c->shape, "R", 1), I = sq_shape_int(&c->shape, "I", 1);
-  int O = sq_shape_int(&c->shape, "O", 1), pad = sq_shape_int(&c->shape, "pad", 0);
+  int R = SH("R", 1), I = SH("I", 1), O = SH("O", 1), pad = SH("pad", 0);
   sq_ref x = sq_arena_in_named(a, c, "x"), W = sq_arena_in_named(a, c, "W");
   sq_ref b = sq_arena_in_named(a, c, "b");
   sq_ref y = sq_arena_out2d(a, "y", (size_t)R, (size_t)O, (size_t)O + pad, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_linear(a->ctx, R, I, O, x, I + pad, W, b, y, O + pad));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, y, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &y, got, fault, cap);
 }
 
 static void linear_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   (void)k, (void)ref;
-  int R = sq_shape_int(&c->shape, "R", 1), I = sq_shape_int(&c->shape, "I", 1);
-  int O = sq_shape_int(&c->shape, "O", 1), pad = sq_shape_int(&c->shape, "pad", 0);
+  int R = SH("R", 1), I = SH("I", 1), O = SH("O", 1), pad = SH("pad", 0);
   sq_abs_linear(R, I, O, sq_case_inf(c, "x"), I + pad, sq_case_inf(c, "W"), sq_case_inf(c, "b"),
                 tol);
   for (size_t e = 0; e < (size_t)R * O; e++) tol[e] *= sq_dot_factor(I);
@@ -241,8 +241,7 @@ static seqcl_status bias_run(sq_arena *a, const sq_case *c, double *const *got, 
   sq_ref db = sq_arena_out(a, "db", (size_t)C, sq_case_inf(c, "db0"));
   SQ_TRY(a->st);
   SQ_TRY(sq_bias_grad(a->ctx, R, C, dy, C + pad, db));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, db, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &db, got, fault, cap);
 }
 
 static void bias_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -283,8 +282,7 @@ static seqcl_status tanh_run(sq_arena *a, const sq_case *c, double *const *got, 
   sq_ref dx = sq_arena_out(a, "dx", n, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_tanh_bwd(a->ctx, n, y, dy, dx));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, dx, n, 0, got[0]);
+  return sq_finish_fetch(a, c, &dx, got, fault, cap);
 }
 
 static void tanh_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -303,16 +301,11 @@ const sq_op sq_op_grad_tanh = {
     tanh_shapes, tanh_quick, 0, tanh_gen, tanh_run, tanh_tol, NULL};
 
 /* ------------------------------------------------------- grad.linear ---- */
-/* Shape keys: R I O, pad (extra row stride of x, dy and dx), bias (default 1),
- * beta (of dx, default 1; 0 overwrites dx). dx = beta dx0 + dy W,
- * dW = dW0 + dy^T x, db = db0 + column sums of dy. */
+/* Shape keys as linear, plus beta (of dx, default 1; 0 overwrites dx).
+ * dx = beta dx0 + dy W, dW = dW0 + dy^T x, db = db0 + column sums of dy. */
 static seqcl_status lin_gen(sq_case *c, sq_rng *r) {
-  SQ_DIM(c, R, "R", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, I, "I", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, O, "O", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, pad, "pad", 0, 0, 4096);
-  SQ_NEED(sq_gen_f(c, r, "x", (size_t)R * (I + pad), 1.0f));
-  SQ_NEED(sq_gen_f(c, r, "W", (size_t)O * I, 1.0f));
+  SQ_TRY(lin_layer_gen(c, r));
+  int R = SH("R", 1), I = SH("I", 1), O = SH("O", 1), pad = SH("pad", 0);
   SQ_NEED(sq_gen_f(c, r, "dy", (size_t)R * (O + pad), 1.0f));
   SQ_NEED(sq_gen_f(c, r, "dx0", (size_t)R * (I + pad), 1.0f));
   SQ_NEED(sq_gen_f(c, r, "dW0", (size_t)O * I, 1.0f));
@@ -334,10 +327,7 @@ static seqcl_status lin_run(sq_arena *a, const sq_case *c, double *const *got, c
   SQ_TRY(a->st);
   SQ_TRY(sq_linear_bwd(a->ctx, R, I, O, x, I + pad, W, dy, O + pad, dx, I + pad,
                        (float)sq_shape_get(&c->shape, "beta", 1), dW, db));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  SQ_TRY(sq_arena_fetch(a, dx, c->out[0].n, 0, got[0]));
-  SQ_TRY(sq_arena_fetch(a, dW, c->out[1].n, 0, got[1]));
-  return bias ? sq_arena_fetch(a, db, c->out[2].n, 0, got[2]) : SEQCL_OK;
+  return sq_finish_fetch(a, c, (sq_ref[]){dx, dW, db}, got, fault, cap);
 }
 
 static void lin_tol(const sq_case *c, int k, double *const *ref, double *tol) {

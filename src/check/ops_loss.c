@@ -10,19 +10,38 @@
 #include "check/opdefs.h"
 #include "check/ops_all.h"
 
-#define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
-
 /* ------------------------------------------------ log_softmax, cross_entropy ---- */
 /* Shape keys: N V, scale (input range, default 4), big (row 0 near +1e4, row 1
- * a mix of +-1e4). */
-static seqcl_status logits_gen(sq_case *c, sq_rng *r, int N, int V) {
-  float *x = sq_gen_f(c, r, "x", (size_t)N * V, (float)sq_shape_get(&c->shape, "scale", 4.0));
-  SQ_NEED(x);
-  if (sq_shape_int(&c->shape, "big", 0)) {
-    for (int v = 0; v < V; v++) x[v] += 1e4f;
-    if (N > 1)
-      for (int v = 0; v < V; v++) x[V + v] += sq_rng_int(r, 0, 1) ? 1e4f : -1e4f;
+ * a mix of +-1e4: sq_gen_logits). Checks N and V and draws the logits x. */
+static seqcl_status logits_gen(sq_case *c, sq_rng *r, float scale) {
+  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
+  SQ_DIM(c, V, "V", 1, 1, SQ_MAXDIM);
+  SQ_NEED(sq_gen_logits(c, r, "x", N, V, scale));
+  return SEQCL_OK;
+}
+
+static float logits_scale(const sq_case *c) {
+  return (float)sq_shape_get(&c->shape, "scale", 4.0);
+}
+
+/* Labels [N] in [0, V): about a third of the rows ignored, with PyTorch's
+ * -100 and with -1, and every row with noval=1; else row 0 the last class. */
+static int32_t *labels_gen(sq_case *c, sq_rng *r, int N, int V) {
+  int32_t *labels = sq_case_i(c, "labels", (size_t)N);
+  if (!labels) return NULL;
+  int none = SH("noval", 0);
+  for (int n = 0; n < N; n++) {
+    labels[n] = sq_rng_int(r, 0, V - 1);
+    if (none || n % 3 == 1) labels[n] = n % 2 ? -100 : -1;
   }
+  if (!none) labels[0] = V - 1;
+  return labels;
+}
+
+/* The inputs of the loss and of its backward: the logits and the labels. */
+static seqcl_status loss_inputs_gen(sq_case *c, sq_rng *r, float scale) {
+  SQ_TRY(logits_gen(c, r, scale));
+  SQ_NEED(labels_gen(c, r, SH("N", 1), SH("V", 1)));
   return SEQCL_OK;
 }
 
@@ -30,35 +49,29 @@ static seqcl_status logits_gen(sq_case *c, sq_rng *r, int N, int V) {
  * error (exp and a tree sum, as for softmax) which becomes an absolute error of
  * log Z, and the final subtraction. */
 static double log_softmax_tol1(const float *x, int V, int j, double ref) {
-  double mx = -INFINITY, dmax = 0;
-  for (int v = 0; v < V; v++)
-    if (x[v] > mx) mx = x[v];
-  for (int v = 0; v < V; v++)
-    if (mx - x[v] < 104 && mx - x[v] > dmax) dmax = mx - x[v];
+  double mx, dmax;
+  sq_row_spread(x, V, &mx, &dmax);
   return (10 + 2 * sq_ceil_log2(V)) * SQ_EPS + SQ_U * (2 * (mx - x[j]) + dmax) +
          2 * SQ_EPS * fabs(ref);
 }
 
 static seqcl_status lsm_gen(sq_case *c, sq_rng *r) {
-  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, V, "V", 1, 1, SQ_MAXDIM);
-  SQ_TRY(logits_gen(c, r, N, V));
-  SQ_NEED(sq_case_out(c, "y", (size_t)N * V, 0) >= 0);
+  SQ_TRY(logits_gen(c, r, logits_scale(c)));
+  SQ_NEED(sq_case_out(c, "y", (size_t)SH("N", 1) * SH("V", 1), 0) >= 0);
   return SEQCL_OK;
 }
 
 static seqcl_status lsm_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                             size_t cap) {
-  int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
+  int N = SH("N", 1), V = SH("V", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), y = sq_arena_out(a, "y", (size_t)N * V, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_log_softmax(a->ctx, N, V, x, y));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, y, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &y, got, fault, cap);
 }
 
 static void lsm_tol(const sq_case *c, int k, double *const *ref, double *tol) {
-  int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
+  int N = SH("N", 1), V = SH("V", 1);
   const float *x = sq_case_inf(c, "x");
   for (int n = 0; n < N; n++)
     for (int j = 0; j < V; j++) {
@@ -81,35 +94,23 @@ const sq_op sq_op_log_softmax = {"log_softmax", LSM_TOL, lsm_shapes, lsm_quick, 
 
 /* Shape keys as log_softmax, plus noval=1 (every row ignored: the loss is 0). */
 static seqcl_status ce_gen(sq_case *c, sq_rng *r) {
-  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, V, "V", 1, 1, SQ_MAXDIM);
-  SQ_TRY(logits_gen(c, r, N, V));
-  int32_t *labels = sq_case_i(c, "labels", (size_t)N);
-  SQ_NEED(labels);
-  int none = sq_shape_int(&c->shape, "noval", 0);
-  for (int n = 0; n < N; n++) {
-    labels[n] = sq_rng_int(r, 0, V - 1);
-    /* about a third of the rows ignored, with PyTorch's -100 and with -1 */
-    if (none || (n % 3 == 1)) labels[n] = n % 2 ? -100 : -1;
-  }
-  if (!none) labels[0] = V - 1;
+  SQ_TRY(loss_inputs_gen(c, r, logits_scale(c)));
   SQ_NEED(sq_case_out(c, "loss", 1, 0) >= 0);
   return SEQCL_OK;
 }
 
 static seqcl_status ce_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                            size_t cap) {
-  int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
+  int N = SH("N", 1), V = SH("V", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), labels = sq_arena_in_named(a, c, "labels");
   sq_ref loss = sq_arena_out(a, "loss", 1, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_cross_entropy(a->ctx, N, V, x, labels, sq_case_ini(c, "labels"), loss));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, loss, 1, 0, got[0]);
+  return sq_finish_fetch(a, c, &loss, got, fault, cap);
 }
 
 static void ce_tol(const sq_case *c, int k, double *const *ref, double *tol) {
-  int N = sq_shape_int(&c->shape, "N", 1), V = sq_shape_int(&c->shape, "V", 1);
+  int N = SH("N", 1), V = SH("V", 1);
   const float *x = sq_case_inf(c, "x");
   const int32_t *labels = sq_case_ini(c, "labels");
   double sum = 0;
@@ -154,23 +155,8 @@ float sq_grad_ce_scale(const sq_case *c) {
 }
 
 static seqcl_status gce_gen(sq_case *c, sq_rng *r) {
-  SQ_DIM(c, N, "N", 1, 1, SQ_MAXDIM);
-  SQ_DIM(c, V, "V", 1, 1, SQ_MAXDIM);
-  float *x = sq_gen_f(c, r, "x", (size_t)N * V, 4.0f);
-  int32_t *labels = sq_case_i(c, "labels", (size_t)N);
-  SQ_NEED(x && labels);
-  if (SH("big", 0)) {
-    for (int v = 0; v < V; v++) x[v] += 1e4f;
-    if (N > 1)
-      for (int v = 0; v < V; v++) x[V + v] += sq_rng_int(r, 0, 1) ? 1e4f : -1e4f;
-  }
-  int none = SH("noval", 0);
-  for (int n = 0; n < N; n++) {
-    labels[n] = sq_rng_int(r, 0, V - 1);
-    if (none || n % 3 == 1) labels[n] = n % 2 ? -100 : -1;
-  }
-  if (!none) labels[0] = V - 1;
-  SQ_NEED(sq_case_out(c, "dx", (size_t)N * V, 0) >= 0);
+  SQ_TRY(loss_inputs_gen(c, r, 4.0f)); /* no scale key: the range is fixed */
+  SQ_NEED(sq_case_out(c, "dx", (size_t)SH("N", 1) * SH("V", 1), 0) >= 0);
   return SEQCL_OK;
 }
 
@@ -181,8 +167,7 @@ static seqcl_status gce_run(sq_arena *a, const sq_case *c, double *const *got, c
   sq_ref dx = sq_arena_out(a, "dx", (size_t)N * V, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_cross_entropy_bwd(a->ctx, N, V, x, labels, sq_grad_ce_scale(c), dx));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, dx, c->out[0].n, 0, got[0]);
+  return sq_finish_fetch(a, c, &dx, got, fault, cap);
 }
 
 /* softmax_j's relative error: the rounding of x_j - max carried through exp
@@ -195,10 +180,8 @@ static void gce_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   double scale = sq_grad_ce_scale(c);
   for (int n = 0; n < N; n++) {
     const float *row = x + (size_t)n * V;
-    double mx = -INFINITY, dmax = 0;
-    for (int v = 0; v < V; v++) mx = row[v] > mx ? row[v] : mx;
-    for (int v = 0; v < V; v++)
-      if (mx - row[v] < 104 && mx - row[v] > dmax) dmax = mx - row[v];
+    double mx, dmax;
+    sq_row_spread(row, V, &mx, &dmax);
     for (int v = 0; v < V; v++) {
       size_t e = (size_t)n * V + v;
       if (labels[n] < 0) {

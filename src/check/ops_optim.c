@@ -9,8 +9,6 @@
 #include "check/opdefs.h"
 #include "check/ops_all.h"
 
-#define SH(key, dflt) sq_shape_int(&c->shape, key, dflt)
-
 /* -------------------------------------------------- grad.sum_squares ---- */
 /* Shape key: n. out = sum x^2 (positive terms: relative bound). */
 static seqcl_status ssq_gen(sq_case *c, sq_rng *r) {
@@ -25,8 +23,7 @@ static seqcl_status ssq_run(sq_arena *a, const sq_case *c, double *const *got, c
   sq_ref x = sq_arena_in_named(a, c, "x"), out = sq_arena_out(a, "out", 1, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_sum_squares(a->ctx, (size_t)SH("n", 1), x, out));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, out, 1, 0, got[0]);
+  return sq_finish_fetch(a, c, &out, got, fault, cap);
 }
 
 static void ssq_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -57,8 +54,7 @@ static seqcl_status scale_run(sq_arena *a, const sq_case *c, double *const *got,
   sq_ref x = sq_arena_out(a, "x", n, sq_case_inf(c, "x0"));
   SQ_TRY(a->st);
   SQ_TRY(sq_scale(a->ctx, n, x, (float)sq_shape_get(&c->shape, "s", 0.37)));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  return sq_arena_fetch(a, x, n, 0, got[0]);
+  return sq_finish_fetch(a, c, &x, got, fault, cap);
 }
 
 static void scale_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -123,10 +119,7 @@ static seqcl_status adam_run(sq_arena *a, const sq_case *c, double *const *got, 
   sq_ref v = sq_arena_out(a, "v", n, sq_case_inf(c, "v0"));
   SQ_TRY(a->st);
   SQ_TRY(sq_adam_update(a->ctx, n, p, g, m, v, h.b1, h.b2, h.eps, h.step_size, h.bc2_sqrt));
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  SQ_TRY(sq_arena_fetch(a, p, n, 0, got[0]));
-  SQ_TRY(sq_arena_fetch(a, m, n, 0, got[1]));
-  return sq_arena_fetch(a, v, n, 0, got[2]);
+  return sq_finish_fetch(a, c, (sq_ref[]){p, m, v}, got, fault, cap);
 }
 
 /* m and v: the roundings of the products and the sum (3 eps, 4 eps with g^2) on
