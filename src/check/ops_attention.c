@@ -94,10 +94,12 @@ static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r, attn_dims *dp) {
   return SEQCL_OK;
 }
 
-/* Uploads the inputs, projects the query (and the keys for additive) with
- * sq_linear, and fills the argument block every attention front takes. */
-static seqcl_status attn_prepare(sq_arena *a, const sq_case *c, const attn_dims *d,
+/* Reads the case's dims into d, uploads the inputs, projects the query (and
+ * the keys for additive) with sq_linear, and fills the argument block every
+ * attention front takes. */
+static seqcl_status attn_prepare(sq_arena *a, const sq_case *c, attn_dims *d,
                                  sq_attn_args *args) {
+  attn_dims_of(c, d);
   sq_attn_args_named(a, c, d->kind, d->N, d->S, d->He, d->A, args);
   sq_ref q = sq_arena_in_named(a, c, "q");
   if (d->kind == SQ_SCORE_ADDITIVE) {
@@ -169,7 +171,6 @@ static seqcl_status scores_gen(sq_case *c, sq_rng *r) {
 static seqcl_status scores_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                                size_t cap) {
   attn_dims d;
-  attn_dims_of(c, &d);
   sq_attn_args args;
   SQ_TRY(attn_prepare(a, c, &d, &args));
   sq_ref e = sq_arena_out(a, "scores", (size_t)d.N * d.S, NULL);
@@ -386,7 +387,6 @@ static seqcl_status fused_gen(sq_case *c, sq_rng *r) {
 static seqcl_status fused_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                               size_t cap) {
   attn_dims d;
-  attn_dims_of(c, &d);
   sq_attn_args args;
   SQ_TRY(attn_prepare(a, c, &d, &args));
   int ldc = d.He + d.pad;
@@ -533,9 +533,9 @@ static seqcl_status hand_gen(sq_case *c, sq_rng *r) {
 
 static seqcl_status hand_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
                              size_t cap) {
-  /* the fused dot score takes the query as it is; the keys and lengths it
-   * uploads serve the softmax and the context too */
-  const attn_dims d = {.kind = SQ_SCORE_DOT, .N = 2, .S = 3, .He = 2, .Hd = 2};
+  /* the fused dot score (the entry's variant) takes the query as it is; the
+   * keys and lengths it uploads serve the softmax and the context too */
+  attn_dims d;
   sq_attn_args args;
   SQ_TRY(attn_prepare(a, c, &d, &args));
   sq_ref x = sq_arena_in_named(a, c, "x");
@@ -561,4 +561,4 @@ const sq_op sq_op_attn_seed000 = {
     "attn_seed000",
     "hand-computed values (1/6, 2/6, 3/6; 7/6, 5/3; masked 1/3, 2/3, 0; 1/3, 4/3): 32 eps "
     "max(1, |v|), since ln 2, ln 3 and 1/6 are rounded in float32; the masked weight exactly 0",
-    hand_shapes, hand_shapes, 0, hand_gen, hand_run, hand_tol, NULL};
+    hand_shapes, hand_shapes, SQ_SCORE_DOT, hand_gen, hand_run, hand_tol, NULL};

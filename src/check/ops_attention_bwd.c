@@ -179,9 +179,15 @@ static const char *const gdot_quick[] = {"N=3,S=7,He=13,pad=2", NULL};
   "tol(alpha_j) |h_j|; u (additive): u |pkeys + qp| + 6 eps (tanh 5 ulp), any finite value at " \
   "invalid positions"
 
-SQ_SCORE_OPS(sq_op_grad_attn_fwd, "grad.attn_fwd", gfw_gen, gfw_run, gfw_tol, GFW_TOL,
-             gadd_shapes, gadd_quick, GFW_TOL, gdot_shapes, gdot_quick, GFW_TOL, gdot_shapes,
-             gdot_quick);
+/* The four entries of one training slot: one tolerance text for every kind,
+ * and general checked at the dot kinds' shapes (the slots take the projected
+ * query, so Hd does not enter). */
+#define GRAD_ATTN_OPS(var, name, gen, run, tol, text, add_shapes)                             \
+  SQ_SCORE_OPS(var, name, gen, run, tol, text, add_shapes, gadd_quick, text, gdot_shapes,      \
+               gdot_quick, text, gdot_shapes, gdot_quick)
+
+GRAD_ATTN_OPS(sq_op_grad_attn_fwd, "grad.attn_fwd", gfw_gen, gfw_run, gfw_tol, GFW_TOL,
+              gadd_shapes);
 
 /* The backward: alpha is a valid weight row (>= 0, sum 1, 0 at invalid
  * positions); dc is random; dqp, dkeys, dpkeys, dv, dbv start random
@@ -373,6 +379,4 @@ static const char *const gbadd_shapes[] = {"N=1,S=1,He=1,A=1", "N=3,S=7,He=13,A=
   "output's accumulation of de-terms (additive: du = de v (1 - u^2) with 2|u| tol(u) + 3 eps); " \
   "invalid positions exactly unchanged; every output starts random (accumulated)"
 
-SQ_SCORE_OPS(sq_op_grad_attn, "grad.attn", gbw_gen, gbw_run, gbw_tol, GBW_TOL,
-             gbadd_shapes, gadd_quick, GBW_TOL, gdot_shapes, gdot_quick, GBW_TOL, gdot_shapes,
-             gdot_quick);
+GRAD_ATTN_OPS(sq_op_grad_attn, "grad.attn", gbw_gen, gbw_run, gbw_tol, GBW_TOL, gbadd_shapes);
