@@ -31,26 +31,28 @@ int cli_fail_output(const char *cmd, seqcl_status st) {
   return CLI_RUNTIME;
 }
 
-int cli_fail_hint(const char *cmd, seqcl_status st, const char *fmt, ...) {
+int cli_fail_memory(const char *cmd, seqcl_status st, const char *hint, ...) {
+  if (st != SEQCL_ERR_OUT_OF_MEMORY && st != SEQCL_ERR_DEVICE_OUT_OF_MEMORY)
+    return cli_fail(cmd, st);
   const char *msg = seqcl_last_message();
   fprintf(stderr, "seqcl %s: %s", cmd,
           msg && *msg ? without_prefix(cmd, msg) : seqcl_status_str(st));
   va_list ap;
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  va_start(ap, hint);
+  vfprintf(stderr, hint, ap);
   va_end(ap);
   fputc('\n', stderr);
   return seqcl_status_is_input_error(st) ? CLI_USAGE : CLI_RUNTIME;
 }
 
-int cli_usage_error(const char *cmd, const char *fmt, ...) {
+int cli_error(int status, const char *cmd, const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "seqcl %s: ", cmd);
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fputc('\n', stderr);
-  return CLI_USAGE;
+  return status;
 }
 
 int cli_check_outputs(const char *cmd, ...) {

@@ -24,3 +24,5 @@ void cli_interrupt_install(void) {
 }
 
 int cli_interrupted(void) { return interrupted != 0; }
+
+int cli_stopped_by_sigint(seqcl_status st) { return st == SEQCL_ERR_CANCELLED && interrupted; }

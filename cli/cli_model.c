@@ -23,14 +23,33 @@ int cli_take(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int arg
   }
   for (; opts->name; opts++) {
     if (strcmp(o, opts->name)) continue;
+    if (!opts->str && !opts->num && !opts->dbl) { /* a flag */
+      *opts->seen = 1;
+      return CLI_TAKEN;
+    }
     const char *v = cli_value(cmd, argc, argv, i);
     if (!v) return CLI_USAGE;
     if (opts->str) *opts->str = v;
-    else if (cli_long(cmd, o, v, opts->min, opts->max, opts->num)) return CLI_USAGE;
+    else if (opts->dbl ? cli_double(cmd, o, v, opts->range, opts->dbl)
+                       : cli_long(cmd, o, v, opts->min, opts->max, opts->num))
+      return CLI_USAGE;
     if (opts->seen) *opts->seen = 1;
     return CLI_TAKEN;
   }
   return 0;
+}
+
+int cli_options(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int first, int argc,
+                char **argv, cli_more_fn more, void *user) {
+  for (int i = first; i < argc; i++) {
+    const char *o = argv[i]; /* more may take a value after it */
+    int r = cli_take(cmd, opts, help, argc, argv, &i);
+    if (!r && more) r = more(user, argc, argv, &i);
+    if (r == CLI_TAKEN) continue;
+    if (r) return r;
+    return cli_usage_error(cmd, "unknown option '%s' (see seqcl %s --help)", o, cmd);
+  }
+  return CLI_OK;
 }
 
 int cli_read_config(const char *cmd, const char *dir, sq_config *cfg) {
@@ -91,6 +110,13 @@ int cli_open_model(const char *cmd, const char *device, const char *dir, const c
     return rc;
   }
   return CLI_OK;
+}
+
+void cli_model_run_free(cli_model_run *m) {
+  seqcl_model_free(m->model);
+  seqcl_ctx_close(m->ctx);
+  sq_vocab_free(m->sv);
+  sq_vocab_free(m->tv);
 }
 
 const char *cli_token_label(const sq_vocab *v, int32_t id, char *buf, size_t cap) {

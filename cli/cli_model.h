@@ -1,4 +1,5 @@
-/* Pieces shared by the model commands (forward, decode, heatmap). */
+/* Pieces shared by the commands: the option loop, and for the model commands
+ * (forward, decode, eval, probe, heatmap) reading a model folder and its token files. */
 #ifndef SEQCL_CLI_MODEL_H
 #define SEQCL_CLI_MODEL_H
 
@@ -10,22 +11,31 @@
 #include "model/config.h"
 #include "model/tokens.h"
 
+#include "cli.h"
+
 /* The value of option argv[*i] (advancing *i), or NULL after printing a usage
  * error when it is missing. */
 const char *cli_value(const char *cmd, int argc, char **argv, int *i);
-/* An option that takes a value, in a command's table for cli_take: a string
- * (str) or a whole number in [min, max] (num); seen (optional) is set to 1
- * when the option is given. The table ends with an entry without a name. */
+/* An option in a command's table for cli_take: one that takes a value, a
+ * string (str), a whole number in [min, max] (num) or a number in the range
+ * range (dbl), or a flag without one (none of those: seen is then its slot);
+ * seen (optional for the others) is set to 1 when the option is given. The
+ * table ends with an entry without a name. */
 typedef struct cli_opt {
   const char *name;
   const char **str;
   long *num;
   long min, max;
   int *seen;
+  double *dbl;
+  cli_range range;
 } cli_opt;
-#define CLI_STR(name, slot) {name, slot, NULL, 0, 0, NULL}
-#define CLI_NUM(name, slot, lo, hi) {name, NULL, slot, lo, hi, NULL}
-#define CLI_NUM_SEEN(name, slot, lo, hi, seen) {name, NULL, slot, lo, hi, seen}
+#define CLI_STR(name, slot) {name, slot, NULL, 0, 0, NULL, NULL, CLI_ANY_NUMBER}
+#define CLI_NUM(name, slot, lo, hi) {name, NULL, slot, lo, hi, NULL, NULL, CLI_ANY_NUMBER}
+#define CLI_NUM_SEEN(name, slot, lo, hi, seen) \
+  {name, NULL, slot, lo, hi, seen, NULL, CLI_ANY_NUMBER}
+#define CLI_DBL_SEEN(name, slot, range, seen) {name, NULL, NULL, 0, 0, seen, slot, range}
+#define CLI_FLAG(name, seen) {name, NULL, NULL, 0, 0, seen, NULL, CLI_ANY_NUMBER}
 /* One step of a command's option loop over argv[*i]: -h/--help prints
  * help(stdout) and gives -1 (the parse functions' "help shown"); an option of
  * opts has its value read (advancing *i) into its slot and gives CLI_TAKEN;
@@ -34,6 +44,15 @@ typedef struct cli_opt {
 enum { CLI_TAKEN = -2 };
 int cli_take(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int argc, char **argv,
              int *i);
+/* A command's option loop over argv[first..]: each argument goes to cli_take,
+ * then, when it is none of opts, to more (may be NULL) with user, for what a
+ * table cannot hold; more returns CLI_TAKEN, an exit status, or 0 when the
+ * argument is none of its own either, which is then an unknown option
+ * ("unknown option 'X' (see seqcl CMD --help)"). Returns CLI_OK, -1 after
+ * help, or an exit status. */
+typedef int (*cli_more_fn)(void *user, int argc, char **argv, int *i);
+int cli_options(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int first, int argc,
+                char **argv, cli_more_fn more, void *user);
 /* Reads DIR/config.json (before any device is opened, so that a malformed model
  * is a usage error even where no device works). Returns an exit status. */
 int cli_read_config(const char *cmd, const char *dir, sq_config *cfg);
@@ -56,6 +75,17 @@ int cli_read_tokens(const char *cmd, const char *path, const sq_config *cfg, int
  * precision (a --precision value: f32, bf16, f16; NULL: f32). */
 int cli_open_model(const char *cmd, const char *device, const char *dir, const char *precision,
                    seqcl_ctx **ctx, seqcl_model **model);
+/* What a model command holds between reading the model folder and exiting:
+ * its config (cli_read_config), the vocabularies of its two sides (NULL: ids),
+ * and once cli_open_model has run, the context and the model. Start from
+ * {0}; cli_model_run_free releases whatever was opened. */
+typedef struct cli_model_run {
+  sq_config cfg;
+  sq_vocab *sv, *tv;
+  seqcl_ctx *ctx;
+  seqcl_model *model;
+} cli_model_run;
+void cli_model_run_free(cli_model_run *m);
 /* The flat view of token lines the library takes. */
 static inline seqcl_seqs cli_seqs(const sq_seqs *s) {
   seqcl_seqs v = {s->count, s->ids, s->offsets};

@@ -16,6 +16,12 @@ double cli_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void cli_bar_cells(char cells[CLI_BAR_WIDTH + 1], double done, double total) {
+  const int filled = total > 0 ? (int)(CLI_BAR_WIDTH * done / total) : CLI_BAR_WIDTH;
+  for (int i = 0; i < CLI_BAR_WIDTH; i++) cells[i] = i < filled ? '#' : '.';
+  cells[CLI_BAR_WIDTH] = '\0';
+}
+
 void cli_progress_start(cli_progress *p, const char *cmd, const char *unit) {
   p->cmd = cmd;
   p->unit = unit;
@@ -34,11 +40,8 @@ static void draw(cli_progress *p, double t) {
   const double rate = (double)p->done / el;
   const double eta = rate > 0 ? (double)(p->total - p->done) / rate : 0.0;
   if (p->tty) {
-    enum { WIDTH = 30 };
-    char bar[WIDTH + 1];
-    int filled = p->total ? (int)((double)WIDTH * (double)p->done / (double)p->total) : WIDTH;
-    for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '#' : '.';
-    bar[WIDTH] = '\0';
+    char bar[CLI_BAR_WIDTH + 1];
+    cli_bar_cells(bar, (double)p->done, (double)p->total);
     fprintf(stderr, "\r[%s] %zu/%zu %s  %.1f %s/s  ETA %.0f s ", bar, p->done, p->total, p->unit,
             rate, p->unit, eta);
     p->drawn = 1;

@@ -15,7 +15,13 @@ typedef struct cli_progress {
   size_t done, total;
 } cli_progress;
 
+/* Seconds on the monotonic clock (a difference of two is a duration). */
 double cli_now(void);
+/* A progress bar's cells as a string: '#' for the part done, '.' for the
+ * rest; all '#' when total is 0. Shared by this bar and the training bars of
+ * train and demo, so that they look alike. */
+enum { CLI_BAR_WIDTH = 30 };
+void cli_bar_cells(char cells[CLI_BAR_WIDTH + 1], double done, double total);
 void cli_progress_start(cli_progress *p, const char *cmd, const char *unit);
 /* A seqcl_progress_fn: user is the cli_progress. Returns 1 after Ctrl-C (so
  * that the library call stops), else 0. */

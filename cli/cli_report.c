@@ -3,7 +3,7 @@
 #include "cli.h"
 #include "core/fileio.h"
 
-int cli_write_reports(const char *cmd, const char *json_path, const json_t *root,
+int cli_write_reports(const char *cmd, const char *json_path, json_t *root,
                       const char *svg_path, int (*draw)(FILE *f, const void *user),
                       const void *user) {
   sq_outfile jf = {0}, sf = {0};
@@ -24,12 +24,9 @@ int cli_write_reports(const char *cmd, const char *json_path, const json_t *root
     /* the JSON is already in place: take it back so that neither stays */
     if ((st = sq_outfile_commit(&sf)) != SEQCL_OK && json_path) sq_output_remove(json_path);
   }
+  json_decref(root);
   if (jopen) sq_outfile_abort(&jf);
   if (sopen) sq_outfile_abort(&sf);
   if (st != SEQCL_OK) return cli_fail(cmd, st);
-  if (bad) {
-    fprintf(stderr, "seqcl %s: %s: write failed\n", cmd, bad);
-    return CLI_RUNTIME;
-  }
-  return CLI_OK;
+  return bad ? cli_runtime_error(cmd, "%s: write failed", bad) : CLI_OK;
 }

@@ -9,9 +9,10 @@
 
 #include <jansson.h>
 
-/* json_path / svg_path may be NULL (not asked for); root is not consumed.
- * draw writes the SVG to f and returns 0, or -1 on failure. An exit status. */
-int cli_write_reports(const char *cmd, const char *json_path, const json_t *root,
+/* json_path / svg_path may be NULL (not asked for); root (the document, NULL
+ * when not asked for) is released here. draw writes the SVG to f and returns
+ * 0, or -1 on failure. An exit status. */
+int cli_write_reports(const char *cmd, const char *json_path, json_t *root,
                       const char *svg_path, int (*draw)(FILE *f, const void *user),
                       const void *user);
 

@@ -27,6 +27,12 @@ int cli_text_vocab(const char *cmd, const cli_text *t, const char *given, const 
   return rc;
 }
 
+int cli_text_vocabs(const char *cmd, const cli_text *t, const char *src_given,
+                    const char *tgt_given, const char *dir, sq_vocab **sv, sq_vocab **tv) {
+  int rc = cli_text_vocab(cmd, t, src_given, dir, 0, sv);
+  return rc ? rc : cli_text_vocab(cmd, t, tgt_given, dir, 1, tv);
+}
+
 int cli_read_side(const char *cmd, const cli_text *t, const char *path, const sq_config *cfg,
                   int target, const sq_vocab *vocab, unsigned flags, int wrap, sq_seqs *out) {
   if (!t->on) return cli_read_tokens(cmd, path, cfg, target, vocab, flags, out);

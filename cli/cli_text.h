@@ -20,6 +20,9 @@ int cli_text_parse(const char *cmd, const char *spec, cli_text *t);
  * --text DIR/src.vocab or DIR/tgt.vocab, else none (*out = NULL). */
 int cli_text_vocab(const char *cmd, const cli_text *t, const char *given, const char *dir,
                    int target, sq_vocab **out);
+/* Both sides' vocabularies, as cli_text_vocab finds them (source first). */
+int cli_text_vocabs(const char *cmd, const cli_text *t, const char *src_given,
+                    const char *tgt_given, const char *dir, sq_vocab **sv, sq_vocab **tv);
 /* One side's lines: as cli_read_tokens reads them, or with --text as text
  * through vocab (unknown tokens mapped to the config's unknown id, their count
  * on stderr; an error where it has none); wrap puts BOS ... EOS around each

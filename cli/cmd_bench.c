@@ -66,8 +66,6 @@ static void usage(FILE *f) {
 }
 
 static int parse(int argc, char **argv, bench_opts *o) {
-  memset(o, 0, sizeof *o);
-  o->reps = 0;
   o->cold = 1;
   o->steps = 20;
   o->device = getenv("SEQCL_DEVICE");
@@ -430,57 +428,55 @@ static int bench_file(const bench_opts *o, json_t *root) {
 static int write_json(const char *path, json_t *root) {
   sq_outfile f;
   seqcl_status st = sq_outfile_open(path, &f);
-  if (st != SEQCL_OK) return cli_fail("bench", st);
+  if (st != SEQCL_OK) return cli_fail(cmd, st);
   if (json_dumpf(root, f.f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0) {
     sq_outfile_abort(&f);
-    fprintf(stderr, "seqcl bench: cannot write %s\n", path);
-    return CLI_RUNTIME;
+    return cli_runtime_error(cmd, "cannot write %s", path);
   }
   st = sq_outfile_commit(&f);
-  return st == SEQCL_OK ? CLI_OK : cli_fail_output("bench", st);
+  return st == SEQCL_OK ? CLI_OK : cli_fail_output(cmd, st);
 }
 
-int cmd_bench(int argc, char **argv) {
-  bench_opts o;
-  int rc = parse(argc, argv, &o);
-  if (rc < 0) return CLI_OK;
-  if (rc) return rc;
-  if ((rc = cli_check_outputs("bench", "--json", o.json, NULL))) return rc;
+/* The work, once the options are parsed and checked. */
+static int run(const bench_opts *o) {
+  int rc;
+  if ((rc = cli_check_outputs(cmd, "--json", o->json, NULL))) return rc;
   json_t *root = json_object();
-  if (o.model) {
-    rc = bench_file(&o, root);
-    if (rc == CLI_OK && o.json) rc = write_json(o.json, root);
+  if (o->model) {
+    rc = bench_file(o, root);
+    if (rc == CLI_OK && o->json) rc = write_json(o->json, root);
     json_decref(root);
     return rc;
   }
   sq_bench_cfg cfg;
   memset(&cfg, 0, sizeof cfg);
-  cfg.quick = o.quick;
-  cfg.reps = o.reps;
-  cfg.steps = o.steps;
+  cfg.quick = o->quick;
+  cfg.reps = o->reps;
+  cfg.steps = o->steps;
   cfg.exe = "/proc/self/exe"; /* cold start: this executable's `decode` */
   if (sq_bench_begin(&cfg) != SEQCL_OK) {
     json_decref(root);
-    fprintf(stderr, "seqcl bench: cannot create a temporary directory\n");
-    return CLI_RUNTIME;
+    return cli_runtime_error(cmd, "cannot create a temporary directory");
   }
   seqcl_device_info *devs = NULL;
   size_t n = 0;
-  seqcl_status st = seqcl_devices_select(o.device, &devs, &n);
+  seqcl_status st = seqcl_devices_select(o->device, &devs, &n);
   json_t *jdevs = json_array();
   json_object_set_new(root, "devices", jdevs);
-  set_int(root, "reps", o.reps);
-  set_int(root, "quick", o.quick);
-  set_int(root, "grid", o.grid);
+  set_int(root, "reps", o->reps);
+  set_int(root, "quick", o->quick);
+  set_int(root, "grid", o->grid);
   for (size_t i = 0; st == SEQCL_OK && i < n; i++) {
     json_t *jd = json_object();
     json_array_append_new(jdevs, jd);
-    st = o.grid ? grid_device(&devs[i], &cfg, jd) : bench_device(&devs[i], &o, &cfg, jd);
+    st = o->grid ? grid_device(&devs[i], &cfg, jd) : bench_device(&devs[i], o, &cfg, jd);
   }
   seqcl_devices_free(devs);
   sq_bench_end(&cfg);
-  rc = st == SEQCL_OK ? CLI_OK : cli_fail_device(cmd, st, o.device_given ? o.device : NULL);
-  if (rc == CLI_OK && o.json) rc = write_json(o.json, root);
+  rc = st == SEQCL_OK ? CLI_OK : cli_fail_device(cmd, st, o->device_given ? o->device : NULL);
+  if (rc == CLI_OK && o->json) rc = write_json(o->json, root);
   json_decref(root);
   return rc;
 }
+
+CLI_COMMAND(cmd_bench, bench_opts, parse, run)

@@ -75,45 +75,43 @@ typedef struct dec_args {
   int nbest_given, lp_given, line_given;
 } dec_args;
 
+/* The name the messages give. */
+static const char cmd[] = "decode";
+
+/* --svg/--line (as in `seqcl heatmap`) under either spelling, kept for the
+ * messages: --heatmap/--heatmap-line are the older ones, kept as aliases. */
+static int more_option(void *user, int argc, char **argv, int *i) {
+  dec_args *a = user;
+  const char *o = argv[*i], *v;
+  const int svg = !strcmp(o, "--svg") || !strcmp(o, "--heatmap");
+  if (!svg && strcmp(o, "--line") && strcmp(o, "--heatmap-line")) return 0;
+  if (!(v = cli_value(cmd, argc, argv, i))) return CLI_USAGE;
+  if (svg) {
+    a->svg = v, a->svg_name = o;
+  } else {
+    if (cli_long(cmd, o, v, 1, 1L << 30, &a->line)) return CLI_USAGE;
+    a->line_given = 1, a->line_name = o;
+  }
+  return CLI_TAKEN;
+}
+
 static int parse(int argc, char **argv, dec_args *a) {
-  static const char cmd[] = "decode";
-  memset(a, 0, sizeof *a);
   a->beam = 1;
   a->line = 1;
-  /* --svg/--line as in `seqcl heatmap`; --heatmap/--heatmap-line are the
-   * older spellings, kept as aliases */
   const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
                           CLI_STR("--out", &a->out), CLI_STR("--device", &a->device),
                           CLI_STR("--precision", &a->precision),
                           CLI_STR("--src-vocab", &a->src_vocab),
                           CLI_STR("--tgt-vocab", &a->tgt_vocab),
                           CLI_STR("--alignments", &a->align), CLI_STR("--text", &a->text),
-                          CLI_STR("--svg", &a->svg), CLI_STR("--heatmap", &a->svg),
                           CLI_NUM("--max-steps", &a->max_steps, 1, 1000000),
                           CLI_NUM("--beam", &a->beam, 1, 16),
                           CLI_NUM_SEEN("--nbest", &a->nbest, 1, 1L << 30, &a->nbest_given),
                           CLI_NUM("--batch-size", &a->batch, 1, 1L << 30),
-                          CLI_NUM_SEEN("--line", &a->line, 1, 1L << 30, &a->line_given),
-                          CLI_NUM_SEEN("--heatmap-line", &a->line, 1, 1L << 30, &a->line_given),
+                          CLI_DBL_SEEN("--length-penalty", &a->lp, CLI_ANY_NUMBER, &a->lp_given),
                           {0}};
-  for (int i = 1; i < argc; i++) {
-    const char *o = argv[i], *v = NULL;
-    int r = cli_take(cmd, opts, help, argc, argv, &i);
-    if (r == CLI_TAKEN) {
-      /* the spelling given, for the messages below */
-      if (!strcmp(o, "--svg") || !strcmp(o, "--heatmap")) a->svg_name = o;
-      if (!strcmp(o, "--line") || !strcmp(o, "--heatmap-line")) a->line_name = o;
-      continue;
-    }
-    if (r) return r;
-    if (!strcmp(o, "--length-penalty")) {
-      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      if (cli_double(cmd, o, v, CLI_ANY_NUMBER, &a->lp)) return CLI_USAGE;
-      a->lp_given = 1;
-    } else {
-      return cli_usage_error(cmd, "unknown option '%s' (see seqcl decode --help)", o);
-    }
-  }
+  int rc = cli_options(cmd, opts, help, 1, argc, argv, more_option, a);
+  if (rc) return rc;
   if (!a->model || !a->src) return cli_usage_error(cmd, "--model and --src are required (see --help)");
   if (cli_text_parse(cmd, a->text, &a->tx)) return CLI_USAGE;
   if (a->nbest > a->beam)
@@ -222,49 +220,44 @@ static seqcl_decode_options options_of(const dec_args *a) {
   return o;
 }
 
-int cmd_decode(int argc, char **argv) {
-  static const char cmd[] = "decode";
-  dec_args a;
-  int rc = parse(argc, argv, &a);
-  if (rc) return rc < 0 ? CLI_OK : rc;
-  sq_config cfg;
-  sq_vocab *sv = NULL, *tv = NULL;
+/* The work, once the options are parsed and checked. */
+static int run(const dec_args *a) {
+  int rc = CLI_OK;
+  cli_model_run m = {0};
   sq_seqs src = {0};
-  seqcl_ctx *ctx = NULL;
-  seqcl_model *model = NULL;
   seqcl_decode_result *res = NULL;
   sq_outfile out = {0}, heat = {0};
   int out_open = 0, heat_open = 0, align_written = 0;
   seqcl_status st;
   /* every output path first: a bad one fails now, not after the decoding */
-  if ((rc = cli_check_outputs(cmd, "--out", a.out, "--alignments", a.align, a.svg_name ? a.svg_name : "--svg",
-                              a.svg, NULL)))
+  if ((rc = cli_check_outputs(cmd, "--out", a->out, "--alignments", a->align,
+                              a->svg_name ? a->svg_name : "--svg", a->svg, NULL)))
     return rc;
-  if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
-  if (cfg.score == SQ_SCORE_NONE && (a.align || a.svg)) {
+  if ((rc = cli_read_config(cmd, a->model, &m.cfg))) goto done;
+  if (m.cfg.score == SQ_SCORE_NONE && (a->align || a->svg)) {
     rc = cli_usage_error(cmd, "%s: %s/config.json has attention.score \"none\" (a fixed context): "
                          "the model has no alignments to write or draw",
-                         a.align ? "--alignments" : a.svg_name ? a.svg_name : "--svg", a.model);
+                         a->align ? "--alignments" : a->svg_name ? a->svg_name : "--svg", a->model);
     goto done;
   }
-  if ((rc = cli_text_vocab(cmd, &a.tx, a.src_vocab, a.model, 0, &sv))) goto done;
-  if ((rc = cli_text_vocab(cmd, &a.tx, a.tgt_vocab, a.model, 1, &tv))) goto done;
-  if ((rc = cli_read_side(cmd, &a.tx, a.src, &cfg, 0, sv, 0, 0, &src))) goto done;
-  if (a.svg && (size_t)a.line > src.count) {
-    rc = cli_usage_error(cmd, "%s %ld: %s has only %zu lines", a.line_name ? a.line_name : "--line",
-                         a.line, a.src, src.count);
+  if ((rc = cli_text_vocabs(cmd, &a->tx, a->src_vocab, a->tgt_vocab, a->model, &m.sv, &m.tv)))
+    goto done;
+  if ((rc = cli_read_side(cmd, &a->tx, a->src, &m.cfg, 0, m.sv, 0, 0, &src))) goto done;
+  if (a->svg && (size_t)a->line > src.count) {
+    rc = cli_usage_error(cmd, "%s %ld: %s has only %zu lines", a->line_name ? a->line_name : "--line",
+                         a->line, a->src, src.count);
     goto done;
   }
-  if ((rc = cli_open_model(cmd, a.device, a.model, a.precision, &ctx, &model))) goto done;
+  if ((rc = cli_open_model(cmd, a->device, a->model, a->precision, &m.ctx, &m.model))) goto done;
   seqcl_seqs s = cli_seqs(&src);
-  seqcl_decode_options o = options_of(&a);
+  seqcl_decode_options o = options_of(a);
   /* -v alone asks for no alignments a fixed-context model does not have */
-  if (cfg.score == SQ_SCORE_NONE) o.want_alignments = a.align || a.svg;
-  streamer w = {NULL, &a, tv, 0};
-  if (streams(a.out)) {
-    w.f = !a.out || !strcmp(a.out, "-") ? stdout : fopen(a.out, "w");
+  if (m.cfg.score == SQ_SCORE_NONE) o.want_alignments = a->align || a->svg;
+  streamer w = {NULL, a, m.tv, 0};
+  if (streams(a->out)) {
+    w.f = !a->out || !strcmp(a->out, "-") ? stdout : fopen(a->out, "w");
     if (!w.f) {
-      rc = cli_usage_error(cmd, "%s: cannot open for writing: %s", a.out, strerror(errno));
+      rc = cli_usage_error(cmd, "%s: cannot open for writing: %s", a->out, strerror(errno));
       goto done;
     }
     o.on_lines = on_lines;
@@ -272,34 +265,29 @@ int cmd_decode(int argc, char **argv) {
   }
   cli_progress bar;
   cli_progress_start(&bar, cmd, "lines");
-  seqcl_model_set_progress(model, cli_progress_update, &bar);
+  seqcl_model_set_progress(m.model, cli_progress_update, &bar);
   cli_interrupt_install();
-  st = seqcl_model_decode(model, &s, &o, &res);
+  st = seqcl_model_decode(m.model, &s, &o, &res);
   cli_progress_end(&bar);
   if (w.f && w.f != stdout) fclose(w.f);
-  if (st == SEQCL_ERR_CANCELLED && cli_interrupted()) {
+  if (cli_stopped_by_sigint(st)) {
     fprintf(stderr, "seqcl decode: interrupted after %zu of %zu lines%s\n", bar.done, src.count,
             w.f ? " (those lines were written)" : "; nothing written");
     rc = CLI_INTERRUPTED;
     goto done;
   }
   if (w.failed) {
-    rc = cli_usage_error(cmd, "%s: write failed: %s", a.out ? a.out : "standard output",
-                         strerror(errno));
-    rc = CLI_RUNTIME;
-    goto done;
-  }
-  if (st == SEQCL_ERR_OUT_OF_MEMORY || st == SEQCL_ERR_DEVICE_OUT_OF_MEMORY) {
-    rc = cli_fail_hint(cmd, st,
-                       " (%zu lines, batch %d, beam %d, max steps %d%s: lower --batch-size, "
-                       "--beam or --max-steps)",
-                       src.count, o.batch_size ? o.batch_size : 64, o.beam,
-                       o.max_steps ? o.max_steps : 2 * longest_line(&src) + 10,
-                       o.want_alignments ? ", with alignments" : "");
+    rc = cli_runtime_error(cmd, "%s: write failed: %s", a->out ? a->out : "standard output",
+                           strerror(errno));
     goto done;
   }
   if (st != SEQCL_OK) {
-    rc = cli_fail(cmd, st);
+    rc = cli_fail_memory(cmd, st,
+                         " (%zu lines, batch %d, beam %d, max steps %d%s: lower --batch-size, "
+                         "--beam or --max-steps)",
+                         src.count, o.batch_size ? o.batch_size : 64, o.beam,
+                         o.max_steps ? o.max_steps : 2 * longest_line(&src) + 10,
+                         o.want_alignments ? ", with alignments" : "");
     goto done;
   }
   if (cli_verbose) {
@@ -316,30 +304,29 @@ int cmd_decode(int argc, char **argv) {
   /* Outputs go to temporary files first; they are renamed into place only when
    * every one of them was written. */
   if (!w.f) {
-    if ((st = sq_outfile_open(a.out, &out)) != SEQCL_OK) {
+    if ((st = sq_outfile_open(a->out, &out)) != SEQCL_OK) {
       rc = cli_fail(cmd, st);
       goto done;
     }
     out_open = 1;
-    if (write_lines(out.f, &a, 0, res->count, res->hyps, res->hyp_counts, res->nbest, tv)) {
+    if (write_lines(out.f, a, 0, res->count, res->hyps, res->hyp_counts, res->nbest, m.tv)) {
       rc = cli_fail(cmd, SEQCL_ERR_IO);
       goto done;
     }
   }
-  if (a.svg) {
-    if ((st = sq_outfile_open(a.svg, &heat)) != SEQCL_OK) {
+  if (a->svg) {
+    if ((st = sq_outfile_open(a->svg, &heat)) != SEQCL_OK) {
       rc = cli_fail(cmd, st);
       goto done;
     }
     heat_open = 1;
-    if (draw_heatmap(heat.f, res, (size_t)a.line - 1, &src, sv, tv, cfg.eos_id, 0, 1)) {
-      rc = cli_usage_error(cmd, "%s: could not write the heatmap", a.svg);
-      rc = CLI_RUNTIME;
+    if (draw_heatmap(heat.f, res, (size_t)a->line - 1, &src, m.sv, m.tv, m.cfg.eos_id, 0, 1)) {
+      rc = cli_runtime_error(cmd, "%s: could not write the heatmap", a->svg);
       goto done;
     }
   }
-  if (a.align) {
-    if ((st = write_alignments(a.align, res)) != SEQCL_OK) {
+  if (a->align) {
+    if ((st = write_alignments(a->align, res)) != SEQCL_OK) {
       rc = cli_fail_output(cmd, st);
       goto done;
     }
@@ -356,25 +343,24 @@ int cmd_decode(int argc, char **argv) {
     out_open = 0;
     if ((st = sq_outfile_commit(&out)) != SEQCL_OK) {
       rc = cli_fail_output(cmd, st);
-      if (a.svg) sq_output_remove(a.svg);
+      if (a->svg) sq_output_remove(a->svg);
       goto done;
     }
   }
-  if (cli_verbose && a.svg) {
+  if (cli_verbose && a->svg) {
     const char *lang = getenv("LANG");
-    draw_heatmap(stderr, res, (size_t)a.line - 1, &src, sv, tv, cfg.eos_id,
+    draw_heatmap(stderr, res, (size_t)a->line - 1, &src, m.sv, m.tv, m.cfg.eos_id,
                  lang && strstr(lang, "UTF-8"), 0);
   }
   rc = CLI_OK;
 done:
-  if (rc != CLI_OK && align_written) sq_output_remove(a.align);
+  if (rc != CLI_OK && align_written) sq_output_remove(a->align);
   if (heat_open) sq_outfile_abort(&heat);
   if (out_open) sq_outfile_abort(&out);
   seqcl_decode_result_free(res);
-  seqcl_model_free(model);
-  seqcl_ctx_close(ctx);
+  cli_model_run_free(&m);
   sq_seqs_free(&src);
-  sq_vocab_free(sv);
-  sq_vocab_free(tv);
   return rc;
 }
+
+CLI_COMMAND(cmd_decode, dec_args, parse, run)

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_progress.h"
 #include "model/config.h" /* the score names (sq_score_parse) */
 #include "model/heatmap.h"
 #include "model/tokens.h"
@@ -39,22 +39,14 @@ typedef struct bar {
   double t0, last;
 } bar;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int on_step(void *user, int step, int steps, float loss) {
   bar *b = user;
   if (cli_interrupted()) return 1;
-  double t = now_s();
+  double t = cli_now();
   if (cli_quiet || (step != steps && t - b->last < (b->tty ? 0.1 : 5.0))) return 0;
   b->last = t;
-  int width = 30, filled = steps ? (int)((long)width * step / steps) : width;
-  char cells[40];
-  for (int i = 0; i < width; i++) cells[i] = i < filled ? '#' : '.';
-  cells[width] = 0;
+  char cells[CLI_BAR_WIDTH + 1];
+  cli_bar_cells(cells, step, steps);
   fprintf(stderr, "%s[%s] %4d/%d  loss %.4f  %.1f s", b->tty ? "\r" : "", cells, step, steps,
           (double)loss, t - b->t0);
   if (step == steps || !b->tty) fputc('\n', stderr);
@@ -210,8 +202,7 @@ int cmd_demo(int argc, char **argv) {
   char tmpdir[] = "/tmp/seqcl-demo-XXXXXX";
   if (!save) {
     if (!mkdtemp(tmpdir)) {
-      fprintf(stderr, "seqcl demo: cannot create a temporary folder in /tmp\n");
-      return CLI_RUNTIME;
+      return cli_runtime_error(cmd, "cannot create a temporary folder in /tmp");
     }
     save = tmpdir;
   }
@@ -227,21 +218,21 @@ int cmd_demo(int argc, char **argv) {
   printf("Training a GRU seq2seq model with %s attention to reverse %d digits on %s (%s).\n",
          o.score, LENGTH, info->selector, info->name);
   fflush(stdout);
-  bar b = {.tty = isatty(fileno(stderr)), .t0 = now_s()};
+  bar b = {.tty = isatty(fileno(stderr)), .t0 = cli_now()};
   o.progress = on_step;
   o.user = &b;
   seqcl_train_result r;
   cli_interrupt_install();
-  double t0 = now_s();
+  double t0 = cli_now();
   st = seqcl_train_reverse(ctx, &o, &r);
   int rc = CLI_OK;
-  if (st == SEQCL_ERR_CANCELLED && cli_interrupted()) {
+  if (cli_stopped_by_sigint(st)) {
     fprintf(stderr, "\nseqcl demo: interrupted\n");
     rc = CLI_INTERRUPTED;
   } else if (st != SEQCL_OK) {
     rc = cli_fail(cmd, st);
   } else {
-    printf("trained %d steps in %.1f s; final loss %.4f\n", o.steps, now_s() - t0,
+    printf("trained %d steps in %.1f s; final loss %.4f\n", o.steps, cli_now() - t0,
            (double)r.final_loss);
     printf("greedy exact-match accuracy: %.1f%% (%d of %d held-out samples)\n",
            100.0 * r.correct / (r.evaluated ? r.evaluated : 1), r.correct, r.evaluated);

@@ -64,7 +64,10 @@ typedef struct eval_args {
   cli_text tx;
 } eval_args;
 
-static int parse_metrics(const char *cmd, const char *v, unsigned *out) {
+/* The name the messages give. */
+static const char cmd[] = "eval";
+
+static int parse_metrics(const char *v, unsigned *out) {
   *out = 0;
   const char *p = v;
   for (;;) {
@@ -83,9 +86,16 @@ static int parse_metrics(const char *cmd, const char *v, unsigned *out) {
   }
 }
 
+/* --metric: a list a table cannot check. */
+static int more_option(void *user, int argc, char **argv, int *i) {
+  eval_args *a = user;
+  const char *v;
+  if (strcmp(argv[*i], "--metric")) return 0;
+  if (!(v = cli_value(cmd, argc, argv, i))) return CLI_USAGE;
+  return parse_metrics(v, &a->metrics) ? CLI_USAGE : CLI_TAKEN;
+}
+
 static int parse(int argc, char **argv, eval_args *a) {
-  static const char cmd[] = "eval";
-  memset(a, 0, sizeof *a);
   a->beam = 1;
   a->metrics = 0; /* the default is set once --hyp/--model are known */
   const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
@@ -95,23 +105,11 @@ static int parse(int argc, char **argv, eval_args *a) {
                           CLI_STR("--precision", &a->precision),
                           CLI_NUM("--beam", &a->beam, 1, 16),
                           CLI_NUM("--max-steps", &a->max_steps, 1, 1000000),
-                          CLI_NUM("--batch-size", &a->batch, 1, 1L << 30), {0}};
-  for (int i = 1; i < argc; i++) {
-    const char *o = argv[i], *v = NULL;
-    int r = cli_take(cmd, opts, help, argc, argv, &i);
-    if (r == CLI_TAKEN) continue;
-    if (r) return r;
-    if (!strcmp(o, "--length-penalty")) {
-      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      if (cli_double(cmd, o, v, CLI_ANY_NUMBER, &a->lp)) return CLI_USAGE;
-      a->lp_given = 1;
-    } else if (!strcmp(o, "--metric")) {
-      if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-      if (parse_metrics(cmd, v, &a->metrics)) return CLI_USAGE;
-    } else {
-      return cli_usage_error(cmd, "unknown option '%s' (see seqcl eval --help)", o);
-    }
-  }
+                          CLI_NUM("--batch-size", &a->batch, 1, 1L << 30),
+                          CLI_DBL_SEEN("--length-penalty", &a->lp, CLI_ANY_NUMBER, &a->lp_given),
+                          {0}};
+  int rc = cli_options(cmd, opts, help, 1, argc, argv, more_option, a);
+  if (rc) return rc;
   if (!a->ref) return cli_usage_error(cmd, "--ref is required (see --help)");
   if (cli_text_parse(cmd, a->text, &a->tx)) return CLI_USAGE;
   /* attention needs the decoder's alignments: a --model run's own */
@@ -176,17 +174,15 @@ static void strip_bos_eos(sq_seqs *ref, int bos, int eos) {
   ref->offsets[ref->count] = w;
 }
 
-/* Fills hyp with the decoded lines of --src (an exit status). */
-static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, const sq_vocab *sv,
-                  seqcl_decode_result **res, sq_attn_stats *as) {
+/* Decodes --src with the model of m (opened here) into *res (an exit status). */
+static int decode(const eval_args *a, cli_model_run *m, seqcl_decode_result **res,
+                  sq_attn_stats *as) {
   sq_seqs src = {0};
-  seqcl_ctx *ctx = NULL;
-  seqcl_model *model = NULL;
   seqcl_status st;
   int rc = CLI_OK;
-  if ((rc = cli_read_side(cmd, &a->tx, a->src, cfg, 0, sv, 0, 0, &src)))
+  if ((rc = cli_read_side(cmd, &a->tx, a->src, &m->cfg, 0, m->sv, 0, 0, &src)))
     goto done;
-  if ((rc = cli_open_model(cmd, a->device, a->model, a->precision, &ctx, &model))) goto done;
+  if ((rc = cli_open_model(cmd, a->device, a->model, a->precision, &m->ctx, &m->model))) goto done;
   seqcl_seqs s = cli_seqs(&src);
   seqcl_decode_options o;
   seqcl_decode_options_init(&o);
@@ -194,22 +190,18 @@ static int decode(const char *cmd, const eval_args *a, const sq_config *cfg, con
   o.beam = (int)a->beam;
   o.length_penalty = a->lp;
   o.batch_size = (int)a->batch;
-  o.want_alignments = (a->metrics & M_ATTENTION) && cfg->score != SQ_SCORE_NONE;
-  if ((st = seqcl_model_decode(model, &s, &o, res)) != SEQCL_OK) rc = cli_fail(cmd, st);
+  o.want_alignments = (a->metrics & M_ATTENTION) && m->cfg.score != SQ_SCORE_NONE;
+  if ((st = seqcl_model_decode(m->model, &s, &o, res)) != SEQCL_OK) rc = cli_fail(cmd, st);
   else cli_attn_stats(*res, &src, as);
 done:
-  seqcl_model_free(model);
-  seqcl_ctx_close(ctx);
   sq_seqs_free(&src);
   return rc;
 }
 
-int cmd_eval(int argc, char **argv) {
-  static const char cmd[] = "eval";
-  eval_args a;
-  int rc = parse(argc, argv, &a);
-  if (rc) return rc < 0 ? CLI_OK : rc;
-  sq_vocab *sv = NULL, *tv = NULL;
+/* The work, once the options are parsed and checked. */
+static int run(const eval_args *a) {
+  int rc = CLI_OK;
+  cli_model_run mr = {0};
   sq_wordtab tab = {0};
   sq_seqs hyp = {0}, ref = {0};
   sq_metrics m;
@@ -218,30 +210,29 @@ int cmd_eval(int argc, char **argv) {
   sq_attn_stats_init(&as);
   seqcl_decode_result *res = NULL;
   seqcl_status st = SEQCL_OK;
-  const char *hyp_name = a.hyp ? a.hyp : "the decoded --src";
+  const char *hyp_name = a->hyp ? a->hyp : "the decoded --src";
   int fixed_context = 0; /* attention.score "none": nothing to measure */
-  if (a.hyp) {
-    if ((st = sq_words_read(a.hyp, &tab, &hyp)) != SEQCL_OK ||
-        (st = sq_words_read(a.ref, &tab, &ref)) != SEQCL_OK) {
+  if (a->hyp) {
+    if ((st = sq_words_read(a->hyp, &tab, &hyp)) != SEQCL_OK ||
+        (st = sq_words_read(a->ref, &tab, &ref)) != SEQCL_OK) {
       rc = cli_fail(cmd, st);
       goto done;
     }
   } else {
-    sq_config cfg;
-    if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
-    fixed_context = cfg.score == SQ_SCORE_NONE;
-    if ((rc = cli_text_vocab(cmd, &a.tx, a.src_vocab, a.model, 0, &sv))) goto done;
-    if ((rc = cli_text_vocab(cmd, &a.tx, a.tgt_vocab, a.model, 1, &tv))) goto done;
-    /* the references before the decoding: a bad file fails at once */
-    if ((rc = cli_read_side(cmd, &a.tx, a.ref, &cfg, 1, tv, SQ_TOKENS_EMPTY_OK, 0, &ref)))
+    if ((rc = cli_read_config(cmd, a->model, &mr.cfg))) goto done;
+    fixed_context = mr.cfg.score == SQ_SCORE_NONE;
+    if ((rc = cli_text_vocabs(cmd, &a->tx, a->src_vocab, a->tgt_vocab, a->model, &mr.sv, &mr.tv)))
       goto done;
-    strip_bos_eos(&ref, cfg.bos_id, cfg.eos_id);
-    if ((rc = decode(cmd, &a, &cfg, sv, &res, &as))) goto done;
+    /* the references before the decoding: a bad file fails at once */
+    if ((rc = cli_read_side(cmd, &a->tx, a->ref, &mr.cfg, 1, mr.tv, SQ_TOKENS_EMPTY_OK, 0, &ref)))
+      goto done;
+    strip_bos_eos(&ref, mr.cfg.bos_id, mr.cfg.eos_id);
+    if ((rc = decode(a, &mr, &res, &as))) goto done;
   }
   const size_t nh = res ? res->count : hyp.count;
   if (nh != ref.count) {
     rc = cli_usage_error(cmd, "%s has %zu lines but %s has %zu: lines are compared in order",
-                         a.hyp ? a.hyp : a.src, nh, a.ref, ref.count);
+                         a->hyp ? a->hyp : a->src, nh, a->ref, ref.count);
     goto done;
   }
   for (size_t i = 0; i < nh && st == SEQCL_OK; i++) {
@@ -253,8 +244,8 @@ int cmd_eval(int argc, char **argv) {
     rc = cli_fail(cmd, st);
     goto done;
   }
-  if (cli_verbose) fprintf(stderr, "seqcl eval: %s against %s\n", hyp_name, a.ref);
-  print_metrics(&a, &m, &as, fixed_context);
+  if (cli_verbose) fprintf(stderr, "seqcl eval: %s against %s\n", hyp_name, a->ref);
+  print_metrics(a, &m, &as, fixed_context);
   if (fflush(stdout) || ferror(stdout)) rc = cli_usage_error(cmd, "writing to standard output failed");
 done:
   sq_metrics_free(&m);
@@ -262,7 +253,8 @@ done:
   sq_wordtab_free(&tab);
   sq_seqs_free(&hyp);
   sq_seqs_free(&ref);
-  sq_vocab_free(sv);
-  sq_vocab_free(tv);
+  cli_model_run_free(&mr);
   return rc;
 }
+
+CLI_COMMAND(cmd_eval, eval_args, parse, run)

@@ -81,6 +81,9 @@ typedef struct sweep_args {
   int length[MAX_GRID];
 } sweep_args;
 
+/* The name the messages give. */
+static const char cmd[] = "experiment";
+
 /* What one run measured. */
 typedef struct sweep_row {
   const char *score;
@@ -99,9 +102,8 @@ static double cpu_seconds(void) {
 }
 
 /* Splits "a,b,c" into *n pieces of at most MAX_GRID; calls each(piece). */
-static int split_list(const char *cmd, const char *opt, const char *v, int *n,
-                      int (*each)(const char *cmd, const char *opt, const char *piece,
-                                  sweep_args *a, int k),
+static int split_list(const char *opt, const char *v, int *n,
+                      int (*each)(const char *opt, const char *piece, sweep_args *a, int k),
                       sweep_args *a) {
   *n = 0;
   for (const char *p = v;;) {
@@ -112,14 +114,14 @@ static int split_list(const char *cmd, const char *opt, const char *v, int *n,
     if (*n == MAX_GRID) return cli_usage_error(cmd, "%s: more than %d entries", opt, MAX_GRID);
     memcpy(piece, p, len);
     piece[len] = 0;
-    if (each(cmd, opt, piece, a, *n)) return CLI_USAGE;
+    if (each(opt, piece, a, *n)) return CLI_USAGE;
     ++*n;
     if (!p[len]) return CLI_OK;
     p += len + 1;
   }
 }
 
-static int one_score(const char *cmd, const char *opt, const char *piece, sweep_args *a, int k) {
+static int one_score(const char *opt, const char *piece, sweep_args *a, int k) {
   sq_score kind;
   if (sq_score_parse(piece, &kind))
     return cli_usage_error(cmd, "%s: unknown score '%s' (%s)", opt, piece, SQ_SCORE_CHOICES);
@@ -130,7 +132,7 @@ static int one_score(const char *cmd, const char *opt, const char *piece, sweep_
   return CLI_OK;
 }
 
-static int one_length(const char *cmd, const char *opt, const char *piece, sweep_args *a, int k) {
+static int one_length(const char *opt, const char *piece, sweep_args *a, int k) {
   long L;
   if (cli_long(cmd, opt, piece, 1, 4096, &L)) return CLI_USAGE;
   for (int i = 0; i < k; i++)
@@ -140,8 +142,6 @@ static int one_length(const char *cmd, const char *opt, const char *piece, sweep
 }
 
 static int parse(int argc, char **argv, sweep_args *a) {
-  static const char cmd[] = "experiment";
-  memset(a, 0, sizeof *a);
   a->steps = 1200, a->batch = 64;
   if (argc < 2 || cli_is_help(argv[1])) {
     help(argc < 2 ? stderr : stdout);
@@ -154,21 +154,15 @@ static int parse(int argc, char **argv, sweep_args *a) {
                           CLI_STR("--device", &a->device), CLI_STR("--json", &a->json),
                           CLI_STR("--svg", &a->svg), CLI_NUM("--steps", &a->steps, 1, 1L << 30),
                           CLI_NUM("--batch-size", &a->batch, 1, 1L << 20),
-                          CLI_NUM("--seed", &a->seed, 0, 0x7fffffffL), {0}};
-  for (int i = 2; i < argc; i++) {
-    int r = cli_take(cmd, opts, help, argc, argv, &i);
-    if (r == CLI_TAKEN) continue;
-    if (r) return r;
-    if (!strcmp(argv[i], "--full"))
-      a->full = 1;
-    else
-      return cli_usage_error(cmd, "unknown option '%s' (see seqcl experiment --help)", argv[i]);
-  }
+                          CLI_NUM("--seed", &a->seed, 0, 0x7fffffffL),
+                          CLI_FLAG("--full", &a->full), {0}};
+  int rc = cli_options(cmd, opts, help, 2, argc, argv, NULL, NULL);
+  if (rc) return rc;
   if (a->full && a->lengths) return cli_usage_error(cmd, "--full and --lengths exclude each other");
-  if (split_list(cmd, "--scores", a->scores ? a->scores : DEFAULT_SCORES, &a->nscores, one_score,
+  if (split_list("--scores", a->scores ? a->scores : DEFAULT_SCORES, &a->nscores, one_score,
                  a))
     return CLI_USAGE;
-  if (split_list(cmd, "--lengths", a->lengths ? a->lengths : a->full ? FULL_LENGTHS : DEFAULT_LENGTHS,
+  if (split_list("--lengths", a->lengths ? a->lengths : a->full ? FULL_LENGTHS : DEFAULT_LENGTHS,
                  &a->nlengths, one_length, a))
     return CLI_USAGE;
   return CLI_OK;
@@ -262,7 +256,6 @@ static seqcl_status evaluate(seqcl_ctx *ctx, const char *dir, const sweep_args *
 /* Trains into dir (a fresh folder), evaluates, removes dir. */
 static int run_one(seqcl_ctx *ctx, const sweep_args *a, const char *score, int L, const char *dir,
                    sweep_row *row) {
-  static const char cmd[] = "experiment";
   memset(row, 0, sizeof *row);
   row->score = score;
   row->length = L;
@@ -289,15 +282,14 @@ static int run_one(seqcl_ctx *ctx, const sweep_args *a, const char *score, int L
     st = evaluate(ctx, dir, a, L, row);
   }
   sq_dir_remove_tree(dir);
-  if (st == SEQCL_ERR_CANCELLED && cli_interrupted()) {
+  if (cli_stopped_by_sigint(st)) {
     fprintf(stderr, "seqcl experiment: interrupted during %s, length %d; nothing written\n", score,
             L);
     return CLI_INTERRUPTED;
   }
-  if (st == SEQCL_ERR_OUT_OF_MEMORY || st == SEQCL_ERR_DEVICE_OUT_OF_MEMORY)
-    return cli_fail_hint(cmd, st, " (%s, length %d, batch %ld: lower --batch-size)", score, L,
+  if (st == SEQCL_OK) return CLI_OK;
+  return cli_fail_memory(cmd, st, " (%s, length %d, batch %ld: lower --batch-size)", score, L,
                          a->batch);
-  return st == SEQCL_OK ? CLI_OK : cli_fail(cmd, st);
 }
 
 /* ---- output ---- */
@@ -420,19 +412,15 @@ static int draw_view(FILE *f, const void *user) {
 }
 
 static int write_outputs(const sweep_args *a, const seqcl_ctx *ctx, const sweep_row *rows) {
-  json_t *root = a->json ? to_json(a, ctx, rows, a->nscores * a->nlengths) : NULL;
   const sweep_view v = {a, rows};
-  int rc = cli_write_reports("experiment", a->json, root, a->svg, draw_view, &v);
-  json_decref(root);
-  return rc;
+  json_t *root = a->json ? to_json(a, ctx, rows, a->nscores * a->nlengths) : NULL;
+  return cli_write_reports(cmd, a->json, root, a->svg, draw_view, &v);
 }
 
-int cmd_experiment(int argc, char **argv) {
-  static const char cmd[] = "experiment";
-  sweep_args a;
-  int rc = parse(argc, argv, &a);
-  if (rc) return rc < 0 ? CLI_OK : rc;
-  if ((rc = cli_check_outputs(cmd, "--json", a.json, "--svg", a.svg, NULL))) return rc;
+/* The work, once the options are parsed and checked. */
+static int run(const sweep_args *a) {
+  int rc = cli_check_outputs(cmd, "--json", a->json, "--svg", a->svg, NULL);
+  if (rc) return rc;
   /* the runs' models live in a private folder, removed after each run */
   const char *tmp = getenv("TMPDIR");
   char dir[4096];
@@ -442,31 +430,33 @@ int cmd_experiment(int argc, char **argv) {
     return CLI_RUNTIME;
   }
   seqcl_ctx *ctx = NULL;
-  sweep_row *rows = calloc((size_t)a.nscores * a.nlengths, sizeof *rows);
+  sweep_row *rows = calloc((size_t)a->nscores * a->nlengths, sizeof *rows);
   if (!rows) {
     rc = cli_usage_error(cmd, "out of memory");
   } else {
-    rc = cli_ctx_open(cmd, a.device, &ctx);
+    rc = cli_ctx_open(cmd, a->device, &ctx);
   }
   if (rc == CLI_OK) {
     cli_interrupt_install();
     print_header();
-    const int total = a.nscores * a.nlengths;
-    for (int li = 0; li < a.nlengths && rc == CLI_OK; li++)
-      for (int si = 0; si < a.nscores && rc == CLI_OK; si++) {
-        const int k = li * a.nscores + si;
+    const int total = a->nscores * a->nlengths;
+    for (int li = 0; li < a->nlengths && rc == CLI_OK; li++)
+      for (int si = 0; si < a->nscores && rc == CLI_OK; si++) {
+        const int k = li * a->nscores + si;
         if (!cli_quiet && (cli_verbose || isatty(fileno(stderr))))
-          fprintf(stderr, "run %d/%d: %s, length %d\n", k + 1, total, a.score_names[si],
-                  a.length[li]);
+          fprintf(stderr, "run %d/%d: %s, length %d\n", k + 1, total, a->score_names[si],
+                  a->length[li]);
         char run_dir[4200];
         snprintf(run_dir, sizeof run_dir, "%s/run", dir);
-        rc = run_one(ctx, &a, a.score_names[si], a.length[li], run_dir, &rows[k]);
-        if (rc == CLI_OK) print_row(&a, &rows[k]);
+        rc = run_one(ctx, a, a->score_names[si], a->length[li], run_dir, &rows[k]);
+        if (rc == CLI_OK) print_row(a, &rows[k]);
       }
-    if (rc == CLI_OK) rc = write_outputs(&a, ctx, rows);
+    if (rc == CLI_OK) rc = write_outputs(a, ctx, rows);
   }
   seqcl_ctx_close(ctx);
   sq_dir_remove_tree(dir);
   free(rows);
   return rc;
 }
+
+CLI_COMMAND(cmd_experiment, sweep_args, parse, run)

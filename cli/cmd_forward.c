@@ -49,22 +49,18 @@ typedef struct fw_args {
   cli_text tx;
 } fw_args;
 
+/* The name the messages give. */
+static const char cmd[] = "forward";
+
 static int parse(int argc, char **argv, fw_args *a) {
-  static const char cmd[] = "forward";
-  memset(a, 0, sizeof *a);
   const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
                           CLI_STR("--tgt", &a->tgt), CLI_STR("--out", &a->out),
                           CLI_STR("--device", &a->device), CLI_STR("--src-vocab", &a->src_vocab),
                           CLI_STR("--tgt-vocab", &a->tgt_vocab), CLI_STR("--text", &a->text),
                           CLI_STR("--precision", &a->precision),
                           CLI_NUM("--batch-size", &a->batch, 1, 1L << 30), {0}};
-  for (int i = 1; i < argc; i++) {
-    const char *o = argv[i];
-    int r = cli_take(cmd, opts, help, argc, argv, &i);
-    if (r == CLI_TAKEN) continue;
-    if (r) return r;
-    return cli_usage_error(cmd, "unknown option '%s' (see seqcl forward --help)", o);
-  }
+  int rc = cli_options(cmd, opts, help, 1, argc, argv, NULL, NULL);
+  if (rc) return rc;
   if (!a->model || !a->src || !a->tgt || !a->out)
     return cli_usage_error(cmd, "--model, --src, --tgt and --out are required (see --help)");
   if (cli_text_parse(cmd, a->text, &a->tx)) return CLI_USAGE;
@@ -77,16 +73,16 @@ static int parse(int argc, char **argv, fw_args *a) {
  * two files pair up line by line. The first bad line is the one named. */
 static int check_pairs(const fw_args *a, const sq_seqs *src, const sq_seqs *tgt, int bos) {
   if (src->count != tgt->count)
-    return cli_usage_error("forward", "%s has %zu lines but %s has %zu; they must pair up",
+    return cli_usage_error(cmd, "%s has %zu lines but %s has %zu; they must pair up",
                            a->src, src->count, a->tgt, tgt->count);
   for (size_t i = 0; i < tgt->count; i++) {
     if (sq_seq_len(tgt, i) > 0 && tgt->ids[tgt->offsets[i]] != bos)
-      return cli_usage_error("forward",
+      return cli_usage_error(cmd,
                              "%s:%zu: a target line starts with BOS (id %d), not %d: the decoder "
                              "reads it as its first input",
                              a->tgt, i + 1, bos, (int)tgt->ids[tgt->offsets[i]]);
     if (sq_seq_len(tgt, i) < 2)
-      return cli_usage_error("forward",
+      return cli_usage_error(cmd,
                              "%s:%zu: a target line needs BOS and at least one more token",
                              a->tgt, i + 1);
   }
@@ -100,64 +96,55 @@ static int write_result(const char *path, const seqcl_forward_result *r) {
   /* score "none": no alignments (SPEC §4), so the file holds logits and loss */
   if (!r->alignments) t[1] = t[2];
   seqcl_status st = sq_st_write(path, t, r->alignments ? 3 : 2);
-  return st == SEQCL_OK ? CLI_OK : cli_fail_output("forward", st);
+  return st == SEQCL_OK ? CLI_OK : cli_fail_output(cmd, st);
 }
 
-int cmd_forward(int argc, char **argv) {
-  static const char cmd[] = "forward";
-  fw_args a;
-  int rc = parse(argc, argv, &a);
-  if (rc) return rc < 0 ? CLI_OK : rc;
-  sq_config cfg;
-  sq_vocab *sv = NULL, *tv = NULL;
+/* The work, once the options are parsed and checked. */
+static int run(const fw_args *a) {
+  int rc = CLI_OK;
+  cli_model_run m = {0};
   sq_seqs src = {0}, tgt = {0};
-  seqcl_ctx *ctx = NULL;
-  seqcl_model *model = NULL;
   seqcl_forward_result *res = NULL;
   seqcl_status st;
   /* Everything the user gave is read and checked before a device is opened. */
-  if ((rc = cli_check_outputs(cmd, "--out", a.out, NULL))) return rc;
-  if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
-  if ((rc = cli_text_vocab(cmd, &a.tx, a.src_vocab, a.model, 0, &sv))) goto done;
-  if ((rc = cli_text_vocab(cmd, &a.tx, a.tgt_vocab, a.model, 1, &tv))) goto done;
-  if ((rc = cli_read_side(cmd, &a.tx, a.src, &cfg, 0, sv, 0, 0, &src))) goto done;
-  if ((rc = cli_read_side(cmd, &a.tx, a.tgt, &cfg, 1, tv, 0, 1, &tgt))) goto done;
-  if ((rc = check_pairs(&a, &src, &tgt, cfg.bos_id))) goto done;
-  if ((rc = cli_open_model(cmd, a.device, a.model, a.precision, &ctx, &model))) goto done;
+  if ((rc = cli_check_outputs(cmd, "--out", a->out, NULL))) return rc;
+  if ((rc = cli_read_config(cmd, a->model, &m.cfg))) goto done;
+  if ((rc = cli_text_vocabs(cmd, &a->tx, a->src_vocab, a->tgt_vocab, a->model, &m.sv, &m.tv)))
+    goto done;
+  if ((rc = cli_read_side(cmd, &a->tx, a->src, &m.cfg, 0, m.sv, 0, 0, &src))) goto done;
+  if ((rc = cli_read_side(cmd, &a->tx, a->tgt, &m.cfg, 1, m.tv, 0, 1, &tgt))) goto done;
+  if ((rc = check_pairs(a, &src, &tgt, m.cfg.bos_id))) goto done;
+  if ((rc = cli_open_model(cmd, a->device, a->model, a->precision, &m.ctx, &m.model))) goto done;
   seqcl_seqs s = cli_seqs(&src), t = cli_seqs(&tgt);
   cli_progress bar;
   cli_progress_start(&bar, cmd, "lines");
-  seqcl_model_set_progress(model, cli_progress_update, &bar);
+  seqcl_model_set_progress(m.model, cli_progress_update, &bar);
   cli_interrupt_install();
-  st = seqcl_model_forward(model, &s, &t, (int)a.batch, &res);
+  st = seqcl_model_forward(m.model, &s, &t, (int)a->batch, &res);
   cli_progress_end(&bar);
-  if (st == SEQCL_ERR_CANCELLED && cli_interrupted()) {
+  if (cli_stopped_by_sigint(st)) {
     fprintf(stderr, "seqcl forward: interrupted; nothing written\n");
     rc = CLI_INTERRUPTED;
     goto done;
   }
-  if (st == SEQCL_ERR_OUT_OF_MEMORY || st == SEQCL_ERR_DEVICE_OUT_OF_MEMORY) {
-    rc = cli_fail_hint(cmd, st,
-                       " (%zu lines, batch %s%ld: the result alone is lines x steps x target "
-                       "vocabulary floats; lower --batch-size, or split the files)",
-                       src.count, a.batch ? "" : "all = ", a.batch ? a.batch : (long)src.count);
-    goto done;
-  }
   if (st != SEQCL_OK) {
-    rc = cli_fail(cmd, st);
+    rc = cli_fail_memory(cmd, st,
+                         " (%zu lines, batch %s%ld: the result alone is lines x steps x target "
+                         "vocabulary floats; lower --batch-size, or split the files)",
+                         src.count, a->batch ? "" : "all = ",
+                         a->batch ? a->batch : (long)src.count);
     goto done;
   }
-  rc = write_result(a.out, res);
+  rc = write_result(a->out, res);
   if (rc == CLI_OK && cli_verbose)
     fprintf(stderr, "seqcl forward: %zu lines, %zu labels, loss %.6f\n", res->N, res->labels,
             (double)res->loss);
 done:
   seqcl_forward_result_free(res);
-  seqcl_model_free(model);
-  seqcl_ctx_close(ctx);
+  cli_model_run_free(&m);
   sq_seqs_free(&src);
   sq_seqs_free(&tgt);
-  sq_vocab_free(sv);
-  sq_vocab_free(tv);
   return rc;
 }
+
+CLI_COMMAND(cmd_forward, fw_args, parse, run)

@@ -35,23 +35,19 @@ typedef struct hm_args {
   int ascii;
 } hm_args;
 
+/* The name the messages give. */
+static const char cmd[] = "heatmap";
+
 static int parse(int argc, char **argv, hm_args *a) {
-  static const char cmd[] = "heatmap";
-  memset(a, 0, sizeof *a);
   a->line = 1;
   const cli_opt opts[] = {CLI_STR("--alignments", &a->align), CLI_STR("--src", &a->src),
                           CLI_STR("--tgt", &a->tgt), CLI_STR("--svg", &a->svg),
                           CLI_STR("--src-vocab", &a->src_vocab),
                           CLI_STR("--tgt-vocab", &a->tgt_vocab),
-                          CLI_NUM("--line", &a->line, 1, 1L << 30), {0}};
-  for (int i = 1; i < argc; i++) {
-    const char *o = argv[i];
-    int r = cli_take(cmd, opts, help, argc, argv, &i);
-    if (r == CLI_TAKEN) continue;
-    if (r) return r;
-    if (!strcmp(o, "--ascii")) a->ascii = 1;
-    else return cli_usage_error(cmd, "unknown option '%s' (see seqcl heatmap --help)", o);
-  }
+                          CLI_NUM("--line", &a->line, 1, 1L << 30),
+                          CLI_FLAG("--ascii", &a->ascii), {0}};
+  int rc = cli_options(cmd, opts, help, 1, argc, argv, NULL, NULL);
+  if (rc) return rc;
   if (!a->align || !a->src)
     return cli_usage_error(cmd, "--alignments and --src are required (see --help)");
   return CLI_OK;
@@ -59,7 +55,6 @@ static int parse(int argc, char **argv, hm_args *a) {
 
 static int render(const hm_args *a, const sq_st_file *f, const sq_seqs *src, const sq_seqs *tgt,
                   const sq_vocab *sv, const sq_vocab *tv) {
-  static const char cmd[] = "heatmap";
   const sq_st_tensor *t = sq_st_find(f, "alignments");
   if (!t && sq_st_find(f, "logits"))
     return cli_usage_error(cmd, "%s: no 'alignments' tensor: a `seqcl forward` file without one "
@@ -121,8 +116,7 @@ static int render(const hm_args *a, const sq_st_file *f, const sq_seqs *src, con
         rc = cli_fail(cmd, st);
       } else if (sq_heatmap_svg(o.f, &h)) {
         sq_outfile_abort(&o);
-        rc = cli_usage_error(cmd, "%s: write failed", a->svg);
-        rc = CLI_RUNTIME;
+        rc = cli_runtime_error(cmd, "%s: write failed", a->svg);
       } else if ((st = sq_outfile_commit(&o)) != SEQCL_OK) {
         rc = cli_fail_output(cmd, st);
       }
@@ -134,33 +128,31 @@ static int render(const hm_args *a, const sq_st_file *f, const sq_seqs *src, con
   return rc;
 }
 
-int cmd_heatmap(int argc, char **argv) {
-  static const char cmd[] = "heatmap";
-  hm_args a;
-  int rc = parse(argc, argv, &a);
-  if (rc) return rc < 0 ? CLI_OK : rc;
+/* The work, once the options are parsed and checked. */
+static int run(const hm_args *a) {
+  int rc = CLI_OK;
   sq_vocab *sv = NULL, *tv = NULL;
   sq_seqs src = {0}, tgt = {0};
   sq_st_file *f = NULL;
   seqcl_status st;
-  if ((rc = cli_check_outputs(cmd, "--svg", a.svg, NULL))) return rc;
-  if ((rc = cli_read_vocab(cmd, a.src_vocab, &sv))) goto done;
-  if ((rc = cli_read_vocab(cmd, a.tgt_vocab, &tv))) goto done;
-  if ((st = sq_st_read(a.align, 0, &f)) != SEQCL_OK) {
+  if ((rc = cli_check_outputs(cmd, "--svg", a->svg, NULL))) return rc;
+  if ((rc = cli_read_vocab(cmd, a->src_vocab, &sv))) goto done;
+  if ((rc = cli_read_vocab(cmd, a->tgt_vocab, &tv))) goto done;
+  if ((st = sq_st_read(a->align, 0, &f)) != SEQCL_OK) {
     rc = cli_fail(cmd, st);
     goto done;
   }
-  if ((st = sq_tokens_read(a.src, 0, sv, &src)) != SEQCL_OK) {
+  if ((st = sq_tokens_read(a->src, 0, sv, &src)) != SEQCL_OK) {
     rc = cli_fail(cmd, st);
     goto done;
   }
   /* --tgt is read as a token file, so a line the decoder left empty (EOS first)
    * cannot be given; without --tgt rows are numbered instead. */
-  if (a.tgt && (st = sq_tokens_read(a.tgt, 0, tv, &tgt)) != SEQCL_OK) {
+  if (a->tgt && (st = sq_tokens_read(a->tgt, 0, tv, &tgt)) != SEQCL_OK) {
     rc = cli_fail(cmd, st);
     goto done;
   }
-  rc = render(&a, f, &src, a.tgt ? &tgt : NULL, sv, tv);
+  rc = render(a, f, &src, a->tgt ? &tgt : NULL, sv, tv);
 done:
   sq_st_free(f);
   sq_seqs_free(&src);
@@ -169,3 +161,5 @@ done:
   sq_vocab_free(tv);
   return rc;
 }
+
+CLI_COMMAND(cmd_heatmap, hm_args, parse, run)

@@ -50,7 +50,10 @@ typedef struct probe_args {
   sq_probe_edit edits[MAX_EDITS];
 } probe_args;
 
-static int parse_edit(const char *cmd, const char *opt, const char *v, probe_args *a) {
+/* The name the messages give. */
+static const char cmd[] = "probe";
+
+static int parse_edit(const char *opt, const char *v, probe_args *a) {
   if (a->n_edits == MAX_EDITS) return cli_usage_error(cmd, "more than %d edits", MAX_EDITS);
   sq_probe_edit *e = &a->edits[a->n_edits];
   long pos, id = 0;
@@ -74,24 +77,22 @@ static int parse_edit(const char *cmd, const char *opt, const char *v, probe_arg
   return CLI_OK;
 }
 
+/* --replace J=ID and --delete J, each an edit of the line. */
+static int more_option(void *user, int argc, char **argv, int *i) {
+  const char *o = argv[*i];
+  if (strcmp(o, "--replace") && strcmp(o, "--delete")) return 0;
+  const char *v = cli_value(cmd, argc, argv, i);
+  return !v || parse_edit(o, v, user) ? CLI_USAGE : CLI_TAKEN;
+}
+
 static int parse(int argc, char **argv, probe_args *a) {
-  static const char cmd[] = "probe";
-  memset(a, 0, sizeof *a);
   a->line = 1;
   const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
                           CLI_STR("--device", &a->device), CLI_STR("--json", &a->json),
                           CLI_STR("--svg", &a->svg), CLI_NUM("--line", &a->line, 1, 1L << 30),
                           {0}};
-  for (int i = 1; i < argc; i++) {
-    int r = cli_take(cmd, opts, help, argc, argv, &i);
-    if (r == CLI_TAKEN) continue;
-    if (r) return r;
-    const char *o = argv[i];
-    if (strcmp(o, "--replace") && strcmp(o, "--delete"))
-      return cli_usage_error(cmd, "unknown option '%s' (see seqcl probe --help)", o);
-    const char *v = cli_value(cmd, argc, argv, &i);
-    if (!v || parse_edit(cmd, o, v, a)) return CLI_USAGE;
-  }
+  int rc = cli_options(cmd, opts, help, 1, argc, argv, more_option, a);
+  if (rc) return rc;
   if (!a->model || !a->src) return cli_usage_error(cmd, "--model and --src are required (see --help)");
   return CLI_OK;
 }
@@ -266,58 +267,53 @@ static int draw_view(FILE *f, const void *user) {
 }
 
 static int write_outputs(const probe_args *a, const int32_t *src, const sq_probe *p) {
-  json_t *root = a->json ? to_json(a, src, p) : NULL;
   const probe_view v = {a, src, p};
-  int rc = cli_write_reports("probe", a->json, root, a->svg, draw_view, &v);
-  json_decref(root);
-  return rc;
+  json_t *root = a->json ? to_json(a, src, p) : NULL;
+  return cli_write_reports(cmd, a->json, root, a->svg, draw_view, &v);
 }
 
-int cmd_probe(int argc, char **argv) {
-  static const char cmd[] = "probe";
-  probe_args a;
-  int rc = parse(argc, argv, &a);
-  if (rc) return rc < 0 ? CLI_OK : rc;
-  if ((rc = cli_check_outputs(cmd, "--json", a.json, "--svg", a.svg, NULL))) return rc;
-  sq_config cfg;
+/* The work, once the options are parsed and checked. */
+static int run(const probe_args *a) {
+  int rc = cli_check_outputs(cmd, "--json", a->json, "--svg", a->svg, NULL);
+  if (rc) return rc;
+  cli_model_run m = {0};
   sq_seqs src = {0};
-  seqcl_ctx *ctx = NULL;
-  seqcl_model *model = NULL;
   sq_probe p;
   memset(&p, 0, sizeof p);
-  if ((rc = cli_read_config(cmd, a.model, &cfg))) goto done;
-  if ((rc = cli_read_tokens(cmd, a.src, &cfg, 0, NULL, 0, &src))) goto done;
-  if (a.svg && cfg.score == SQ_SCORE_NONE) {
+  if ((rc = cli_read_config(cmd, a->model, &m.cfg))) goto done;
+  if ((rc = cli_read_tokens(cmd, a->src, &m.cfg, 0, NULL, 0, &src))) goto done;
+  if (a->svg && m.cfg.score == SQ_SCORE_NONE) {
     rc = cli_usage_error(cmd, "--svg: %s has attention.score \"none\": no attention map to draw "
                               "and no position to hide (the edits' KL is in the table and --json)",
-                         a.model);
+                         a->model);
     goto done;
   }
-  if ((size_t)a.line > src.count) {
-    rc = cli_usage_error(cmd, "--line %ld: %s has only %zu lines", a.line, a.src, src.count);
+  if ((size_t)a->line > src.count) {
+    rc = cli_usage_error(cmd, "--line %ld: %s has only %zu lines", a->line, a->src, src.count);
     goto done;
   }
-  const int32_t *line = src.ids + src.offsets[a.line - 1];
-  const int S = (int)sq_seq_len(&src, (size_t)a.line - 1);
-  for (int k = 0; k < a.n_edits; k++)
-    if (a.edits[k].pos >= S) {
+  const int32_t *line = src.ids + src.offsets[a->line - 1];
+  const int S = (int)sq_seq_len(&src, (size_t)a->line - 1);
+  for (int k = 0; k < a->n_edits; k++)
+    if (a->edits[k].pos >= S) {
       char name[64];
-      edit_name(&a.edits[k], name, sizeof name);
-      rc = cli_usage_error(cmd, "%s: line %ld has %d tokens (positions 1..%d)", name, a.line, S, S);
+      edit_name(&a->edits[k], name, sizeof name);
+      rc = cli_usage_error(cmd, "%s: line %ld has %d tokens (positions 1..%d)", name, a->line, S, S);
       goto done;
     }
-  if ((rc = cli_open_model(cmd, a.device, a.model, NULL, &ctx, &model))) goto done;
-  seqcl_status st = sq_probe_run(model, line, S, 0, a.edits, a.n_edits, &p);
+  if ((rc = cli_open_model(cmd, a->device, a->model, NULL, &m.ctx, &m.model))) goto done;
+  seqcl_status st = sq_probe_run(m.model, line, S, 0, a->edits, a->n_edits, &p);
   if (st != SEQCL_OK) {
     rc = cli_fail(cmd, st);
     goto done;
   }
-  print_tables(&a, line, &p);
-  rc = write_outputs(&a, line, &p);
+  print_tables(a, line, &p);
+  rc = write_outputs(a, line, &p);
 done:
   sq_probe_free(&p);
-  seqcl_model_free(model);
-  seqcl_ctx_close(ctx);
+  cli_model_run_free(&m);
   sq_seqs_free(&src);
   return rc;
 }
+
+CLI_COMMAND(cmd_probe, probe_args, parse, run)

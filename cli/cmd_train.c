@@ -2,12 +2,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "model/config.h" /* the score names (sq_score_parse) */
 #include "cli_model.h"
+#include "cli_progress.h"
 #include "train/checkpoint.h"
 #include "train/save_dir.h"
 
@@ -90,29 +90,21 @@ typedef struct progress_state {
   int every;
 } progress_state;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A bar redrawn at most ten times a second on a terminal; plain lines at
  * every tenth of the run otherwise (logs, pipes). The rate counts the steps of
  * this process only, from the resumed step on. */
 static int on_progress(void *user, int step, int steps, float loss) {
   progress_state *p = user;
   if (cli_interrupted()) return 1;
-  double t = now_s();
+  double t = cli_now();
   if (p->first < 0) p->first = step - 1;
   double rate = (step - p->first) / (t - p->t0 > 1e-9 ? t - p->t0 : 1e-9);
   if (cli_quiet) return 0;
   if (p->tty) {
     if (step != steps && t - p->last < 0.1) return 0;
     p->last = t;
-    int width = 30, filled = steps ? (int)((long)width * step / steps) : width;
-    char bar[64];
-    for (int i = 0; i < width; i++) bar[i] = i < filled ? '#' : '.';
-    bar[width] = 0;
+    char bar[CLI_BAR_WIDTH + 1];
+    cli_bar_cells(bar, step, steps);
     fprintf(stderr, "\r[%s] %d/%d  loss %.4f  %.0f steps/s", bar, step, steps, (double)loss,
             rate);
     if (step == steps) fputc('\n', stderr);
@@ -127,7 +119,7 @@ static void progress_init(progress_state *p, int steps) {
   memset(p, 0, sizeof *p);
   p->tty = isatty(fileno(stderr));
   p->first = -1;
-  p->t0 = now_s();
+  p->t0 = cli_now();
   p->every = steps >= 10 ? steps / 10 : 1;
 }
 
@@ -147,9 +139,32 @@ typedef struct train_args {
       steps_given, dropout_given;
 } train_args;
 
+/* The name the messages give. */
+static const char cmd[] = "train";
+
+/* The two rates that must stay below 1 (a bound a table cannot check); after
+ * the flags, an argument that is not an option is a mistake of its own. */
+static int more_option(void *user, int argc, char **argv, int *i) {
+  train_args *a = user;
+  const char *o = argv[*i];
+  if (o[0] != '-' || o[1] != '-') return cli_usage_error(cmd, "unexpected argument '%s'", o);
+  const char *v = cli_value(cmd, argc, argv, i);
+  if (!v) return CLI_USAGE;
+  if (!strcmp(o, "--dropout")) {
+    if (cli_double(cmd, o, v, CLI_NON_NEGATIVE, &a->dropout)) return CLI_USAGE;
+    if (!(a->dropout < 1)) return cli_usage_error(cmd, "--dropout: '%s' is not below 1", v);
+    a->dropout_given = 1;
+  } else if (!strcmp(o, "--lr-decay")) {
+    if (cli_double(cmd, o, v, CLI_POSITIVE, &a->lr_decay)) return CLI_USAGE;
+    if (!(a->lr_decay < 1)) return cli_usage_error(cmd, "--lr-decay: '%s' is not below 1", v);
+    a->sched_given = 1;
+  } else {
+    return 0;
+  }
+  return CLI_TAKEN;
+}
+
 static int parse(int argc, char **argv, train_args *a) {
-  static const char cmd[] = "train";
-  memset(a, 0, sizeof *a);
   const cli_opt opts[] = {
       CLI_STR("--task", &a->task), CLI_STR("--score", &a->score), CLI_STR("--save", &a->save),
       CLI_STR("--device", &a->device), CLI_STR("--src", &a->src), CLI_STR("--tgt", &a->tgt),
@@ -169,62 +184,25 @@ static int parse(int argc, char **argv, train_args *a) {
       CLI_NUM_SEEN("--batch-tokens", &a->batch_tokens, 1, 1L << 30, &a->sched_given),
       CLI_NUM_SEEN("--warmup", &a->warmup, 1, 1L << 30, &a->sched_given),
       CLI_NUM_SEEN("--decay-patience", &a->decay_patience, 1, 1L << 30, &a->sched_given),
-      CLI_NUM_SEEN("--patience", &a->patience, 1, 1L << 30, &a->sched_given), {0}};
-  for (int i = 1; i < argc; i++) {
-    const char *o = argv[i];
-    int r = cli_take(cmd, opts, train_help, argc, argv, &i);
-    if (r == CLI_TAKEN) continue;
-    if (r) return r;
-    if (!strcmp(o, "--bidirectional")) {
-      a->bidirectional = 1;
-      continue;
-    }
-    if (!strcmp(o, "--overwrite")) {
-      a->overwrite = 1;
-      continue;
-    }
-    if (!strcmp(o, "--init-optimizer")) {
-      a->init_optimizer = 1;
-      continue;
-    }
-    if (o[0] != '-' || o[1] != '-') return cli_usage_error(cmd, "unexpected argument '%s'", o);
-    const char *v = cli_value(cmd, argc, argv, &i);
-    if (!v) return CLI_USAGE;
-    if (!strcmp(o, "--dropout")) {
-      if (cli_double(cmd, o, v, CLI_NON_NEGATIVE, &a->dropout)) return CLI_USAGE;
-      if (!(a->dropout < 1)) return cli_usage_error(cmd, "--dropout: '%s' is not below 1", v);
-      a->dropout_given = 1;
-    } else if (!strcmp(o, "--epochs") || !strcmp(o, "--min-lr")) {
-      double *d = o[2] == 'e' ? &a->epochs : &a->min_lr;
-      if (cli_double(cmd, o, v, CLI_POSITIVE, d)) return CLI_USAGE;
-      a->sched_given = 1;
-    } else if (!strcmp(o, "--lr-decay")) {
-      if (cli_double(cmd, o, v, CLI_POSITIVE, &a->lr_decay)) return CLI_USAGE;
-      if (!(a->lr_decay < 1)) return cli_usage_error(cmd, "--lr-decay: '%s' is not below 1", v);
-      a->sched_given = 1;
-    } else if (!strcmp(o, "--lr")) {
-      if (cli_double(cmd, o, v, CLI_POSITIVE, &a->lr)) return CLI_USAGE;
-      a->lr_given = 1;
-    } else if (!strcmp(o, "--clip")) {
-      if (cli_double(cmd, o, v, CLI_NON_NEGATIVE, &a->clip)) return CLI_USAGE;
-      a->clip_given = 1;
-    } else {
-      return cli_usage_error(cmd, "unknown option '%s' (see seqcl train --help)", o);
-    }
-  }
-  return CLI_OK;
+      CLI_NUM_SEEN("--patience", &a->patience, 1, 1L << 30, &a->sched_given),
+      CLI_FLAG("--bidirectional", &a->bidirectional), CLI_FLAG("--overwrite", &a->overwrite),
+      CLI_FLAG("--init-optimizer", &a->init_optimizer),
+      CLI_DBL_SEEN("--epochs", &a->epochs, CLI_POSITIVE, &a->sched_given),
+      CLI_DBL_SEEN("--min-lr", &a->min_lr, CLI_POSITIVE, &a->sched_given),
+      CLI_DBL_SEEN("--lr", &a->lr, CLI_POSITIVE, &a->lr_given),
+      CLI_DBL_SEEN("--clip", &a->clip, CLI_NON_NEGATIVE, &a->clip_given), {0}};
+  return cli_options(cmd, opts, train_help, 1, argc, argv, more_option, a);
 }
 
 /* 1 when SIGINT stopped the run (then reported, after the progress line). */
 static int stopped_by_sigint(seqcl_status st) {
-  if (st != SEQCL_ERR_CANCELLED || !cli_interrupted()) return 0;
+  if (!cli_stopped_by_sigint(st)) return 0;
   fputc('\n', stderr);
-  cli_fail("train", st);
+  cli_fail(cmd, st);
   return 1;
 }
 
 static int check_score(const char *score, int bidirectional) {
-  static const char cmd[] = "train";
   sq_score kind;
   if (sq_score_parse(score, &kind))
     return cli_usage_error(cmd, "--score: unknown score '%s' (%s)", score, SQ_SCORE_CHOICES);
@@ -241,7 +219,6 @@ static int train_files(const train_args *a);
 /* On resume of the reversal task, a value given again must be the
  * checkpoint's: the run goes on as it was started. */
 static int reverse_resume_agrees(const train_args *a, const sq_ckpt_meta *m, const sq_config *c) {
-  static const char cmd[] = "train";
   const char *had = sq_score_names[c->score];
   if (a->length_given && a->length != m->length)
     return cli_usage_error(cmd, "--length %ld differs from the checkpoint's %d (leave it out)",
@@ -280,99 +257,82 @@ static const char *resume_task(const char *dir, sq_ckpt_meta *m, sq_config *c, i
   char *ck = NULL;
   seqcl_status st = sq_checkpoint_locate(NULL, dir, &ck);
   if (st == SEQCL_OK) st = sq_checkpoint_read_meta(NULL, ck, m);
-  if (st == SEQCL_OK) {
-    size_t n = strlen(ck) + sizeof "/config.json";
-    char *p = malloc(n);
-    if (!p) {
-      free(ck);
-      *rc = cli_usage_error("train", "out of memory");
-      return NULL;
-    }
-    snprintf(p, n, "%s/config.json", ck);
-    st = sq_config_load(p, c);
-    free(p);
-  }
+  /* the checkpoint's own config.json, read as a model folder's is */
+  *rc = st == SEQCL_OK ? cli_read_config(cmd, ck, c) : cli_fail(cmd, st);
   free(ck);
-  if (st != SEQCL_OK) {
-    *rc = cli_fail("train", st);
-    return NULL;
-  }
-  return m->task;
+  return *rc == CLI_OK ? m->task : NULL;
 }
 
-int cmd_train(int argc, char **argv) {
-  const char *cmd = "train";
-  train_args a;
-  int rc = parse(argc, argv, &a);
-  if (rc) return rc < 0 ? CLI_OK : rc;
+/* The work, once the options are parsed and checked. */
+static int run(const train_args *a) {
+  int rc = CLI_OK;
   sq_ckpt_meta meta;
   sq_config ckcfg;
   const char *resumed = NULL;
-  if (a.resume && !(resumed = resume_task(a.resume, &meta, &ckcfg, &rc))) return rc;
-  if (a.task && resumed && strcmp(resumed, "reverse"))
+  if (a->resume && !(resumed = resume_task(a->resume, &meta, &ckcfg, &rc))) return rc;
+  if (a->task && resumed && strcmp(resumed, "reverse"))
     return cli_usage_error(cmd, "--task %s: the checkpoint in %s is of a run on token files",
-                           a.task, a.resume);
-  if (a.src || (resumed && !strcmp(resumed, "files"))) {
-    if (a.task) return cli_usage_error(cmd, "--task and --src exclude each other");
-    return train_files(&a);
+                           a->task, a->resume);
+  if (a->src || (resumed && !strcmp(resumed, "files"))) {
+    if (a->task) return cli_usage_error(cmd, "--task and --src exclude each other");
+    return train_files(a);
   }
-  if (a.text || a.src_vocab || a.tgt_vocab)
+  if (a->text || a->src_vocab || a->tgt_vocab)
     return cli_usage_error(cmd, "--text, --src-vocab and --tgt-vocab read training files: "
                                 "give --src and --tgt (the reversal task makes its own ids)");
-  if (a.sched_given || a.keep_best || a.init_optimizer)
+  if (a->sched_given || a->keep_best || a->init_optimizer)
     return cli_usage_error(cmd, "the schedule options (--epochs, --bucket, --batch-tokens, "
                                 "--warmup, --lr-decay, --patience, --keep-best, "
                                 "--init-optimizer) are for training on files (--src/--tgt)");
   seqcl_train_options o;
   seqcl_train_options_init(&o);
   if (resumed) {
-    if ((rc = reverse_resume_agrees(&a, &meta, &ckcfg))) return rc;
-    o.resume_dir = a.resume;
-    o.steps = a.steps_given ? (int)a.steps : 0;
-    o.save_dir = a.save ? a.save : a.resume;
+    if ((rc = reverse_resume_agrees(a, &meta, &ckcfg))) return rc;
+    o.resume_dir = a->resume;
+    o.steps = a->steps_given ? (int)a->steps : 0;
+    o.save_dir = a->save ? a->save : a->resume;
   } else {
-    if (!a.task) return cli_usage_error(cmd, "--task is required (the one task is 'reverse')");
-    if (strcmp(a.task, "reverse"))
-      return cli_usage_error(cmd, "--task: unknown task '%s' (the one task is 'reverse')", a.task);
-    if (!a.save) return cli_usage_error(cmd, "--save DIR is required");
-    if (a.score) o.score = a.score;
-    if ((rc = check_score(o.score, a.bidirectional))) return rc;
-    o.bidirectional = a.bidirectional;
-    o.save_dir = a.save;
-    if (a.length_given) o.length = (int)a.length;
-    if (a.steps_given) o.steps = (int)a.steps;
-    if (a.batch_given) o.batch_size = (int)a.batch;
-    if (a.seed_given) o.seed = (unsigned long long)a.seed;
-    if (a.lr_given) o.lr = a.lr;
-    if (a.clip_given) o.clip = a.clip;
-    if (a.layers) o.num_layers = (int)a.layers;
-    if (a.output) o.output = a.output;
-    if (a.init) o.init = a.init;
-    if (a.dropout_given) o.dropout = a.dropout;
+    if (!a->task) return cli_usage_error(cmd, "--task is required (the one task is 'reverse')");
+    if (strcmp(a->task, "reverse"))
+      return cli_usage_error(cmd, "--task: unknown task '%s' (the one task is 'reverse')", a->task);
+    if (!a->save) return cli_usage_error(cmd, "--save DIR is required");
+    if (a->score) o.score = a->score;
+    if ((rc = check_score(o.score, a->bidirectional))) return rc;
+    o.bidirectional = a->bidirectional;
+    o.save_dir = a->save;
+    if (a->length_given) o.length = (int)a->length;
+    if (a->steps_given) o.steps = (int)a->steps;
+    if (a->batch_given) o.batch_size = (int)a->batch;
+    if (a->seed_given) o.seed = (unsigned long long)a->seed;
+    if (a->lr_given) o.lr = a->lr;
+    if (a->clip_given) o.clip = a->clip;
+    if (a->layers) o.num_layers = (int)a->layers;
+    if (a->output) o.output = a->output;
+    if (a->init) o.init = a->init;
+    if (a->dropout_given) o.dropout = a->dropout;
   }
-  o.overwrite = a.overwrite;
+  o.overwrite = a->overwrite;
   /* before a device is opened: a run that could not save fails in its first second */
   sq_save_plan plan;
   seqcl_status st = sq_save_dir_check(NULL, o.save_dir, o.overwrite, o.resume_dir, &plan);
   if (st != SEQCL_OK) return cli_fail(cmd, st);
   seqcl_ctx *ctx = NULL;
-  if ((rc = cli_ctx_open(cmd, a.device, &ctx))) return rc;
+  if ((rc = cli_ctx_open(cmd, a->device, &ctx))) return rc;
   progress_state p;
   progress_init(&p, o.steps ? o.steps : (int)meta.steps_total);
   o.progress = on_progress;
   o.user = &p;
   seqcl_train_result r;
-  double t0 = now_s();
+  double t0 = cli_now();
   cli_interrupt_install();
   st = seqcl_train_reverse(ctx, &o, &r);
-  double total = now_s() - t0;
+  double total = cli_now() - t0;
   seqcl_ctx_close(ctx);
   if (stopped_by_sigint(st)) return CLI_INTERRUPTED;
-  if (st == SEQCL_ERR_OUT_OF_MEMORY || st == SEQCL_ERR_DEVICE_OUT_OF_MEMORY)
-    return cli_fail_hint(cmd, st, " (batch %d, length %d: lower --batch-size)",
-                         o.resume_dir ? (int)meta.batch_size : o.batch_size,
-                         o.resume_dir ? meta.length : o.length);
-  if (st != SEQCL_OK) return cli_fail(cmd, st);
+  if (st != SEQCL_OK)
+    return cli_fail_memory(cmd, st, " (batch %d, length %d: lower --batch-size)",
+                           o.resume_dir ? (int)meta.batch_size : o.batch_size,
+                           o.resume_dir ? meta.length : o.length);
   const int done = r.steps_done - r.start_step;
   printf("final loss %.4f\n", (double)r.final_loss);
   printf("greedy exact-match accuracy %.1f%% (%d/%d held-out samples)\n",
@@ -383,6 +343,8 @@ int cmd_train(int argc, char **argv) {
          r.train_seconds > 0 ? done / r.train_seconds : 0.0, total, o.save_dir, o.save_dir);
   return CLI_OK;
 }
+
+CLI_COMMAND(cmd_train, train_args, parse, run)
 
 /* ---- training on token files ---- */
 
@@ -397,7 +359,7 @@ static int on_files_progress(void *user, const seqcl_train_event *e) {
   files_progress *p = user;
   progress_state *b = &p->bar;
   if (cli_interrupted()) return 1;
-  double t = now_s();
+  double t = cli_now();
   if (b->first < 0) { /* the total is known from the first step on (--epochs) */
     b->first = e->step - 1;
     b->every = e->steps >= 10 ? e->steps / 10 : 1;
@@ -436,7 +398,6 @@ static int on_files_progress(void *user, const seqcl_train_event *e) {
 }
 
 static int train_files(const train_args *a) {
-  const char *cmd = "train";
   seqcl_train_files_options o;
   seqcl_train_files_options_init(&o);
   if (a->length_given || a->score || a->bidirectional || a->layers || a->output)
@@ -496,13 +457,12 @@ static int train_files(const train_args *a) {
   seqcl_status st = seqcl_train_files(ctx, &o, &r);
   seqcl_ctx_close(ctx);
   if (stopped_by_sigint(st)) return CLI_INTERRUPTED;
-  if (st == SEQCL_ERR_OUT_OF_MEMORY || st == SEQCL_ERR_DEVICE_OUT_OF_MEMORY)
-    return a->resume ? cli_fail_hint(cmd, st, " (the checkpoint's batch size is too large "
-                                              "here: train anew with a smaller --batch-size)")
-                     : cli_fail_hint(cmd, st, " (batch %d: lower --batch-size; the longest "
-                                              "lines set the other sizes)",
-                                     o.batch_size ? o.batch_size : 64);
-  if (st != SEQCL_OK) return cli_fail(cmd, st);
+  if (st != SEQCL_OK)
+    return a->resume ? cli_fail_memory(cmd, st, " (the checkpoint's batch size is too large "
+                                                "here: train anew with a smaller --batch-size)")
+                     : cli_fail_memory(cmd, st, " (batch %d: lower --batch-size; the longest "
+                                                "lines set the other sizes)",
+                                       o.batch_size ? o.batch_size : 64);
   static const char *const side[2] = {"source", "target"};
   for (int k = 0; k < 2; k++)
     if (r.vocab_built[k])
