@@ -402,6 +402,11 @@ struct sq_backend {
   void *impl;     /* the backend's private state */
 };
 
+/* What every constructor starts with: a backend of ops for ctx whose impl is a
+ * zeroed block of impl_bytes (the backend's destroy frees both); NULL, with
+ * nothing left allocated, when out of host memory. registry.c. */
+sq_backend *sq_backend_new(seqcl_ctx *ctx, const sq_backend_ops *ops, size_t impl_bytes);
+
 /* Constructors (ctx->info says which device); the library calls them only
  * through the registry (sq_backend_create, registry.h). */
 seqcl_status sq_host_backend_create(seqcl_ctx *ctx, sq_backend **out);

@@ -1,6 +1,8 @@
 /* The backend registry (registry.h): one row per backend kind. The only place
- * that knows which backends this build has. */
+ * that knows which backends this build has; also the allocation the
+ * constructors share (sq_backend_new). */
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "backend/registry.h"
 #include "core/error.h"
@@ -26,6 +28,20 @@ static const backend_row rows[] = {
     {SQ_BACKEND_OPENCL, "OpenCL", serves_opencl, NULL},
 #endif
 };
+
+sq_backend *sq_backend_new(seqcl_ctx *ctx, const sq_backend_ops *ops, size_t impl_bytes) {
+  sq_backend *be = calloc(1, sizeof *be);
+  void *impl = calloc(1, impl_bytes);
+  if (!be || !impl) {
+    free(be);
+    free(impl);
+    return NULL;
+  }
+  be->ops = ops;
+  be->ctx = ctx;
+  be->impl = impl;
+  return be;
+}
 
 seqcl_status sq_backend_create(seqcl_ctx *ctx, const seqcl_device_info *device,
                                sq_backend **out) {

@@ -86,24 +86,26 @@ static seqcl_status host_read(sq_backend *be, sq_ref src, void *dst, size_t byte
   return SEQCL_OK;
 }
 
-typedef struct copy_job {
+/* A copy or a fill of count floats at dst, split into parts pool tasks. */
+typedef struct span_job {
   float *dst;
-  const float *src;
+  const float *src; /* the copy's source */
+  float value;      /* the fill's value */
   int parts;
   size_t count;
-} copy_job;
+} span_job;
 
 static void copy_part(void *arg, int p) {
-  const copy_job *j = arg;
-  const size_t lo = j->count * (size_t)p / (size_t)j->parts;
-  const size_t hi = j->count * (size_t)(p + 1) / (size_t)j->parts;
+  const span_job *j = arg;
+  size_t lo, hi;
+  sq_pool_range_size(j->count, j->parts, p, &lo, &hi);
   memcpy(j->dst + lo, j->src + lo, (hi - lo) * sizeof(float));
 }
 
 static seqcl_status host_copy(sq_backend *be, sq_ref dst, sq_ref src, size_t count) {
   (void)be;
   if (dst.buf->half) drop_half(dst.buf);
-  copy_job j = {sq_host_f32(dst), sq_host_f32(src), 1, count};
+  span_job j = {.dst = sq_host_f32(dst), .src = sq_host_f32(src), .parts = 1, .count = count};
   /* Ranges in the same buffer may overlap: memmove, on one thread. Disjoint
    * ranges are split across the pool (a large copy is memory-bound, and one
    * core does not reach the memory bandwidth). */
@@ -117,17 +119,10 @@ static seqcl_status host_copy(sq_backend *be, sq_ref dst, sq_ref src, size_t cou
   return SEQCL_OK;
 }
 
-typedef struct fill_job {
-  float *dst;
-  float value;
-  int parts;
-  size_t count;
-} fill_job;
-
 static void fill_part(void *arg, int p) {
-  const fill_job *j = arg;
-  const size_t lo = j->count * (size_t)p / (size_t)j->parts;
-  const size_t hi = j->count * (size_t)(p + 1) / (size_t)j->parts;
+  const span_job *j = arg;
+  size_t lo, hi;
+  sq_pool_range_size(j->count, j->parts, p, &lo, &hi);
   float *restrict d = j->dst;
   if (j->value == 0.0f && !signbit(j->value))
     memset(d + lo, 0, (hi - lo) * sizeof(float)); /* +0.0f is all zero bits */
@@ -139,7 +134,7 @@ static void fill_part(void *arg, int p) {
  * backward buffers every step, megabytes at a time. */
 static seqcl_status host_fill(sq_backend *be, sq_ref dst, size_t count, float value) {
   if (dst.buf->half) drop_half(dst.buf);
-  fill_job j = {sq_host_f32(dst), value, 1, count};
+  span_job j = {.dst = sq_host_f32(dst), .value = value, .parts = 1, .count = count};
   if (count <= (size_t)INT_MAX) j.parts = sq_pool_parts(be, (int)(count / 1024), (double)count);
   if (count) sq_pool_run(j.parts, fill_part, &j);
   return SEQCL_OK;
@@ -230,17 +225,9 @@ const sq_backend_ops *sq_host_backend_ops(void) { return &host_ops; }
 
 seqcl_status sq_host_backend_create(seqcl_ctx *ctx, sq_backend **out) {
   *out = NULL;
-  sq_backend *be = calloc(1, sizeof *be);
-  sq_host *h = calloc(1, sizeof *h);
-  if (!be || !h) {
-    free(be);
-    free(h);
-    return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
-  }
+  sq_backend *be = sq_backend_new(ctx, &host_ops, sizeof(sq_host));
+  if (!be) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
   (void)sq_host_threads(); /* OpenBLAS to one thread before the first product */
-  be->ops = &host_ops;
-  be->ctx = ctx;
-  be->impl = h;
   *out = be;
   return SEQCL_OK;
 }

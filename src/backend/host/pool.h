@@ -35,5 +35,11 @@ static inline void sq_pool_range(int n, int parts, int p, int *lo, int *hi) {
   *lo = p * base + (p < extra ? p : extra);
   *hi = *lo + base + (p < extra);
 }
+/* The same for a count of elements beyond int (the whole-buffer copy and fill). */
+static inline void sq_pool_range_size(size_t n, int parts, int p, size_t *lo, size_t *hi) {
+  const size_t base = n / (size_t)parts, extra = n % (size_t)parts, q = (size_t)p;
+  *lo = q * base + (q < extra ? q : extra);
+  *hi = *lo + base + (q < extra);
+}
 
 #endif

@@ -215,16 +215,10 @@ static const sq_backend_ops opencl_ops = {
 
 seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out) {
   *out = NULL;
-  sq_backend *be = calloc(1, sizeof *be);
-  sq_ocl *o = calloc(1, sizeof *o);
-  if (!be || !o) {
-    free(be);
-    free(o);
+  sq_backend *be = sq_backend_new(ctx, &opencl_ops, sizeof(sq_ocl));
+  if (!be)
     return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "opening %s: out of memory", ctx->info.selector);
-  }
-  be->ops = &opencl_ops;
-  be->ctx = ctx;
-  be->impl = o;
+  sq_ocl *o = be->impl;
   o->ctx = ctx;
   seqcl_status st = find_device(ctx, &o->platform, &o->device);
   cl_int err = CL_SUCCESS;
