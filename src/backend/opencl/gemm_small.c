@@ -107,30 +107,31 @@ static int rows_per_item(int M) {
   return 8;
 }
 
+/* One matrix's four arguments from *i: its buffer and offset, its leading
+ * dimension and its batch stride. */
+static seqcl_status set_matrix_args(sq_ocl *o, cl_kernel k, const char *name, cl_uint *i,
+                                    sq_ref X, int ld, size_t stride) {
+  const int is = (int)stride;
+  SQ_TRY(sq_ocl_ref_args(o, k, *i, X, name));
+  *i += 2;
+  SQ_TRY(sq_ocl_arg(o, k, (*i)++, sizeof ld, &ld, name));
+  return sq_ocl_arg(o, k, (*i)++, sizeof is, &is, name);
+}
+
 /* The arguments both kernels share, from index 0: M, N, K, alpha, A (+off),
  * lda, sa, B (+off), ldb, sb, beta, C (+off), ldc, sc. */
 static seqcl_status set_args(sq_ocl *o, cl_kernel k, const char *name, int M, int N, int K,
                              float alpha, sq_ref A, int lda, size_t sa, sq_ref B, int ldb,
                              size_t sb, float beta, sq_ref C, int ldc, size_t sc, cl_uint *next) {
-  int isa = (int)sa, isb = (int)sb, isc = (int)sc;
   cl_uint i = 0;
   SQ_TRY(sq_ocl_arg(o, k, i++, sizeof M, &M, name));
   SQ_TRY(sq_ocl_arg(o, k, i++, sizeof N, &N, name));
   SQ_TRY(sq_ocl_arg(o, k, i++, sizeof K, &K, name));
   SQ_TRY(sq_ocl_arg(o, k, i++, sizeof alpha, &alpha, name));
-  SQ_TRY(sq_ocl_ref_args(o, k, i, A, name));
-  i += 2;
-  SQ_TRY(sq_ocl_arg(o, k, i++, sizeof lda, &lda, name));
-  SQ_TRY(sq_ocl_arg(o, k, i++, sizeof isa, &isa, name));
-  SQ_TRY(sq_ocl_ref_args(o, k, i, B, name));
-  i += 2;
-  SQ_TRY(sq_ocl_arg(o, k, i++, sizeof ldb, &ldb, name));
-  SQ_TRY(sq_ocl_arg(o, k, i++, sizeof isb, &isb, name));
+  SQ_TRY(set_matrix_args(o, k, name, &i, A, lda, sa));
+  SQ_TRY(set_matrix_args(o, k, name, &i, B, ldb, sb));
   SQ_TRY(sq_ocl_arg(o, k, i++, sizeof beta, &beta, name));
-  SQ_TRY(sq_ocl_ref_args(o, k, i, C, name));
-  i += 2;
-  SQ_TRY(sq_ocl_arg(o, k, i++, sizeof ldc, &ldc, name));
-  SQ_TRY(sq_ocl_arg(o, k, i++, sizeof isc, &isc, name));
+  SQ_TRY(set_matrix_args(o, k, name, &i, C, ldc, sc));
   *next = i;
   return SEQCL_OK;
 }

@@ -326,6 +326,29 @@ seqcl_status sq_ocl_attn_fwd(sq_backend *be, const sq_attn_args *at, sq_ref u, s
   return launch3(&a, (size_t)at->A, (size_t)at->S, (size_t)at->N, COL_WG);
 }
 
+/* The sizes N, S, He: the first arguments of the backward kernels that read
+ * the keys. */
+static void arg_sizes(kargs *a, const sq_attn_args *at) {
+  arg_int(a, at->N);
+  arg_int(a, at->S);
+  arg_int(a, at->He);
+}
+
+/* dc (row stride ld_dc), the keys and the validity arguments: what
+ * attn_bwd_dalpha and attn_bwd_de_wg compute dalpha = dc . keys from. */
+static void arg_dc_keys(kargs *a, const sq_attn_args *at, sq_ref dc, int ld_dc) {
+  arg_ref(a, dc);
+  arg_int(a, ld_dc);
+  arg_ref(a, at->keys);
+  arg_valid(a, at);
+}
+
+/* The energy gradient de: a scratch buffer of its own, so at offset 0. */
+static void arg_de(kargs *a, cl_mem de) {
+  arg_mem(a, de);
+  arg_int(a, 0);
+}
+
 /* ADDITIVE_BWD_ARGS of attention.cl: the sizes, qp, pkeys, the optional kept
  * activations u, the energy gradient de and the validity arguments. */
 static void arg_additive_bwd(kargs *a, const sq_attn_args *at, sq_ref u, cl_mem de) {
@@ -336,8 +359,7 @@ static void arg_additive_bwd(kargs *a, const sq_attn_args *at, sq_ref u, cl_mem 
   arg_int(a, at->ld_qp);
   arg_ref(a, at->pkeys);
   arg_opt(a, u);
-  arg_mem(a, de);
-  arg_int(a, 0);
+  arg_de(a, de);
   arg_valid(a, at);
 }
 
@@ -353,15 +375,9 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
   kargs a;
   if (o->cpu_device) {
     SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_dalpha", &a, NULL));
-    arg_int(&a, N);
-    arg_int(&a, S);
-    arg_int(&a, He);
-    arg_ref(&a, dc);
-    arg_int(&a, ld_dc);
-    arg_ref(&a, at->keys);
-    arg_valid(&a, at);
-    arg_mem(&a, de);
-    arg_int(&a, 0);
+    arg_sizes(&a, at);
+    arg_dc_keys(&a, at, dc, ld_dc);
+    arg_de(&a, de);
     SQ_TRY(launch3(&a, (size_t)S, (size_t)N, 1, COL_WG));
     SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_de", &a, NULL));
     arg_int(&a, N);
@@ -369,23 +385,16 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
     arg_ref(&a, alpha);
     arg_valid(&a, at);
     arg_float(&a, at->scale);
-    arg_mem(&a, de);
-    arg_int(&a, 0);
+    arg_de(&a, de);
     SQ_TRY(launch1(&a, (size_t)N, COL_WG));
   } else {
     size_t acc_bytes;
     SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_de_wg", &a, &acc_bytes));
-    arg_int(&a, N);
-    arg_int(&a, S);
-    arg_int(&a, He);
+    arg_sizes(&a, at);
     arg_ref(&a, alpha);
-    arg_ref(&a, dc);
-    arg_int(&a, ld_dc);
-    arg_ref(&a, at->keys);
-    arg_valid(&a, at);
+    arg_dc_keys(&a, at, dc, ld_dc);
     arg_float(&a, at->scale);
-    arg_mem(&a, de);
-    arg_int(&a, 0);
+    arg_de(&a, de);
     size_t wg = sq_ocl_wg_size(o, a.k, ROW_WG);
     arg_local(&a, wg * sizeof(float));
     arg_local(&a, wg * acc_bytes);
@@ -394,28 +403,22 @@ static seqcl_status attn_bwd_launches(sq_ocl *o, const sq_attn_args *at, sq_ref 
 
   /* 2. dkeys: the context path, and the score path of dot-type scores */
   SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_keys", &a, NULL));
-  arg_int(&a, N);
-  arg_int(&a, S);
-  arg_int(&a, He);
+  arg_sizes(&a, at);
   arg_ref(&a, alpha);
   arg_ref(&a, dc);
   arg_int(&a, ld_dc);
   arg_ref(&a, additive ? sq_none() : at->qp);
   arg_int(&a, additive ? 0 : at->ld_qp);
   arg_int(&a, !additive);
-  arg_mem(&a, de);
-  arg_int(&a, 0);
+  arg_de(&a, de);
   arg_valid(&a, at);
   arg_ref(&a, dkeys);
   SQ_TRY(launch3(&a, (size_t)He, (size_t)S, (size_t)N, COL_WG));
 
   if (!additive) { /* 3. dqp of dot-type scores */
     SQ_TRY(train_args(o, ATTN_FILE, "attn_bwd_dqp", &a, NULL));
-    arg_int(&a, N);
-    arg_int(&a, S);
-    arg_int(&a, He);
-    arg_mem(&a, de);
-    arg_int(&a, 0);
+    arg_sizes(&a, at);
+    arg_de(&a, de);
     arg_ref(&a, at->keys);
     arg_valid(&a, at);
     arg_ref(&a, dqp);
