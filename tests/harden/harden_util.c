@@ -130,6 +130,17 @@ int hu_write_model(const char *dir, const sq_config *c, uint64_t seed, const cha
   return rc;
 }
 
+int hu_make_model_dir(const char *dir, const sq_config *c, uint64_t seed,
+                      const char *poison_tensor, size_t poison_index, float poison_value) {
+  sq_config tiny;
+  if (!c) {
+    hu_tiny_config(&tiny);
+    c = &tiny;
+  }
+  if (mkdir(dir, 0755)) return -1;
+  return hu_write_model(dir, c, seed, poison_tensor, poison_index, poison_value);
+}
+
 int hu_tensor_names(const sq_config *c, char names[][80], size_t *sizes, int cap) {
   hu_tensor t[HU_MAXT];
   memset(t, 0, sizeof t);

@@ -24,6 +24,10 @@ void hu_tiny_config(sq_config *c);
 #define HU_ALL ((size_t)-1)
 int hu_write_model(const char *dir, const sq_config *c, uint64_t seed, const char *poison_tensor,
                    size_t poison_index, float poison_value);
+/* The same into a new folder dir (made 0755 first), c NULL for hu_tiny_config's
+ * model: the model folders the tests make. Returns 0 on success. */
+int hu_make_model_dir(const char *dir, const sq_config *c, uint64_t seed,
+                      const char *poison_tensor, size_t poison_index, float poison_value);
 
 /* The tensors hu_write_model writes for c: names[i] and element counts;
  * returns how many (at most cap). */

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -43,10 +42,7 @@ static const char *model_dir(const char *tag, const char *tensor, size_t index, 
   static int k;
   k = (k + 1) % 8;
   snprintf(dir[k], sizeof dir[k], "%s/%s", root, tag);
-  assert_int_equal(mkdir(dir[k], 0755), 0);
-  sq_config c;
-  hu_tiny_config(&c);
-  assert_int_equal(hu_write_model(dir[k], &c, 5, tensor, index, value), 0);
+  assert_int_equal(hu_make_model_dir(dir[k], NULL, 5, tensor, index, value), 0);
   return dir[k];
 }
 
@@ -189,11 +185,10 @@ static void test_attention_overflow(void **state) {
   seqcl_device_info *devs = hu_devices(&ndev);
   static char dir[320];
   snprintf(dir, sizeof dir, "%s/attn-overflow", root);
-  assert_int_equal(mkdir(dir, 0755), 0);
   sq_config c;
   hu_tiny_config(&c);
   c.score = SQ_SCORE_GENERAL;
-  assert_int_equal(hu_write_model(dir, &c, 5, "decoder.attention.query.weight", HU_ALL, 3e38f), 0);
+  assert_int_equal(hu_make_model_dir(dir, &c, 5, "decoder.attention.query.weight", HU_ALL, 3e38f), 0);
   expect_non_finite_runs(devs, ndev, dir, "of line 1", "not finite");
   seqcl_devices_free(devs);
 }

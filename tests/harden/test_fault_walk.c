@@ -369,10 +369,7 @@ static int setup(void **state) {
   (void)state;
   if (hu_mkdtemp(root, sizeof root, "fault")) return -1;
   snprintf(outdir, sizeof outdir, "%s/out", root);
-  sq_config c;
-  hu_tiny_config(&c);
-  const char *model = hu_join(root, "model");
-  if (mkdir(model, 0755) || hu_write_model(model, &c, 11, NULL, 0, 0.0f)) return -1;
+  if (hu_make_model_dir(hu_join(root, "model"), NULL, 11, NULL, 0, 0.0f)) return -1;
   hu_write_text(root, "src.txt", hu_src_text);
   hu_write_text(root, "tgt.txt", hu_tgt_text);
   devices = hu_devices(&ndevices);

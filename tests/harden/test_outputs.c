@@ -350,17 +350,14 @@ static int setup(void **state) {
   snprintf(model, sizeof model, "%s/model", root);
   snprintf(nanmodel, sizeof nanmodel, "%s/nanmodel", root);
   snprintf(out, sizeof out, "%s/out", root);
-  sq_config c;
-  hu_tiny_config(&c);
-  if (mkdir(model, 0755) || hu_write_model(model, &c, 5, NULL, 0, 0)) return -1;
-  if (mkdir(nanmodel, 0755) ||
-      hu_write_model(nanmodel, &c, 5, "decoder.attention.key.weight", 8, NAN))
+  if (hu_make_model_dir(model, NULL, 5, NULL, 0, 0) ||
+      hu_make_model_dir(nanmodel, NULL, 5, "decoder.attention.key.weight", 8, NAN))
     return -1;
   snprintf(attnmodel, sizeof attnmodel, "%s/attnmodel", root);
-  sq_config g = c;
+  sq_config g;
+  hu_tiny_config(&g);
   g.score = SQ_SCORE_GENERAL;
-  if (mkdir(attnmodel, 0755) ||
-      hu_write_model(attnmodel, &g, 5, "decoder.attention.query.weight", HU_ALL, 3e38f))
+  if (hu_make_model_dir(attnmodel, &g, 5, "decoder.attention.query.weight", HU_ALL, 3e38f))
     return -1;
   snprintf(srcf, sizeof srcf, "%s", hu_write_text(root, "src.txt", hu_src_text));
   snprintf(tgtf, sizeof tgtf, "%s", hu_write_text(root, "tgt.txt", hu_tgt_text));

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -142,9 +141,7 @@ static int setup(void **state) {
   (void)state;
   if (hu_mkdtemp(root, sizeof root, "threads")) return -1;
   snprintf(model, sizeof model, "%s/model", root);
-  sq_config c;
-  hu_tiny_config(&c);
-  if (mkdir(model, 0755) || hu_write_model(model, &c, 21, NULL, 0, 0.0f)) return -1;
+  if (hu_make_model_dir(model, NULL, 21, NULL, 0, 0.0f)) return -1;
   if (sq_tokens_parse(hu_src_text, strlen(hu_src_text), "src", 7, NULL, &src) != SEQCL_OK ||
       sq_tokens_parse(hu_tgt_text, strlen(hu_tgt_text), "tgt", 9, NULL, &tgt) != SEQCL_OK)
     return -1;
