@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_tmpdir.h"
 #include "backend/opencl/ocl.h"
 #include "backend/opencl/program.h"
 #include "core/fault.h"
@@ -96,9 +97,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-  return system(cmd) == 0 ? 0 : -1;
+  return test_remove_tree(base);
 }
 
 static void test_disk_hit_across_contexts(void **state) {

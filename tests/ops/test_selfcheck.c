@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_tmpdir.h"
 #include "check/selfcheck.h"
 #include "core/fault.h"
 #include "../device/test_util.h"
@@ -156,9 +157,7 @@ static void unwritable_verdict_warns(void **state) {
   unlink(errpath);
   unlink(sub);
   /* the program cache wrote its own folders there */
-  char cmd[320];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(test_remove_tree(dir), 0);
 }
 
 #ifdef SEQCL_FAULT_INJECTION

@@ -33,6 +33,7 @@
 #include <seqcl/train.h>
 
 #include "../common/test_main.h"
+#include "../common/test_tmpdir.h"
 #include "test_devices.h"
 
 #include "core/ctx.h"
@@ -47,9 +48,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  int rc = system(cmd);
+  int rc = test_remove_tree(dir);
   return test_devices_teardown(state) || rc;
 }
 

@@ -18,6 +18,7 @@
 #include <seqcl/train.h>
 
 #include "../common/test_main.h"
+#include "../common/test_tmpdir.h"
 #include "model/safetensors.h"
 #include "train/tmodel.h"
 
@@ -79,9 +80,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return test_remove_tree(dir);
 }
 
 static void base_options(seqcl_train_files_options *o, const char *save, int steps) {
