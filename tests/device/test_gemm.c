@@ -120,17 +120,23 @@ static void run_case(const gcase *c) {
   free(C);
 }
 
+/* c with each (ta, tb) in turn: NN, TN, NT, TT (c's own ta and tb are ignored). */
+static void run_transposes(gcase c) {
+  for (int t = 0; t < 4; t++) {
+    c.ta = t & 1;
+    c.tb = t >> 1;
+    run_case(&c);
+  }
+}
+
 static void test_shapes_and_transposes(void **state) {
   (void)state;
   static const int shapes[][3] = {{1, 1, 1}, {7, 13, 37}, {61, 37, 13}, {13, 61, 7},
                                   {17, 33, 65}, {1, 61, 37}, {37, 1, 61}};
   test_seed(1);
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-    for (int t = 0; t < 4; t++) {
-      gcase c = {t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, 0.0f,
-                 0, 0, 0, 0, 0, 0, 1, 0, 0};
-      run_case(&c);
-    }
+    run_transposes((gcase){0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, 0.0f,
+                           0, 0, 0, 0, 0, 0, 1, 0, 0});
 }
 
 static void test_alpha_beta_ld_offsets(void **state) {
@@ -150,10 +156,7 @@ static void test_alpha_beta_ld_offsets(void **state) {
 static void test_strided_batches(void **state) {
   (void)state;
   test_seed(3);
-  for (int t = 0; t < 4; t++) {
-    gcase c = {t & 1, t >> 1, 7, 13, 37, 1.0f, 0.0f, 0, 0, 0, 0, 0, 0, 3, 0, 0};
-    run_case(&c);
-  }
+  run_transposes((gcase){0, 0, 7, 13, 37, 1.0f, 0.0f, 0, 0, 0, 0, 0, 0, 3, 0, 0});
   gcase d = {1, 0, 61, 13, 7, 0.5f, 2.0f, 2, 1, 3, 4, 6, 8, 5, 0, 0};
   run_case(&d);
 }
@@ -167,10 +170,7 @@ static void test_larger_and_exact(void **state) {
   gcase mult = {0, 0, 64, 64, 64, 1.0f, 1.0f, 0, 0, 0, 0, 0, 0, 1, 0, 0};
   run_case(&mult);
   /* integer-filled: K·8·8 = 3904 << 2^24, every partial sum exact -> identical */
-  for (int t = 0; t < 4; t++) {
-    gcase c = {t & 1, t >> 1, 37, 61, 61, 1.0f, 1.0f, 1, 2, 3, 4, 5, 6, 1, 1, 0};
-    run_case(&c);
-  }
+  run_transposes((gcase){0, 0, 37, 61, 61, 1.0f, 1.0f, 1, 2, 3, 4, 5, 6, 1, 1, 0});
   gcase ib = {0, 0, 13, 7, 61, 2.0f, -1.0f, 0, 0, 0, 0, 0, 0, 4, 1, 0};
   run_case(&ib);
   gcase ibig = {0, 1, 257, 130, 200, 1.0f, 0.0f, 0, 0, 0, 0, 0, 0, 1, 1, 0};
