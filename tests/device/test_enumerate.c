@@ -27,6 +27,13 @@ static int mapped(const char *name) {
   return found;
 }
 
+/* The full device list (the host first) into *n; the test fails when it cannot be listed. */
+static seqcl_device_info *listed(size_t *n) {
+  seqcl_device_info *d = NULL;
+  assert_int_equal(seqcl_devices_list(&d, n), SEQCL_OK);
+  return d;
+}
+
 /* "cpu" is the host path: selecting it loads no OpenCL runtime (each costs
  * start-up time) and gives the host entry of the full list. Runs first, before
  * anything here has listed the OpenCL devices. */
@@ -45,9 +52,8 @@ static void test_cpu_loads_no_runtime(void **state) {
   assert_int_equal(m, 1); /* one device, named twice */
   for (int i = 0; i < 3; i++)
     if (!before[i] && mapped(runtimes[i])) fail_msg("selecting \"cpu\" loaded %s", runtimes[i]);
-  seqcl_device_info *d = NULL;
   size_t n = 0;
-  assert_int_equal(seqcl_devices_list(&d, &n), SEQCL_OK);
+  seqcl_device_info *d = listed(&n);
   for (size_t k = 0; k < m; k++) {
     assert_int_equal(s[k].type, SEQCL_DEVICE_HOST);
     assert_string_equal(s[k].selector, d[0].selector);
@@ -61,9 +67,8 @@ static void test_cpu_loads_no_runtime(void **state) {
 
 static void test_host_first(void **state) {
   (void)state;
-  seqcl_device_info *d = NULL;
   size_t n = 0;
-  assert_int_equal(seqcl_devices_list(&d, &n), SEQCL_OK);
+  seqcl_device_info *d = listed(&n);
   assert_true(n >= 1);
   assert_int_equal(d[0].type, SEQCL_DEVICE_HOST);
   assert_string_equal(d[0].selector, "cpu");
@@ -81,9 +86,8 @@ static void test_host_first(void **state) {
 
 static void test_opencl_numbering(void **state) {
   (void)state;
-  seqcl_device_info *d = NULL;
   size_t n = 0;
-  assert_int_equal(seqcl_devices_list(&d, &n), SEQCL_OK);
+  seqcl_device_info *d = listed(&n);
   if (!seqcl_has_opencl()) {
     assert_int_equal(n, 1);
     seqcl_devices_free(d);
