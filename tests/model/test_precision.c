@@ -3,7 +3,9 @@
  * what the float32 path computes for the same rounded weights (forward logits
  * bit for bit, greedy tokens equal), on golden models of several layouts; the
  * agreement rule against the unrounded float32 model (logits within 1e-2 of
- * each row's largest |logit|); and the refusals: a weight beyond binary16's
+ * each row's largest |logit|); the host's paired bfloat16 product against
+ * its float32 product, bit for bit, at shapes around its 32-element blocks,
+ * and a model whose products all read it; and the refusals: a weight beyond binary16's
  * range names its tensor, a device without the 16-bit products says so,
  * before anything is uploaded. Exits 77 (skip) on a CPU without AVX-512F. */
 #include <math.h>
@@ -21,6 +23,7 @@
 #include <seqcl/seqcl.h>
 
 #include "../harden/harden_util.h"
+#include "backend/host/gemm_nt.h"
 #include "core/halfwidth.h"
 #include "model/safetensors.h"
 #include "model/tokens.h"
@@ -233,6 +236,111 @@ static void test_models(void **state) {
 }
 
 /* A weight of 1e5 fits bfloat16 but not binary16: the f16 load names it. */
+/* The host's bfloat16 product reads gemm_nt.h's paired layout: over M (the
+ * one-row and the 4 x 4 kernels), N (whole and partial blocks of columns) and
+ * K around the 32-element blocks (tails of 1..31, rows padded to whole
+ * blocks), it gives the float32 product's bits for the same values. The
+ * padding of each row is NaN: a lane read past K would show. */
+static void test_paired_kernel_bits(void **state) {
+  (void)state;
+  const int Ms[] = {1, 2, 3, 4, 5, 8, 13, 24}, Ns[] = {1, 3, 8, 9, 29};
+  const int Ks[] = {1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 100, 288};
+  uint64_t rng = 12345;
+  for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+    for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++)
+      for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+        const int M = Ms[mi], N = Ns[ni], K = Ks[ki];
+        const int ldb = (K + 31) / 32 * 32 + (ki % 2 ? 32 : 0), off = 64;
+        const size_t nb = off + (size_t)N * ldb;
+        float *a = malloc((size_t)M * K * sizeof *a), *b = malloc(nb * sizeof *b);
+        float *c32 = malloc((size_t)M * N * sizeof *c32), *c16 = malloc((size_t)M * N * sizeof *c16);
+        uint16_t *p = calloc(nb, sizeof *p);
+        assert_true(a && b && c32 && c16 && p);
+        for (size_t i = 0; i < (size_t)M * K; i++) {
+          rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+          a[i] = (float)((double)(rng >> 11) / 9007199254740992.0 - 0.5);
+        }
+        for (size_t i = 0; i < nb; i++) {
+          rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+          const float v = (float)((double)(rng >> 11) / 9007199254740992.0 - 0.5);
+          b[i] = (i < (size_t)off || (i - off) % ldb >= (size_t)K) ? NAN
+                                                                    : sq_round_halfwidth(v, SQ_HALF_BF16);
+          p[sq_bf16_pair_index(i)] = sq_float_to_bf16(b[i]);
+        }
+        for (int beta = 0; beta < 2; beta++) {
+          for (size_t i = 0; i < (size_t)M * N; i++) c32[i] = c16[i] = (float)i * 0.25f - 1.0f;
+          assert_true(sq_gemm_nt_half_fits(SQ_HALF_BF16, off, ldb, 0, 1));
+          sq_gemm_nt(M, N, K, 0.75f, a, K, b + off, ldb, beta * 0.5f, c32, N);
+          sq_gemm_nt_half(M, N, K, 0.75f, a, K, p + off, ldb, SQ_HALF_BF16, beta * 0.5f, c16, N);
+          for (size_t i = 0; i < (size_t)M * N; i++) {
+            if (!isfinite(c32[i])) fail_msg("M %d N %d K %d: float32 result %zu not finite", M, N, K, i);
+            if (memcmp(&c32[i], &c16[i], sizeof(float)))
+              fail_msg("M %d N %d K %d ldb %d beta %d: element %zu %.9g (bf16) != %.9g (float32)",
+                       M, N, K, ldb, beta, i, (double)c16[i], (double)c32[i]);
+          }
+        }
+        free(a), free(b), free(c32), free(c16), free(p);
+      }
+  /* rows or batch items that do not start a block are not read paired */
+  assert_false(sq_gemm_nt_half_fits(SQ_HALF_BF16, 16, 64, 0, 1));
+  assert_false(sq_gemm_nt_half_fits(SQ_HALF_BF16, 0, 48, 0, 1));
+  assert_false(sq_gemm_nt_half_fits(SQ_HALF_BF16, 0, 64, 80, 2));
+  assert_true(sq_gemm_nt_half_fits(SQ_HALF_F16, 16, 7, 3, 2));
+}
+
+/* A model whose weight rows are whole blocks (E 32, H_e 2 x 16, H_d 64, A 32),
+ * so its products read the paired copy, at batch 1 and batch 6: the bits of
+ * the float32 model of the rounded weights. */
+static void test_paired_model(void **state) {
+  (void)state;
+  sq_config c;
+  hu_tiny_config(&c);
+  c.src_vocab = 40, c.tgt_vocab = 40, c.bos_id = 1, c.eos_id = 2, c.embed_dim = 32;
+  c.enc_hidden = 16, c.dec_hidden = 64, c.attn_dim = 32, c.output = SQ_OUTPUT_STATE_CONTEXT;
+  char dir[128], rounded[128];
+  snprintf(dir, sizeof dir, "%s/m", hu_tmpdir);
+  snprintf(rounded, sizeof rounded, "%s/r", hu_tmpdir);
+  assert_int_equal(mkdir(dir, 0777), 0);
+  assert_int_equal(mkdir(rounded, 0777), 0);
+  assert_int_equal(hu_write_model(dir, &c, 7, NULL, 0, 0.0f), 0);
+  write_model(dir, rounded, SQ_HALF_BF16, NULL, 0);
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  seqcl_model *half = load(ctx, dir, SEQCL_PRECISION_BF16), *pre = load(ctx, rounded, SEQCL_PRECISION_F32);
+  int32_t ids[6 * 9], tids[6 * 9];
+  size_t offs[7] = {0}, toffs[7] = {0};
+  uint64_t rng = 99;
+  for (int l = 0; l < 6; l++) {
+    const int n = 3 + 2 * l % 7;
+    for (int i = 0; i < n; i++) {
+      rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+      ids[offs[l] + i] = 3 + (int)(rng >> 33) % 37;
+      tids[toffs[l] + i] = 3 + (int)(rng >> 40) % 37;
+    }
+    offs[l + 1] = offs[l] + n, toffs[l + 1] = toffs[l] + n;
+  }
+  sq_seqs src = {6, ids, offs}, tgt = {6, tids, toffs};
+  run h = run_model(half, &src, &tgt), p = run_model(pre, &src, &tgt);
+  const size_t nl = h.fw->N * (size_t)h.fw->T * (size_t)h.fw->V;
+  assert_memory_equal(h.fw->logits, p.fw->logits, nl * sizeof(float));
+  for (size_t i = 0; i < src.count; i++) assert_true(same_tokens(h.greedy, p.greedy, i));
+  seqcl_decode_options o;
+  seqcl_decode_options_init(&o);
+  o.max_steps = 12, o.batch_size = 1, o.want_alignments = 1;
+  seqcl_decode_result *g1 = NULL, *g2 = NULL;
+  seqcl_seqs s = {src.count, src.ids, src.offsets};
+  assert_int_equal(seqcl_model_decode(half, &s, &o, &g1), SEQCL_OK);
+  assert_int_equal(seqcl_model_decode(pre, &s, &o, &g2), SEQCL_OK);
+  for (size_t i = 0; i < src.count; i++) assert_true(same_tokens(g1, g2, i));
+  assert_int_equal(g1->T, g2->T);
+  assert_memory_equal(g1->alignments, g2->alignments,
+                      g1->count * (size_t)g1->T * (size_t)g1->S * sizeof(float));
+  seqcl_decode_result_free(g1), seqcl_decode_result_free(g2);
+  free_run(&h), free_run(&p);
+  seqcl_model_free(half), seqcl_model_free(pre);
+  seqcl_ctx_close(ctx);
+}
+
 static void test_f16_range(void **state) {
   (void)state;
   const char *tmp = hu_tmpdir;
@@ -307,6 +415,8 @@ int main(void) {
   const struct CMUnitTest models[] = {
       cmocka_unit_test_setup_teardown(test_models, hu_setup_tmpdir, hu_teardown_tmpdir),
       cmocka_unit_test_setup_teardown(test_f16_range, hu_setup_tmpdir, hu_teardown_tmpdir),
+      cmocka_unit_test(test_paired_kernel_bits),
+      cmocka_unit_test_setup_teardown(test_paired_model, hu_setup_tmpdir, hu_teardown_tmpdir),
       cmocka_unit_test(test_opencl_refused),
   };
   return rc | cmocka_run_group_tests(models, NULL, NULL);
