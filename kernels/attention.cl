@@ -248,6 +248,18 @@ __kernel void attn_context(int N, int S, int He,
       int mask_off, int has_mask, __global float *c, int c_off, int ld_c,       \
       __global float *alpha, int alpha_off, int has_alpha
 
+/* How both fused forms start: FUSED_ARGS' inputs moved to their offsets (the
+ * outputs are indexed with theirs where they are written). */
+#define FUSED_INPUTS_AT_OFFSETS() \
+  do {                            \
+    lens += lens_off;             \
+    mask += mask_off;             \
+    keys += keys_off;             \
+    pkeys += pkeys_off;           \
+    v += v_off;                   \
+    bv += bv_off;                 \
+  } while (0)
+
 #ifndef ATTN_ROW_FORM
 /* ---- The fused step for GPUs: the source axis split over work-groups. ----
  *
@@ -291,12 +303,7 @@ void attn_fused_chunk(FUSED_ARGS, __global float *part, int part_off, int direct
    * instruction (freeze) that Oclgrind 21.10 cannot simulate */
   const int lane = (int)(get_local_id(0) % SL), slot = (int)(get_local_id(0) / SL);
   (void)N;
-  lens += lens_off;
-  mask += mask_off;
-  keys += keys_off;
-  pkeys += pkeys_off;
-  v += v_off;
-  bv += bv_off;
+  FUSED_INPUTS_AT_OFFSETS();
   __global const float *q = qp + qp_off + (size_t)n * ld_qp;
   const int j0 = ch * CHUNK;
   /* positions of this chunk inside the row (0 for a chunk past its end) */
@@ -545,12 +552,7 @@ static void row_axpy_block(__global float *c, int He, int nb, const float *e, co
 __kernel void attn_fused_row(FUSED_ARGS) {
   const int n = get_global_id(0);
   if (n >= N) return;
-  lens += lens_off;
-  mask += mask_off;
-  keys += keys_off;
-  pkeys += pkeys_off;
-  v += v_off;
-  bv += bv_off;
+  FUSED_INPUTS_AT_OFFSETS();
   __global const float *q = qp + qp_off + (size_t)n * ld_qp;
   __global const float *kr = keys + (size_t)n * S * He;
   __global float *cr = c + c_off + (size_t)n * ld_c;
@@ -636,6 +638,20 @@ static int attn_valid(int n, int j, int S, __global const int *lens,
   if (j >= len) return 0;
   return !has_mask || mask[(size_t)n * S + j] != 0;
 }
+/* attn_valid on the arguments VALID_ARGS declared (and S), as every training
+ * kernel here asks it. */
+#define VALID_AT(n, j) attn_valid((n), (j), S, lens + lens_off, mask + mask_off, has_mask)
+
+/* The work-item (x, j, n) of a global (>= X, S, N) grid over the elements of
+ * each position: 1 when it is inside the grid and at a valid position (the
+ * kernels that own one element there). */
+static int grid_element(int X, int S, int N, int *x, int *j, int *n, __global const int *lens,
+                        __global const int *mask, int has_mask) {
+  *x = get_global_id(0);
+  *j = get_global_id(1);
+  *n = get_global_id(2);
+  return *x < X && *j < S && *n < N && attn_valid(*n, *j, S, lens, mask, has_mask);
+}
 
 /* u[n, j, k] = tanh(pkeys[n, j, k] + qp[n, k]) at valid positions (the
  * expression attention.cl's score evaluates); others are left alone.
@@ -645,11 +661,8 @@ __kernel void attn_keep_u(int N, int S, int A,
                           __global const float *pkeys, int pk_off,
                           VALID_ARGS,
                           __global float *u, int u_off) {
-  const int k = get_global_id(0);
-  const int j = get_global_id(1);
-  const int n = get_global_id(2);
-  if (k >= A || j >= S || n >= N) return;
-  if (!attn_valid(n, j, S, lens + lens_off, mask + mask_off, has_mask)) return;
+  int k, j, n;
+  if (!grid_element(A, S, N, &k, &j, &n, lens + lens_off, mask + mask_off, has_mask)) return;
   const size_t at = ((size_t)n * S + j) * A + k;
   u[u_off + at] = tanh(pkeys[pk_off + at] + qp[qp_off + (size_t)n * ld_qp + k]);
 }
@@ -668,7 +681,7 @@ __kernel void attn_bwd_dalpha(int N, int S, int He,
   const int n = get_global_id(1);
   if (j >= S || n >= N) return;
   float s = 0.0f;
-  if (attn_valid(n, j, S, lens + lens_off, mask + mask_off, has_mask)) {
+  if (VALID_AT(n, j)) {
     __global const float *c = dc + dc_off + (size_t)n * ld_dc;
     __global const float *h = keys + keys_off + ((size_t)n * S + j) * He;
     for (int k = 0; k < He; ++k) s += c[k] * h[k];
@@ -685,17 +698,15 @@ __kernel void attn_bwd_de(int N, int S,
                           float scale, __global float *de, int de_off) {
   const int n = get_global_id(0);
   if (n >= N) return;
-  lens += lens_off;
-  mask += mask_off;
   __global const float *al = alpha + alpha_off + (size_t)n * S;
   __global float *out = de + de_off + (size_t)n * S;
   acc_t sdot = 0;
   for (int j = 0; j < S; ++j)
-    if (attn_valid(n, j, S, lens, mask, has_mask)) sdot += (acc_t)al[j] * out[j];
+    if (VALID_AT(n, j)) sdot += (acc_t)al[j] * out[j];
   const float sd = (float)sdot;
   for (int j = 0; j < S; ++j) {
     float e = 0.0f;
-    if (attn_valid(n, j, S, lens, mask, has_mask)) e = al[j] * (out[j] - sd) * scale;
+    if (VALID_AT(n, j)) e = al[j] * (out[j] - sd) * scale;
     out[j] = e;
   }
 }
@@ -709,11 +720,8 @@ __kernel void attn_bwd_keys(int N, int S, int He,
                             __global const float *de, int de_off,
                             VALID_ARGS,
                             __global float *dkeys, int dk_off) {
-  const int d = get_global_id(0);
-  const int j = get_global_id(1);
-  const int n = get_global_id(2);
-  if (d >= He || j >= S || n >= N) return;
-  if (!attn_valid(n, j, S, lens + lens_off, mask + mask_off, has_mask)) return;
+  int d, j, n;
+  if (!grid_element(He, S, N, &d, &j, &n, lens + lens_off, mask + mask_off, has_mask)) return;
   __global float *p = dkeys + dk_off + ((size_t)n * S + j) * He + d;
   float acc = p[0];
   acc += alpha[alpha_off + (size_t)n * S + j] * dc[dc_off + (size_t)n * ld_dc + d];
@@ -731,13 +739,11 @@ __kernel void attn_bwd_dqp(int N, int S, int He,
   const int d = get_global_id(0);
   const int n = get_global_id(1);
   if (d >= He || n >= N) return;
-  lens += lens_off;
-  mask += mask_off;
   __global float *p = dqp + dqp_off + (size_t)n * ld_dqp + d;
   __global const float *kr = keys + keys_off + (size_t)n * S * He + d;
   float acc = p[0];
   for (int j = 0; j < S; ++j)
-    if (attn_valid(n, j, S, lens, mask, has_mask))
+    if (VALID_AT(n, j))
       acc += de[de_off + (size_t)n * S + j] * kr[(size_t)j * He];
   p[0] = acc;
 }
@@ -757,6 +763,9 @@ static float additive_u(int n, int j, int k, int S, int A, __global const float 
   if (has_u) return u[at];
   return tanh(pkeys[at] + qp[(size_t)n * ld_qp + k]);
 }
+/* additive_u on the arguments ADDITIVE_BWD_ARGS declared. */
+#define ADDITIVE_U(n, j, k)                                                                  \
+  additive_u((n), (j), (k), S, A, u + u_off, has_u, pkeys + pk_off, qp + qp_off, ld_qp)
 
 /* Additive scores: du = de_j v[k] (1 - u^2); dpkeys[n, j, k] += du and
  * dqp[n, k] += sum over valid j of du, in order of j. global (>= A, N). */
@@ -766,14 +775,12 @@ __kernel void attn_bwd_additive(ADDITIVE_BWD_ARGS, __global const float *v, int 
   const int k = get_global_id(0);
   const int n = get_global_id(1);
   if (k >= A || n >= N) return;
-  lens += lens_off;
-  mask += mask_off;
   const float vk = v[v_off + k];
   __global float *p = dqp + dqp_off + (size_t)n * ld_dqp + k;
   float acc = p[0];
   for (int j = 0; j < S; ++j) {
-    if (!attn_valid(n, j, S, lens, mask, has_mask)) continue;
-    const float uu = additive_u(n, j, k, S, A, u + u_off, has_u, pkeys + pk_off, qp + qp_off, ld_qp);
+    if (!VALID_AT(n, j)) continue;
+    const float uu = ADDITIVE_U(n, j, k);
     const float du = de[de_off + (size_t)n * S + j] * vk * (1.0f - uu * uu);
     dpkeys[dpk_off + ((size_t)n * S + j) * A + k] += du;
     acc += du;
@@ -788,16 +795,14 @@ __kernel void attn_bwd_energy(ADDITIVE_BWD_ARGS, __global float *dv, int dv_off,
                               __global float *dbv, int dbv_off, int has_dbv) {
   const int k = get_global_id(0);
   if (k > A || (k == A && !has_dbv)) return;
-  lens += lens_off;
-  mask += mask_off;
   __global float *p = k < A ? dv + dv_off + k : dbv + dbv_off;
   float acc = p[0];
   for (int n = 0; n < N; ++n)
     for (int j = 0; j < S; ++j) {
-      if (!attn_valid(n, j, S, lens, mask, has_mask)) continue;
+      if (!VALID_AT(n, j)) continue;
       const float e = de[de_off + (size_t)n * S + j];
       if (k < A)
-        acc += e * additive_u(n, j, k, S, A, u + u_off, has_u, pkeys + pk_off, qp + qp_off, ld_qp);
+        acc += e * ADDITIVE_U(n, j, k);
       else
         acc += e;
     }
@@ -834,8 +839,6 @@ __kernel void attn_bwd_de_wg(int N, int S, int He,
   while ((1 << shift) < sl) ++shift;
   const int lane = lid & (sl - 1), slot = lid >> shift;
   (void)N;
-  lens += lens_off;
-  mask += mask_off;
   __global const float *al = alpha + alpha_off + (size_t)n * S;
   __global const float *c = dc + dc_off + (size_t)n * ld_dc;
   __global const float *kr = keys + keys_off + (size_t)n * S * He;
@@ -844,7 +847,7 @@ __kernel void attn_bwd_de_wg(int N, int S, int He,
   for (int j0 = 0; j0 < S; j0 += np) {
     const int j = j0 + slot;
     float s = 0.0f;
-    if (j < S && attn_valid(n, j, S, lens, mask, has_mask)) {
+    if (j < S && VALID_AT(n, j)) {
       __global const float *h = kr + (size_t)j * He;
       for (int k = lane; k < He; k += sl) s += c[k] * h[k];
     }
@@ -854,7 +857,7 @@ __kernel void attn_bwd_de_wg(int N, int S, int He,
     if (lid < np && jj < S) {
       float t = 0.0f;
       for (int l = 0; l < sl; ++l) t += lane_sums[lid * sl + l];
-      if (attn_valid(n, jj, S, lens, mask, has_mask)) sdot += (acc_t)al[jj] * t;
+      if (VALID_AT(n, jj)) sdot += (acc_t)al[jj] * t;
       out[jj] = t; /* dalpha for now (0 at invalid positions) */
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -863,7 +866,7 @@ __kernel void attn_bwd_de_wg(int N, int S, int He,
   if (lid < np)
     for (int j = lid; j < S; j += np) {
       float e = 0.0f;
-      if (attn_valid(n, j, S, lens, mask, has_mask)) e = al[j] * (out[j] - sd) * scale;
+      if (VALID_AT(n, j)) e = al[j] * (out[j] - sd) * scale;
       out[j] = e;
     }
 }
@@ -879,16 +882,14 @@ __kernel void attn_bwd_energy_part(ADDITIVE_BWD_ARGS, int has_dbv, __global floa
   const int k = get_global_id(0);
   const int ch = get_global_id(1);
   if (k > A || (k == A && !has_dbv)) return;
-  lens += lens_off;
-  mask += mask_off;
   const int r0 = ch * BWD_ROWS, r1 = min(r0 + BWD_ROWS, N * S);
   int n = r0 / S, j = r0 - n * S;
   float acc = 0.0f;
   for (int r = r0; r < r1; ++r) {
-    if (attn_valid(n, j, S, lens, mask, has_mask)) {
+    if (VALID_AT(n, j)) {
       const float e = de[de_off + r];
       if (k < A)
-        acc += e * additive_u(n, j, k, S, A, u + u_off, has_u, pkeys + pk_off, qp + qp_off, ld_qp);
+        acc += e * ADDITIVE_U(n, j, k);
       else
         acc += e;
     }
