@@ -83,6 +83,11 @@ void sq_row_spread(const float *row, int n, double *mx, double *dmax) {
   *mx = m, *dmax = d;
 }
 
+void sq_weights_tol(const sq_case *c, int S, int n, const double *alpha, double rel, double *tol) {
+  for (int j = 0; j < S; j++)
+    tol[j] = sq_attn_valid(c, S, n, j) ? rel * fabs(alpha[j]) + SQ_EPS : 0;
+}
+
 int sq_ceil_log2(long x) {
   int k = 0;
   while ((1L << k) < x) k++;

@@ -48,6 +48,17 @@ int32_t *sq_gen_mask(sq_case *c, sq_rng *r, int N, int S);
  * input "lens" of row n and not masked out by the optional input "mask". */
 int sq_attn_valid(const sq_case *c, int S, int n, int j);
 int sq_ceil_log2(long x);
+
+/* The relative error of one softmax weight from the exponentials and a
+ * tree-reduced sum of S terms: (8 + 2 ceil(log2 S)) eps (which also covers a
+ * sequential sum at the sizes listed: 15 eps was seen at S = 1024). */
+static inline double sq_softmax_rel(long S) { return (8 + 2 * sq_ceil_log2(S)) * SQ_EPS; }
+/* That relative error of the sum Z as an absolute error of log Z, with the
+ * roundings of the log and of the final subtraction: (10 + 2 ceil(log2 V)) eps. */
+static inline double sq_log_sum_abs(long V) { return (10 + 2 * sq_ceil_log2(V)) * SQ_EPS; }
+/* Row n's attention weight tolerances: rel |alpha_j| + eps at the valid
+ * positions (sq_attn_valid), exactly 0 at the others. */
+void sq_weights_tol(const sq_case *c, int S, int n, const double *alpha, double rel, double *tol);
 /* The maximum mx of row[0, n) and the largest distance below it, mx - row[j],
  * short of 104 (e^-104 underflows in float32): the spread that the rounding
  * of x - max adds to a softmax's or log-softmax's error. */

@@ -226,10 +226,9 @@ SQ_SCORE_OPS(sq_op_scores, "attn_scores", scores_gen, scores_run, scores_tol,
              dot_quick);
 
 /* ------------------------------------------------------ masked_softmax ---- */
-/* Relative tolerance of one softmax weight: (8 + 2 ceil(log2 S)) eps for the
- * exponentials and the sum (a tree-reduced sum's bound, which also covers a
- * sequential sum at the sizes listed: 15 eps was seen at S = 1024), plus
- * u (|d_j| + max_k |d_k|) for the rounding of d = x - max before exp. */
+/* Relative tolerance of one softmax weight: sq_softmax_rel(S) for the
+ * exponentials and the sum, plus u (|d_j| + max_k |d_k|) for the rounding of
+ * d = x - max before exp. */
 static void softmax_tol_row(const float *x, int S, int valid_of(const sq_case *, int, int, int),
                             const sq_case *c, int n, const double *ref, double *tol) {
   double mx = -INFINITY, dmax = 0;
@@ -239,7 +238,7 @@ static void softmax_tol_row(const float *x, int S, int valid_of(const sq_case *,
     double dj = mx - x[j];
     if (valid_of(c, S, n, j) && dj < 104 && dj > dmax) dmax = dj; /* e^-104 underflows */
   }
-  double rel0 = (8 + 2 * sq_ceil_log2(S)) * SQ_EPS;
+  double rel0 = sq_softmax_rel(S);
   for (int j = 0; j < S; j++) {
     if (!valid_of(c, S, n, j)) {
       tol[j] = 0; /* masked weights are exactly 0 */
@@ -415,9 +414,7 @@ static void fused_alpha_tol(const sq_case *c, const attn_dims *d, int n, const d
       double t = score_tol(c, d, n, j);
       if (t > emax) emax = t;
     }
-  double rel = (8 + 2 * sq_ceil_log2(d->S)) * SQ_EPS + 2 * emax;
-  for (int j = 0; j < d->S; j++)
-    tol[j] = sq_attn_valid(c, d->S, n, j) ? rel * fabs(alpha[j]) + SQ_EPS : 0;
+  sq_weights_tol(c, d->S, n, alpha, sq_softmax_rel(d->S) + 2 * emax, tol);
 }
 
 static void fused_tol(const sq_case *c, int k, double *const *ref, double *tol) {

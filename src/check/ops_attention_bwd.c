@@ -130,9 +130,8 @@ static void gfw_alpha_tol(const sq_case *c, const gattn *d, int n, const double 
       emax = t > emax ? t : emax;
       hi = e > hi ? e : hi, lo = e < lo ? e : lo;
     }
-  double rel = (8 + 2 * sq_ceil_log2(d->S)) * SQ_EPS + 2 * emax + 2 * SQ_U * (hi - lo);
-  for (int j = 0; j < d->S; j++)
-    tol[j] = sq_attn_valid(c, d->S, n, j) ? rel * fabs(alpha[j]) + SQ_EPS : 0;
+  double rel = sq_softmax_rel(d->S) + 2 * emax + 2 * SQ_U * (hi - lo);
+  sq_weights_tol(c, d->S, n, alpha, rel, tol);
 }
 
 static void gfw_tol(const sq_case *c, int k, double *const *ref, double *tol) {

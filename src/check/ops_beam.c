@@ -58,7 +58,7 @@ static void topk_tol(const sq_case *c, int k, double *const *ref, double *tol) {
         continue;
       }
       /* y_j <= x_j - max <= 0, so |x_j - max| <= |y_j| */
-      tol[e] = (10 + 2 * sq_ceil_log2(V)) * SQ_EPS + SQ_U * (2 * fabs(ref[k][e]) + dmax) +
+      tol[e] = sq_log_sum_abs(V) + SQ_U * (2 * fabs(ref[k][e]) + dmax) +
                2 * SQ_EPS * fabs(ref[k][e]);
     }
   }

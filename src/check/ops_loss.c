@@ -51,7 +51,7 @@ static seqcl_status loss_inputs_gen(sq_case *c, sq_rng *r, float scale) {
 static double log_softmax_tol1(const float *x, int V, int j, double ref) {
   double mx, dmax;
   sq_row_spread(x, V, &mx, &dmax);
-  return (10 + 2 * sq_ceil_log2(V)) * SQ_EPS + SQ_U * (2 * (mx - x[j]) + dmax) +
+  return sq_log_sum_abs(V) + SQ_U * (2 * (mx - x[j]) + dmax) +
          2 * SQ_EPS * fabs(ref);
 }
 
@@ -189,7 +189,7 @@ static void gce_tol(const sq_case *c, int k, double *const *ref, double *tol) {
         continue;
       }
       double p = fabs(ref[k][e] / scale + (v == labels[n]));
-      tol[e] = scale * p * ((10 + 2 * sq_ceil_log2(V)) * SQ_EPS + SQ_U * (mx - row[v] + dmax)) +
+      tol[e] = scale * p * (sq_log_sum_abs(V) + SQ_U * (mx - row[v] + dmax)) +
                2 * SQ_EPS * fabs(ref[k][e]);
     }
   }
