@@ -5,9 +5,12 @@
 #include "check/arena.h"
 #include "core/error.h"
 
-void sq_arena_init(sq_arena *a, seqcl_ctx *ctx) {
+void sq_arena_init(sq_arena *a, seqcl_ctx *ctx, double *const *got, char *fault, size_t cap) {
   memset(a, 0, sizeof *a);
   a->ctx = ctx;
+  a->got = got;
+  a->fault = fault;
+  a->fault_cap = cap;
 }
 
 static sq_arena_buf *arena_new(sq_arena *a, const char *name, sq_buf_kind kind, size_t n,

@@ -30,9 +30,16 @@ typedef struct sq_arena {
   seqcl_status st; /* the first failure; later calls do nothing */
   int nb;
   sq_arena_buf b[SQ_ARENA_MAX];
+  /* Where the run's results go: got[k] receives output k of the case; a
+   * guard or input fault is described in fault (fault_cap bytes). */
+  double *const *got;
+  char *fault;
+  size_t fault_cap;
 } sq_arena;
 
-void sq_arena_init(sq_arena *a, seqcl_ctx *ctx);
+/* An empty arena on ctx whose run reads its outputs into got and describes
+ * a fault in fault. */
+void sq_arena_init(sq_arena *a, seqcl_ctx *ctx, double *const *got, char *fault, size_t cap);
 /* A device copy of input t (NULL or absent: sq_none()). */
 sq_ref sq_arena_in(sq_arena *a, const sq_tensor *t);
 sq_ref sq_arena_in_named(sq_arena *a, const sq_case *c, const char *name);

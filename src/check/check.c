@@ -23,8 +23,8 @@ static int alloc_arrays(const sq_case *c, double **a) {
 seqcl_status sq_case_run(seqcl_ctx *ctx, const sq_case *c, double *const *got, char *fault,
                          size_t cap) {
   sq_arena a;
-  sq_arena_init(&a, ctx);
-  seqcl_status st = c->op->run(&a, c, got, fault, cap);
+  sq_arena_init(&a, ctx, got, fault, cap);
+  seqcl_status st = c->op->run(&a, c);
   sq_arena_release(&a);
   return st;
 }

@@ -104,17 +104,16 @@ void sq_abs_linear(int rows, int in, int out, const float *x, int ldx, const flo
     }
 }
 
-seqcl_status sq_finish_run(sq_arena *a, char *fault, size_t cap) {
+seqcl_status sq_finish_run(sq_arena *a) {
   SQ_TRY(a->st);
   SQ_TRY(sq_finish(a->ctx));
-  return sq_arena_verify(a, fault, cap);
+  return sq_arena_verify(a, a->fault, a->fault_cap);
 }
 
-seqcl_status sq_finish_fetch(sq_arena *a, const sq_case *c, const sq_ref *outs,
-                             double *const *got, char *fault, size_t cap) {
-  SQ_TRY(sq_finish_run(a, fault, cap));
+seqcl_status sq_finish_fetch(sq_arena *a, const sq_case *c, const sq_ref *outs) {
+  SQ_TRY(sq_finish_run(a));
   for (int k = 0; k < c->n_out; k++)
-    SQ_TRY(sq_arena_fetch(a, outs[k], c->out[k].n, c->out[k].is_int, got[k]));
+    SQ_TRY(sq_arena_fetch(a, outs[k], c->out[k].n, c->out[k].is_int, a->got[k]));
   return SEQCL_OK;
 }
 

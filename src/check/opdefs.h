@@ -91,11 +91,11 @@ void sq_abs_linear(int rows, int in, int out, const float *x, int ldx, const flo
 void sq_tol_exact(const sq_case *c, int k, double *const *ref, double *tol);
 
 /* Waits for the run and verifies the arena's guards and inputs (a fault is
- * described in fault, status OK). */
-seqcl_status sq_finish_run(sq_arena *a, char *fault, size_t cap);
+ * described in the arena's fault, status OK). */
+seqcl_status sq_finish_run(sq_arena *a);
 /* The tail of a run function: sq_finish_run, then every declared output k of
- * the case read from outs[k] into got[k] (c->out[k].n values of its type). */
-seqcl_status sq_finish_fetch(sq_arena *a, const sq_case *c, const sq_ref *outs,
-                             double *const *got, char *fault, size_t cap);
+ * the case read from outs[k] into the arena's got[k] (c->out[k].n values of
+ * its type). */
+seqcl_status sq_finish_fetch(sq_arena *a, const sq_case *c, const sq_ref *outs);
 
 #endif

@@ -101,11 +101,10 @@ typedef struct sq_op {
   /* Draws valid inputs for c->shape and declares the outputs. */
   seqcl_status (*gen)(sq_case *c, sq_rng *rng);
   /* Runs the operation on the arena's context, its buffers taken from the
-   * arena (which the runner opens and releases around the call); got[k]
-   * receives output k (out[k].n values). A guard-region write or a modified
-   * input is described in fault (status OK). */
-  seqcl_status (*run)(struct sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                      size_t fault_cap);
+   * arena (which the runner opens and releases around the call); the arena's
+   * got[k] receives output k (out[k].n values). A guard-region write or a
+   * modified input is described in the arena's fault (status OK). */
+  seqcl_status (*run)(struct sq_arena *a, const sq_case *c);
   /* Per element absolute tolerance of output k given the reference outputs:
    * 0 = must match exactly, INFINITY = any finite value (a don't-care position). */
   void (*tol)(const sq_case *c, int k, double *const *ref, double *tol);

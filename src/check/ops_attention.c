@@ -168,15 +168,14 @@ static seqcl_status scores_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status scores_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
+static seqcl_status scores_run(sq_arena *a, const sq_case *c) {
   attn_dims d;
   sq_attn_args args;
   SQ_TRY(attn_prepare(a, c, &d, &args));
   sq_ref e = sq_arena_out(a, "scores", (size_t)d.N * d.S, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_attn_scores(a->ctx, &args, sq_case_ini(c, "lens"), sq_case_ini(c, "mask"), e));
-  return sq_finish_fetch(a, c, &e, got, fault, cap);
+  return sq_finish_fetch(a, c, &e);
 }
 
 static void scores_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -277,8 +276,7 @@ static seqcl_status softmax_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status softmax_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status softmax_run(sq_arena *a, const sq_case *c) {
   int N = SH("N", 1), S = SH("S", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), lens = sq_arena_in_named(a, c, "lens");
   sq_ref mask = sq_arena_in_named(a, c, "mask");
@@ -286,7 +284,7 @@ static seqcl_status softmax_run(sq_arena *a, const sq_case *c, double *const *go
   SQ_TRY(a->st);
   SQ_TRY(sq_masked_softmax(a->ctx, N, S, x, lens, sq_case_ini(c, "lens"), mask,
                            sq_case_ini(c, "mask"), y));
-  return sq_finish_fetch(a, c, &y, got, fault, cap);
+  return sq_finish_fetch(a, c, &y);
 }
 
 static void softmax_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -332,15 +330,14 @@ static seqcl_status context_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status context_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                                size_t cap) {
+static seqcl_status context_run(sq_arena *a, const sq_case *c) {
   int N = SH("N", 1), S = SH("S", 1);
   int He = SH("He", 1), pad = SH("pad", 0);
   sq_ref alpha = sq_arena_in_named(a, c, "alpha"), keys = sq_arena_in_named(a, c, "keys");
   sq_ref out = sq_arena_out2d(a, "c", (size_t)N, (size_t)He, (size_t)He + pad, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_context(a->ctx, N, S, He, alpha, keys, out, He + pad));
-  return sq_finish_fetch(a, c, &out, got, fault, cap);
+  return sq_finish_fetch(a, c, &out);
 }
 
 static void context_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -383,8 +380,7 @@ static seqcl_status fused_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status fused_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
+static seqcl_status fused_run(sq_arena *a, const sq_case *c) {
   attn_dims d;
   sq_attn_args args;
   SQ_TRY(attn_prepare(a, c, &d, &args));
@@ -400,7 +396,7 @@ static seqcl_status fused_run(sq_arena *a, const sq_case *c, double *const *got,
   SQ_TRY(sq_attn_scores(a->ctx, &args, lens, mask, e));
   SQ_TRY(sq_masked_softmax(a->ctx, d.N, d.S, e, args.lens, lens, args.mask, mask, au));
   SQ_TRY(sq_context(a->ctx, d.N, d.S, d.He, au, args.keys, cu, ldc));
-  return sq_finish_fetch(a, c, (sq_ref[]){cf, af, cu, au}, got, fault, cap);
+  return sq_finish_fetch(a, c, (sq_ref[]){cf, af, cu, au});
 }
 
 /* alpha: a score error de moves weight j by alpha_j (de_j - sum_k alpha_k de_k),
@@ -528,8 +524,7 @@ static seqcl_status hand_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status hand_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
+static seqcl_status hand_run(sq_arena *a, const sq_case *c) {
   /* the fused dot score (the entry's variant) takes the query as it is; the
    * keys and lengths it uploads serve the softmax and the context too */
   attn_dims d;
@@ -544,7 +539,7 @@ static seqcl_status hand_run(sq_arena *a, const sq_case *c, double *const *got, 
   SQ_TRY(sq_masked_softmax(a->ctx, 2, 3, x, args.lens, lens_host, sq_none(), NULL, as));
   SQ_TRY(sq_context(a->ctx, 2, 3, 2, as, args.keys, cs, 2));
   SQ_TRY(sq_attn_fused(a->ctx, &args, lens_host, NULL, cf, 2, af));
-  return sq_finish_fetch(a, c, (sq_ref[]){as, cs, af, cf}, got, fault, cap);
+  return sq_finish_fetch(a, c, (sq_ref[]){as, cs, af, cf});
 }
 
 static void hand_tol(const sq_case *c, int k, double *const *ref, double *tol) {

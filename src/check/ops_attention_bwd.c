@@ -103,8 +103,7 @@ static seqcl_status gfw_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gfw_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                            size_t cap) {
+static seqcl_status gfw_run(sq_arena *a, const sq_case *c) {
   gattn d = gattn_of(c);
   sq_attn_args args;
   gattn_args(a, c, &d, &args);
@@ -115,7 +114,7 @@ static seqcl_status gfw_run(sq_arena *a, const sq_case *c, double *const *got, c
                                          : sq_none();
   SQ_TRY(a->st);
   SQ_TRY(sq_attn_fwd(a->ctx, &args, u, cr, d.He + d.pad, al));
-  return sq_finish_fetch(a, c, (sq_ref[]){cr, al, u}, got, fault, cap);
+  return sq_finish_fetch(a, c, (sq_ref[]){cr, al, u});
 }
 
 /* alpha_j: the softmax's relative bound plus 2 max_k tol(e_k) (a score error
@@ -222,8 +221,7 @@ static seqcl_status gbw_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gbw_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                            size_t cap) {
+static seqcl_status gbw_run(sq_arena *a, const sq_case *c) {
   gattn d = gattn_of(c);
   int add = d.kind == SQ_SCORE_ADDITIVE, bv = add && SH("bv", 1);
   sq_attn_args args;
@@ -239,7 +237,7 @@ static seqcl_status gbw_run(sq_arena *a, const sq_case *c, double *const *got, c
   sq_ref dbv = bv ? sq_arena_out(a, "dbv", 1, sq_case_inf(c, "dbv0")) : sq_none();
   SQ_TRY(a->st);
   SQ_TRY(sq_attn_bwd(a->ctx, &args, al, u, dc, d.He + d.pad, dqp, d.W + d.pad, dk, dpk, dv, dbv));
-  return sq_finish_fetch(a, c, (sq_ref[]){dqp, dk, dpk, dv, dbv}, got, fault, cap);
+  return sq_finish_fetch(a, c, (sq_ref[]){dqp, dk, dpk, dv, dbv});
 }
 
 /* Error propagation with f(K) = 2(K+2)u on magnitudes:

@@ -29,8 +29,7 @@ static seqcl_status topk_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status topk_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
+static seqcl_status topk_run(sq_arena *a, const sq_case *c) {
   int N = SH("N", 1), V = SH("V", 1);
   int K = SH("K", 1), pad = SH("pad", 0);
   sq_ref x = sq_arena_in_named(a, c, "x");
@@ -38,7 +37,7 @@ static seqcl_status topk_run(sq_arena *a, const sq_case *c, double *const *got, 
   sq_ref ids = sq_arena_out(a, "ids", (size_t)N * K, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_beam_topk(a->ctx, N, V, x, V + pad, K, vals, ids));
-  return sq_finish_fetch(a, c, (sq_ref[]){vals, ids}, got, fault, cap);
+  return sq_finish_fetch(a, c, (sq_ref[]){vals, ids});
 }
 
 /* vals: log_softmax's bound (ops_loss.c): the rounding of x - max, the relative

@@ -41,15 +41,14 @@ static seqcl_status argmax_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status argmax_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
+static seqcl_status argmax_run(sq_arena *a, const sq_case *c) {
   int N = SH("N", 1), V = SH("V", 1);
   int pad = SH("pad", 0);
   sq_ref x = sq_arena_in_named(a, c, "x"), b = sq_arena_in_named(a, c, "bias");
   sq_ref ids = sq_arena_out(a, "ids", (size_t)N, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_argmax(a->ctx, N, V, x, V + pad, b, ids));
-  return sq_finish_fetch(a, c, &ids, got, fault, cap);
+  return sq_finish_fetch(a, c, &ids);
 }
 
 static const char *const argmax_shapes[] = {"N=1,V=1",          "N=3,V=7,ties=1",
@@ -86,8 +85,7 @@ static seqcl_status greedy_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status greedy_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
+static seqcl_status greedy_run(sq_arena *a, const sq_case *c) {
   int N = SH("N", 1), V = SH("V", 2);
   int pad = SH("pad", 0), with_hist = SH("hist", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), b = sq_arena_in_named(a, c, "bias");
@@ -97,10 +95,10 @@ static seqcl_status greedy_run(sq_arena *a, const sq_case *c, double *const *got
   SQ_TRY(a->st);
   SQ_TRY(sq_argmax_greedy(a->ctx, N, V, x, V + pad, b, ids, fin, V / 2,
                           with_hist ? hist : sq_none()));
-  SQ_TRY(sq_finish_fetch(a, c, (sq_ref[]){ids, fin, hist}, got, fault, cap));
+  SQ_TRY(sq_finish_fetch(a, c, (sq_ref[]){ids, fin, hist}));
   /* absent: the sentinels must survive; compare them as they are on both sides */
   if (!with_hist)
-    for (int n = 0; n < N; n++) got[2][n] = 0.0;
+    for (int n = 0; n < N; n++) a->got[2][n] = 0.0;
   return SEQCL_OK;
 }
 

@@ -25,8 +25,7 @@ static seqcl_status drop_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status drop_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
+static seqcl_status drop_run(sq_arena *a, const sq_case *c) {
   const int R = SH("R", 1), C = SH("C", 1), px = SH("px", 0), py = SH("py", 0);
   const int inplace = SH("inplace", 0);
   sq_dropout_args d = {.rows = R, .cols = C, .ldx = C + px, .ldy = inplace ? C + px : C + py};
@@ -42,7 +41,7 @@ static seqcl_status drop_run(sq_arena *a, const sq_case *c, double *const *got, 
                  (uint64_t)sq_shape_get(&c->shape, "seed", 12345),
                  (uint64_t)sq_shape_get(&c->shape, "step", 7), DROP_TENSOR);
   SQ_TRY(sq_dropout(a->ctx, &d));
-  return sq_finish_fetch(a, c, &d.y, got, fault, cap);
+  return sq_finish_fetch(a, c, &d.y);
 }
 
 static void drop_tol(const sq_case *c, int k, double *const *ref, double *tol) {

@@ -28,15 +28,14 @@ static seqcl_status embed_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status embed_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
+static seqcl_status embed_run(sq_arena *a, const sq_case *c) {
   int N = SH("N", 1), D = SH("D", 1);
   int V = SH("V", 1), pad = SH("pad", 0);
   sq_ref ids = sq_arena_in_named(a, c, "ids"), table = sq_arena_in_named(a, c, "table");
   sq_ref out = sq_arena_out2d(a, "out", (size_t)N, (size_t)D, (size_t)D + pad, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_embedding(a->ctx, N, D, V, ids, sq_case_ini(c, "ids"), table, out, D + pad));
-  return sq_finish_fetch(a, c, &out, got, fault, cap);
+  return sq_finish_fetch(a, c, &out);
 }
 
 static const char *const embed_shapes[] = {"N=1,D=1,V=1", "N=7,D=13,V=37", "N=61,D=32,V=5,pad=3",
@@ -68,14 +67,13 @@ static seqcl_status emb_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status emb_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                            size_t cap) {
+static seqcl_status emb_run(sq_arena *a, const sq_case *c) {
   int N = SH("N", 1), D = SH("D", 1), V = SH("V", 1), pad = SH("pad", 0);
   sq_ref ids = sq_arena_in_named(a, c, "ids"), dy = sq_arena_in_named(a, c, "dy");
   sq_ref dt = sq_arena_out(a, "dtable", (size_t)V * D, sq_case_inf(c, "dtable0"));
   SQ_TRY(a->st);
   SQ_TRY(sq_embedding_bwd(a->ctx, N, D, ids, dy, D + pad, SH("pid", -1), dt));
-  return sq_finish_fetch(a, c, &dt, got, fault, cap);
+  return sq_finish_fetch(a, c, &dt);
 }
 
 static void emb_tol(const sq_case *c, int k, double *const *ref, double *tol) {

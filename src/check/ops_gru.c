@@ -87,13 +87,12 @@ static seqcl_status gates_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gates_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
+static seqcl_status gates_run(sq_arena *a, const sq_case *c) {
   sq_gru_args g;
   gru_fwd_args(a, c, &g);
   SQ_TRY(a->st);
   SQ_TRY(sq_gru_gates(a->ctx, &g, sq_case_ini(c, "lens")));
-  return sq_finish_fetch(a, c, (sq_ref[]){g.h, g.out}, got, fault, cap);
+  return sq_finish_fetch(a, c, (sq_ref[]){g.h, g.out});
 }
 
 /* The gate bound on every output of an active row at its time step (h, out
@@ -133,15 +132,14 @@ static seqcl_status gfwd_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gfwd_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
+static seqcl_status gfwd_run(sq_arena *a, const sq_case *c) {
   const int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1);
   sq_gru_args g;
   gru_fwd_args(a, c, &g);
   sq_ref saved = sq_arena_out_zeros(a, "saved", (size_t)N * T * 4 * H);
   SQ_TRY(a->st);
   SQ_TRY(sq_gru_fwd(a->ctx, &g, saved, (size_t)T * 4 * H, (size_t)4 * H));
-  return sq_finish_fetch(a, c, (sq_ref[]){g.h, g.out, saved}, got, fault, cap);
+  return sq_finish_fetch(a, c, (sq_ref[]){g.h, g.out, saved});
 }
 
 static const char *const gru_quick[] = {"N=3,T=7,H=13", NULL};
@@ -172,8 +170,7 @@ static seqcl_status cell_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status cell_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
+static seqcl_status cell_run(sq_arena *a, const sq_case *c) {
   const sq_shape *s = &c->shape;
   int N = sq_shape_int(s, "N", 1), In = sq_shape_int(s, "In", 1), H = sq_shape_int(s, "H", 1);
   int pad = sq_shape_int(s, "pad", 0);
@@ -184,7 +181,7 @@ static seqcl_status cell_run(sq_arena *a, const sq_case *c, double *const *got, 
   sq_ref ws = sq_arena_scratch(a, "ws", (size_t)6 * N * H);
   SQ_TRY(a->st);
   SQ_TRY(sq_gru_cell(a->ctx, N, In, H, x, In + pad, Wi, Wh, bi, bh, h, ws));
-  return sq_finish_fetch(a, c, &h, got, fault, cap);
+  return sq_finish_fetch(a, c, &h);
 }
 
 /* The gate bound plus the GEMMs' bound carried through the gates: sigma' <= 1/4,
@@ -259,8 +256,7 @@ static seqcl_status layer_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status layer_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
+static seqcl_status layer_run(sq_arena *a, const sq_case *c) {
   const sq_shape *s = &c->shape;
   int N = sq_shape_int(s, "N", 1), T = sq_shape_int(s, "T", 1), In = sq_shape_int(s, "In", 1);
   int H = sq_shape_int(s, "H", 1), layers = sq_shape_int(s, "layers", 1);
@@ -290,12 +286,12 @@ static seqcl_status layer_run(sq_arena *a, const sq_case *c, double *const *got,
                           h[l][d], out[l], W, d * H, ws));
     }
   }
-  SQ_TRY(sq_finish_run(a, fault, cap));
-  for (int l = 0; l < layers; l++) SQ_TRY(sq_arena_fetch(a, out[l], c->out[l].n, 0, got[l]));
+  SQ_TRY(sq_finish_run(a));
+  for (int l = 0; l < layers; l++) SQ_TRY(sq_arena_fetch(a, out[l], c->out[l].n, 0, a->got[l]));
   for (int l = 0; l < layers; l++)
     for (int d = 0; d < dirs; d++)
       SQ_TRY(sq_arena_fetch(a, h[l][d], (size_t)N * H, 0,
-                            got[layers] + ((size_t)l * dirs + d) * N * H));
+                            a->got[layers] + ((size_t)l * dirs + d) * N * H));
   return SEQCL_OK;
 }
 
@@ -356,8 +352,7 @@ static seqcl_status gbwd_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gbwd_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
+static seqcl_status gbwd_run(sq_arena *a, const sq_case *c) {
   int N = SH("N", 1), T = SH("T", 1), H = SH("H", 1), ld = 3 * H + SH("pad", 0);
   sq_gru_bwd_args g;
   memset(&g, 0, sizeof g);
@@ -373,7 +368,7 @@ static seqcl_status gbwd_run(sq_arena *a, const sq_case *c, double *const *got, 
   g.sv_sn = (size_t)T * 4 * H, g.sv_st = (size_t)4 * H;
   SQ_TRY(a->st);
   SQ_TRY(sq_gru_gates_bwd(a->ctx, &g));
-  return sq_finish_fetch(a, c, (sq_ref[]){g.dh, g.dgi, g.dgh}, got, fault, cap);
+  return sq_finish_fetch(a, c, (sq_ref[]){g.dh, g.dgi, g.dgh});
 }
 
 /* Each gate value may be off by d = 1e-6 + 4e-5 (as gru_gates); the gradients'

@@ -78,8 +78,7 @@ static seqcl_status gemm_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gemm_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
+static seqcl_status gemm_run(sq_arena *a, const sq_case *c) {
   gemm_dims d;
   gemm_dims_of(c, &d);
   sq_ref A = sq_arena_in_named(a, c, "A"), B = sq_arena_in_named(a, c, "B");
@@ -91,7 +90,7 @@ static seqcl_status gemm_run(sq_arena *a, const sq_case *c, double *const *got, 
   if (half) SQ_TRY(sq_buf_halfwidth(a->ctx, B.buf, (sq_halfwidth)half));
   SQ_TRY(sq_gemm(a->ctx, d.ta, d.tb, d.M, d.N, d.K, (float)d.alpha, A, d.lda, d.sa, B, d.ldb,
                  d.sb, (float)d.beta, C, d.ldc, d.sc, d.batch));
-  return sq_finish_fetch(a, c, &C, got, fault, cap);
+  return sq_finish_fetch(a, c, &C);
 }
 
 static void gemm_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -193,15 +192,14 @@ static seqcl_status linear_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status linear_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                               size_t cap) {
+static seqcl_status linear_run(sq_arena *a, const sq_case *c) {
   int R = SH("R", 1), I = SH("I", 1), O = SH("O", 1), pad = SH("pad", 0);
   sq_ref x = sq_arena_in_named(a, c, "x"), W = sq_arena_in_named(a, c, "W");
   sq_ref b = sq_arena_in_named(a, c, "b");
   sq_ref y = sq_arena_out2d(a, "y", (size_t)R, (size_t)O, (size_t)O + pad, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_linear(a->ctx, R, I, O, x, I + pad, W, b, y, O + pad));
-  return sq_finish_fetch(a, c, &y, got, fault, cap);
+  return sq_finish_fetch(a, c, &y);
 }
 
 static void linear_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -234,14 +232,13 @@ static seqcl_status bias_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status bias_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
+static seqcl_status bias_run(sq_arena *a, const sq_case *c) {
   int R = SH("R", 1), C = SH("C", 1), pad = SH("pad", 0);
   sq_ref dy = sq_arena_in_named(a, c, "dy");
   sq_ref db = sq_arena_out(a, "db", (size_t)C, sq_case_inf(c, "db0"));
   SQ_TRY(a->st);
   SQ_TRY(sq_bias_grad(a->ctx, R, C, dy, C + pad, db));
-  return sq_finish_fetch(a, c, &db, got, fault, cap);
+  return sq_finish_fetch(a, c, &db);
 }
 
 static void bias_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -275,14 +272,13 @@ static seqcl_status tanh_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status tanh_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
+static seqcl_status tanh_run(sq_arena *a, const sq_case *c) {
   size_t n = (size_t)SH("n", 1);
   sq_ref y = sq_arena_in_named(a, c, "y"), dy = sq_arena_in_named(a, c, "dy");
   sq_ref dx = sq_arena_out(a, "dx", n, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_tanh_bwd(a->ctx, n, y, dy, dx));
-  return sq_finish_fetch(a, c, &dx, got, fault, cap);
+  return sq_finish_fetch(a, c, &dx);
 }
 
 static void tanh_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -316,8 +312,7 @@ static seqcl_status lin_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status lin_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                            size_t cap) {
+static seqcl_status lin_run(sq_arena *a, const sq_case *c) {
   int R = SH("R", 1), I = SH("I", 1), O = SH("O", 1), pad = SH("pad", 0), bias = SH("bias", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), W = sq_arena_in_named(a, c, "W");
   sq_ref dy = sq_arena_in_named(a, c, "dy");
@@ -327,7 +322,7 @@ static seqcl_status lin_run(sq_arena *a, const sq_case *c, double *const *got, c
   SQ_TRY(a->st);
   SQ_TRY(sq_linear_bwd(a->ctx, R, I, O, x, I + pad, W, dy, O + pad, dx, I + pad,
                        (float)sq_shape_get(&c->shape, "beta", 1), dW, db));
-  return sq_finish_fetch(a, c, (sq_ref[]){dx, dW, db}, got, fault, cap);
+  return sq_finish_fetch(a, c, (sq_ref[]){dx, dW, db});
 }
 
 static void lin_tol(const sq_case *c, int k, double *const *ref, double *tol) {

@@ -61,13 +61,12 @@ static seqcl_status lsm_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status lsm_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                            size_t cap) {
+static seqcl_status lsm_run(sq_arena *a, const sq_case *c) {
   int N = SH("N", 1), V = SH("V", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), y = sq_arena_out(a, "y", (size_t)N * V, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_log_softmax(a->ctx, N, V, x, y));
-  return sq_finish_fetch(a, c, &y, got, fault, cap);
+  return sq_finish_fetch(a, c, &y);
 }
 
 static void lsm_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -99,14 +98,13 @@ static seqcl_status ce_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status ce_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                           size_t cap) {
+static seqcl_status ce_run(sq_arena *a, const sq_case *c) {
   int N = SH("N", 1), V = SH("V", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), labels = sq_arena_in_named(a, c, "labels");
   sq_ref loss = sq_arena_out(a, "loss", 1, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_cross_entropy(a->ctx, N, V, x, labels, sq_case_ini(c, "labels"), loss));
-  return sq_finish_fetch(a, c, &loss, got, fault, cap);
+  return sq_finish_fetch(a, c, &loss);
 }
 
 static void ce_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -160,14 +158,13 @@ static seqcl_status gce_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status gce_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                           size_t cap) {
+static seqcl_status gce_run(sq_arena *a, const sq_case *c) {
   int N = SH("N", 1), V = SH("V", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), labels = sq_arena_in_named(a, c, "labels");
   sq_ref dx = sq_arena_out(a, "dx", (size_t)N * V, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_cross_entropy_bwd(a->ctx, N, V, x, labels, sq_grad_ce_scale(c), dx));
-  return sq_finish_fetch(a, c, &dx, got, fault, cap);
+  return sq_finish_fetch(a, c, &dx);
 }
 
 /* softmax_j's relative error: the rounding of x_j - max carried through exp

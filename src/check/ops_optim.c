@@ -18,12 +18,11 @@ static seqcl_status ssq_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status ssq_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                            size_t cap) {
+static seqcl_status ssq_run(sq_arena *a, const sq_case *c) {
   sq_ref x = sq_arena_in_named(a, c, "x"), out = sq_arena_out(a, "out", 1, NULL);
   SQ_TRY(a->st);
   SQ_TRY(sq_sum_squares(a->ctx, (size_t)SH("n", 1), x, out));
-  return sq_finish_fetch(a, c, &out, got, fault, cap);
+  return sq_finish_fetch(a, c, &out);
 }
 
 static void ssq_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -48,13 +47,12 @@ static seqcl_status scale_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status scale_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
+static seqcl_status scale_run(sq_arena *a, const sq_case *c) {
   size_t n = (size_t)SH("n", 1);
   sq_ref x = sq_arena_out(a, "x", n, sq_case_inf(c, "x0"));
   SQ_TRY(a->st);
   SQ_TRY(sq_scale(a->ctx, n, x, (float)sq_shape_get(&c->shape, "s", 0.37)));
-  return sq_finish_fetch(a, c, &x, got, fault, cap);
+  return sq_finish_fetch(a, c, &x);
 }
 
 static void scale_tol(const sq_case *c, int k, double *const *ref, double *tol) {
@@ -109,8 +107,7 @@ static seqcl_status adam_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status adam_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                             size_t cap) {
+static seqcl_status adam_run(sq_arena *a, const sq_case *c) {
   size_t n = (size_t)SH("n", 1);
   adam_hp h = adam_params(c);
   sq_ref g = sq_arena_in_named(a, c, "g");
@@ -119,7 +116,7 @@ static seqcl_status adam_run(sq_arena *a, const sq_case *c, double *const *got, 
   sq_ref v = sq_arena_out(a, "v", n, sq_case_inf(c, "v0"));
   SQ_TRY(a->st);
   SQ_TRY(sq_adam_update(a->ctx, n, p, g, m, v, h.b1, h.b2, h.eps, h.step_size, h.bc2_sqrt));
-  return sq_finish_fetch(a, c, (sq_ref[]){p, m, v}, got, fault, cap);
+  return sq_finish_fetch(a, c, (sq_ref[]){p, m, v});
 }
 
 /* m and v: the roundings of the products and the sum (3 eps, 4 eps with g^2) on

@@ -184,8 +184,7 @@ static seqcl_status broken_gen(sq_case *c, sq_rng *r) {
   return SEQCL_OK;
 }
 
-static seqcl_status broken_run(sq_arena *a, const sq_case *c, double *const *got, char *fault,
-                              size_t cap) {
+static seqcl_status broken_run(sq_arena *a, const sq_case *c) {
   seqcl_ctx *ctx = a->ctx; /* the runner's arena, which it releases */
   sq_ref x = sq_arena_in_named(a, c, "x"), y = sq_arena_out(a, "y", 16, NULL);
   seqcl_status st = a->st;
@@ -200,8 +199,8 @@ static seqcl_status broken_run(sq_arena *a, const sq_case *c, double *const *got
   if (st == SEQCL_OK && broken_mode == BROKEN_GUARD_BEFORE)
     st = sq_write(ctx, sq_at(y.buf, y.off - 1), &one, 4);
   if (st == SEQCL_OK && broken_mode == BROKEN_INPUT) st = sq_write(ctx, sq_ref_add(x, 2), &one, 4);
-  if (st == SEQCL_OK) st = sq_arena_verify(a, fault, cap);
-  if (st == SEQCL_OK) st = sq_arena_fetch(a, y, 16, 0, got[0]);
+  if (st == SEQCL_OK) st = sq_arena_verify(a, a->fault, a->fault_cap);
+  if (st == SEQCL_OK) st = sq_arena_fetch(a, y, 16, 0, a->got[0]);
   return st;
 }
 
