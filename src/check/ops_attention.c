@@ -331,8 +331,7 @@ static seqcl_status context_gen(sq_case *c, sq_rng *r) {
 }
 
 static seqcl_status context_run(sq_arena *a, const sq_case *c) {
-  int N = SH("N", 1), S = SH("S", 1);
-  int He = SH("He", 1), pad = SH("pad", 0);
+  int N = SH("N", 1), S = SH("S", 1), He = SH("He", 1), pad = SH("pad", 0);
   sq_ref alpha = sq_arena_in_named(a, c, "alpha"), keys = sq_arena_in_named(a, c, "keys");
   sq_ref out = sq_arena_out2d(a, "c", (size_t)N, (size_t)He, (size_t)He + pad, NULL);
   SQ_TRY(a->st);
@@ -342,8 +341,7 @@ static seqcl_status context_run(sq_arena *a, const sq_case *c) {
 
 static void context_tol(const sq_case *c, int k, double *const *ref, double *tol) {
   (void)k, (void)ref;
-  int N = SH("N", 1), S = SH("S", 1);
-  int He = SH("He", 1);
+  int N = SH("N", 1), S = SH("S", 1), He = SH("He", 1);
   const float *alpha = sq_case_inf(c, "alpha"), *keys = sq_case_inf(c, "keys");
   for (int n = 0; n < N; n++)
     for (int i = 0; i < He; i++) {

@@ -30,8 +30,7 @@ static seqcl_status topk_gen(sq_case *c, sq_rng *r) {
 }
 
 static seqcl_status topk_run(sq_arena *a, const sq_case *c) {
-  int N = SH("N", 1), V = SH("V", 1);
-  int K = SH("K", 1), pad = SH("pad", 0);
+  int N = SH("N", 1), V = SH("V", 1), K = SH("K", 1), pad = SH("pad", 0);
   sq_ref x = sq_arena_in_named(a, c, "x");
   sq_ref vals = sq_arena_out(a, "vals", (size_t)N * K, NULL);
   sq_ref ids = sq_arena_out(a, "ids", (size_t)N * K, NULL);
@@ -44,8 +43,7 @@ static seqcl_status topk_run(sq_arena *a, const sq_case *c) {
  * error of the sum of exponentials (a tree sum) as an absolute error of log Z,
  * and the final subtraction. ids: exact. */
 static void topk_tol(const sq_case *c, int k, double *const *ref, double *tol) {
-  const int N = SH("N", 1), V = SH("V", 1);
-  const int K = SH("K", 1), ld = V + SH("pad", 0);
+  const int N = SH("N", 1), V = SH("V", 1), K = SH("K", 1), ld = V + SH("pad", 0);
   const float *x = sq_case_inf(c, "x");
   for (int n = 0; n < N; n++) {
     double mx, dmax;

@@ -42,8 +42,7 @@ static seqcl_status argmax_gen(sq_case *c, sq_rng *r) {
 }
 
 static seqcl_status argmax_run(sq_arena *a, const sq_case *c) {
-  int N = SH("N", 1), V = SH("V", 1);
-  int pad = SH("pad", 0);
+  int N = SH("N", 1), V = SH("V", 1), pad = SH("pad", 0);
   sq_ref x = sq_arena_in_named(a, c, "x"), b = sq_arena_in_named(a, c, "bias");
   sq_ref ids = sq_arena_out(a, "ids", (size_t)N, NULL);
   SQ_TRY(a->st);
@@ -86,8 +85,7 @@ static seqcl_status greedy_gen(sq_case *c, sq_rng *r) {
 }
 
 static seqcl_status greedy_run(sq_arena *a, const sq_case *c) {
-  int N = SH("N", 1), V = SH("V", 2);
-  int pad = SH("pad", 0), with_hist = SH("hist", 1);
+  int N = SH("N", 1), V = SH("V", 2), pad = SH("pad", 0), with_hist = SH("hist", 1);
   sq_ref x = sq_arena_in_named(a, c, "x"), b = sq_arena_in_named(a, c, "bias");
   sq_ref ids = sq_arena_out(a, "ids", (size_t)N, NULL);
   sq_ref fin = sq_arena_out(a, "finished", (size_t)N, sq_case_ini(c, "fin"));

@@ -29,8 +29,7 @@ static seqcl_status embed_gen(sq_case *c, sq_rng *r) {
 }
 
 static seqcl_status embed_run(sq_arena *a, const sq_case *c) {
-  int N = SH("N", 1), D = SH("D", 1);
-  int V = SH("V", 1), pad = SH("pad", 0);
+  int N = SH("N", 1), D = SH("D", 1), V = SH("V", 1), pad = SH("pad", 0);
   sq_ref ids = sq_arena_in_named(a, c, "ids"), table = sq_arena_in_named(a, c, "table");
   sq_ref out = sq_arena_out2d(a, "out", (size_t)N, (size_t)D, (size_t)D + pad, NULL);
   SQ_TRY(a->st);

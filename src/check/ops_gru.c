@@ -313,8 +313,7 @@ static void layer_tol(const sq_case *c, int k, double *const *ref, double *tol) 
 
 static double layer_l2(const sq_case *c, int k) {
   (void)k;
-  int H = SH("H", 1), T = SH("T", 1);
-  int L = SH("layers", 1);
+  int H = SH("H", 1), T = SH("T", 1), L = SH("layers", 1);
   return 4.0 * sq_ceil_log2(7L * H * T * L) * SQ_EPS;
 }
 
