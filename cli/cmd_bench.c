@@ -22,6 +22,7 @@
  * file parses the options, opens each device and prints the rows (the table
  * and the --json file) as the harness hands them over. */
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,35 @@ static void set_str(json_t *o, const char *k, const char *v) {
   json_object_set_new(o, k, json_string(v));
 }
 
+/* A member of a row struct and the JSON key it is written under; its kind
+ * comes from the member's C type (int, size_t, double or const char *; any
+ * other is a compile error), so that a table cannot misread a member. */
+typedef enum { F_INT, F_SIZE, F_NUM, F_STR } field_kind;
+typedef struct field {
+  const char *key;
+  size_t offset;
+  field_kind kind;
+} field;
+#define FIELD(key, type, member)                                                 \
+  {key, offsetof(type, member),                                                  \
+   _Generic(((type *)0)->member, int: F_INT, size_t: F_SIZE, double: F_NUM,      \
+            const char *: F_STR)}
+
+/* Sets one key of j per entry of the table fields (n entries) from row. */
+static void set_fields(json_t *j, const void *row, const field *fields, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const field *f = &fields[i];
+    const void *p = (const char *)row + f->offset;
+    switch (f->kind) {
+    case F_INT: set_int(j, f->key, *(const int *)p); break;
+    case F_SIZE: set_int(j, f->key, (long long)*(const size_t *)p); break;
+    case F_NUM: set_num(j, f->key, *(const double *)p); break;
+    case F_STR: set_str(j, f->key, *(const char *const *)p); break;
+    }
+  }
+}
+#define SET_FIELDS(j, row, table) set_fields(j, row, table, sizeof table / sizeof table[0])
+
 /* One device's output: its JSON object and what the table headers need. */
 typedef struct printer {
   const bench_opts *o;
@@ -185,11 +215,12 @@ static void on_copy(void *user, int mib, double gbps) {
 static void on_kernel(void *user, const sq_bench_kernel_row *r) {
   printer *p = user;
   printf("    %-34s %10.3f %10.2f %8.0f%%\n", r->label, r->ms, r->gbps, 100 * r->fraction_of_copy);
+  static const field fields[] = {FIELD("ms", sq_bench_kernel_row, ms),
+                                 FIELD("gbps", sq_bench_kernel_row, gbps),
+                                 FIELD("fraction_of_copy", sq_bench_kernel_row, fraction_of_copy)};
   json_t *j = json_object();
   set_str(j, "kernel", r->label);
-  set_num(j, "ms", r->ms);
-  set_num(j, "gbps", r->gbps);
-  set_num(j, "fraction_of_copy", r->fraction_of_copy);
+  SET_FIELDS(j, r, fields);
   json_array_append_new(p->jk, j);
 }
 
@@ -202,17 +233,17 @@ static void on_gemm(void *user, const sq_bench_gemm_row *r) {
            r->best_gflops);
   else
     printf("    %-22s %12s %12.2f %10.2f\n", label, "-", r->lib_gflops, r->best_gflops);
+  static const field fields[] = {FIELD("M", sq_bench_gemm_row, M), FIELD("N", sq_bench_gemm_row, N),
+                                 FIELD("K", sq_bench_gemm_row, K),
+                                 FIELD("best_gflops", sq_bench_gemm_row, best_gflops)};
   json_t *j = json_object();
-  set_int(j, "M", r->M);
-  set_int(j, "N", r->N);
-  set_int(j, "K", r->K);
+  SET_FIELDS(j, r, fields);
   if (p->info.own_gemm) set_num(j, "own_kernel_gflops", r->own_gflops);
   char key[64];
   snprintf(key, sizeof key, "%s_gflops", p->info.blas);
   for (char *c = key; *c; c++)
     if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a'); /* "openblas_gflops" */
   set_num(j, key, r->lib_gflops);
-  set_num(j, "best_gflops", r->best_gflops);
   json_array_append_new(p->jg, j);
 }
 
@@ -225,34 +256,41 @@ static void set_step_counts(json_t *j, double launches, double blas_calls, doubl
 
 /* A decode row's shape, the key of its decode and its encoder object. */
 static json_t *decode_shape(const sq_bench_decode_row *r) {
+  static const field fields[] = {
+      FIELD("score", sq_bench_decode_row, score), FIELD("hidden", sq_bench_decode_row, hidden),
+      FIELD("src_len", sq_bench_decode_row, src_len), FIELD("batch", sq_bench_decode_row, batch)};
   json_t *j = json_object();
-  set_str(j, "score", r->score);
-  set_int(j, "hidden", r->hidden);
-  set_int(j, "src_len", r->src_len);
-  set_int(j, "batch", r->batch);
+  SET_FIELDS(j, r, fields);
   return j;
 }
 
 static void on_decode(void *user, const sq_bench_decode_row *r) {
+  static const field decode[] = {
+      FIELD("steps", sq_bench_decode_row, steps), FIELD("seconds", sq_bench_decode_row, seconds),
+      FIELD("tokens_per_s", sq_bench_decode_row, tokens_per_s),
+      FIELD("step_ms", sq_bench_decode_row, step_ms)};
+  static const field encoder[] = {
+      FIELD("seconds", sq_bench_decode_row, enc_seconds),
+      FIELD("src_tokens_per_s", sq_bench_decode_row, enc_tokens_per_s)};
   printer *p = user;
   printf("    %-8s %4d %3d %5d %12.0f %10.3f %9.2f %8.2f %6.2f %9.0f\n", r->score, r->hidden,
          r->src_len, r->batch, r->tokens_per_s, r->step_ms, r->launches, r->blas_calls, r->syncs,
          r->enc_tokens_per_s);
   fflush(stdout);
   json_t *j = decode_shape(r);
-  set_int(j, "steps", r->steps);
-  set_num(j, "seconds", r->seconds);
-  set_num(j, "tokens_per_s", r->tokens_per_s);
-  set_num(j, "step_ms", r->step_ms);
+  SET_FIELDS(j, r, decode);
   set_step_counts(j, r->launches, r->blas_calls, r->syncs);
   json_array_append_new(p->jdec, j);
   json_t *je = decode_shape(r);
-  set_num(je, "seconds", r->enc_seconds);
-  set_num(je, "src_tokens_per_s", r->enc_tokens_per_s);
+  SET_FIELDS(je, r, encoder);
   json_array_append_new(p->jenc, je);
 }
 
 static void on_ablation(void *user, const sq_bench_ablation_row *r) {
+  static const field fields[] = {
+      FIELD("batch", sq_bench_ablation_row, batch),
+      FIELD("tokens_per_s", sq_bench_ablation_row, tokens_per_s),
+      FIELD("ratio_to_all_on", sq_bench_ablation_row, ratio_to_all_on)};
   printer *p = user;
   const char *name = r->off ? r->off : "(nothing: all on)";
   printf("    %-22s %5d %12.0f %8.2f %9.2f %8.2f %7.2f\n", name, r->batch, r->tokens_per_s,
@@ -260,9 +298,7 @@ static void on_ablation(void *user, const sq_bench_ablation_row *r) {
   fflush(stdout);
   json_t *j = json_object();
   set_str(j, "off", r->off ? r->off : "none");
-  set_int(j, "batch", r->batch);
-  set_num(j, "tokens_per_s", r->tokens_per_s);
-  set_num(j, "ratio_to_all_on", r->ratio_to_all_on);
+  SET_FIELDS(j, r, fields);
   set_step_counts(j, r->launches, r->blas_calls, r->syncs);
   json_array_append_new(p->ja, j);
 }
@@ -288,33 +324,24 @@ static void point_print(const sq_bench_point_row *r) {
 }
 
 static json_t *point_json(const sq_bench_point_row *r) {
+#define POINT(key, member) FIELD(key, sq_bench_point_row, member)
+  static const field fields[] = {
+      POINT("score", score), POINT("hidden", hidden), POINT("enc_hidden", enc_hidden),
+      POINT("enc_layers", enc_layers), POINT("bidirectional", bidirectional),
+      POINT("vocab", vocab), POINT("src_len", src_len), POINT("batch", batch),
+      POINT("beam", beam), POINT("max_steps", steps), POINT("lines", lines),
+      POINT("decoder_steps_total", tokens), POINT("decode_seconds", seconds),
+      POINT("tokens_per_s", tokens_per_s), POINT("process_seconds", process_seconds),
+      POINT("process_tokens_per_s", process_tokens_per_s), POINT("step_ms", step_ms),
+      POINT("step_mflop", step_mflop), POINT("step_weight_mb", step_weight_mb),
+      POINT("gflops", gflops), POINT("weight_gbps", weight_gbps), POINT("bound", bound),
+      POINT("fraction_of_ceiling", fraction)};
+#undef POINT
   json_t *j = json_object();
   set_str(j, "point", r->label);
-  set_str(j, "score", r->score);
-  set_int(j, "hidden", r->hidden);
-  set_int(j, "enc_hidden", r->enc_hidden);
-  set_int(j, "enc_layers", r->enc_layers);
-  set_int(j, "bidirectional", r->bidirectional);
   set_str(j, "output", r->state_context ? "state_context" : "state");
-  set_int(j, "vocab", r->vocab);
-  set_int(j, "src_len", r->src_len);
-  set_int(j, "batch", r->batch);
-  set_int(j, "beam", r->beam);
-  set_int(j, "max_steps", r->steps);
-  set_int(j, "lines", (long long)r->lines);
-  set_int(j, "decoder_steps_total", (long long)r->tokens);
-  set_num(j, "decode_seconds", r->seconds);
-  set_num(j, "tokens_per_s", r->tokens_per_s);
-  set_num(j, "process_seconds", r->process_seconds);
-  set_num(j, "process_tokens_per_s", r->process_tokens_per_s);
-  set_num(j, "step_ms", r->step_ms);
-  set_num(j, "step_mflop", r->step_mflop);
-  set_num(j, "step_weight_mb", r->step_weight_mb);
-  set_num(j, "gflops", r->gflops);
-  set_num(j, "weight_gbps", r->weight_gbps);
-  set_str(j, "bound", r->bound);
+  SET_FIELDS(j, r, fields);
   set_num(j, r->bound[0] == 'g' ? "gemm_ceiling_gflops" : "copy_gbps", r->ceiling);
-  set_num(j, "fraction_of_ceiling", r->fraction);
   return j;
 }
 
