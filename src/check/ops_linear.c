@@ -148,7 +148,10 @@ static const char *const gemm_shapes[] = {
      * batch-1 row kernel with a K tail and padded rows, the 4 x 4 blocks with
      * tails, K below one vector, rows split across threads, columns split
      * (M = 1), and the paths that read float32 B (rows past the own kernel's
-     * 256, B not transposed) */
+     * 256, B not transposed); bf16 rows of whole 32-element blocks (ldb a
+     * multiple of 32) go through the host's paired copy: the row kernel with
+     * and without a K tail, the blocks with row and column tails, batches, and
+     * columns split */
     "M=1,N=77,K=259,tb=1,pad=1,beta=0.5,half=1",
     "M=1,N=77,K=259,tb=1,pad=1,beta=0.5,half=2",
     "M=64,N=100,K=33,tb=1,pad=2,alpha=-0.75,beta=1,half=1",
@@ -159,6 +162,12 @@ static const char *const gemm_shapes[] = {
     "M=1,N=4099,K=67,tb=1,alpha=2,half=1",
     "M=300,N=20,K=40,tb=1,half=1",
     "M=7,N=13,K=37,half=2",
+    "M=1,N=77,K=256,tb=1,beta=0.5,half=1",
+    "M=1,N=45,K=90,tb=1,pad=6,half=1",
+    "M=11,N=37,K=64,tb=1,alpha=-0.75,beta=1,half=1",
+    "M=5,N=29,K=17,tb=1,pad=15,batch=2,half=1",
+    "M=24,N=130,K=128,tb=1,half=1",
+    "M=1,N=4099,K=64,tb=1,half=1",
     NULL};
 static const char *const gemm_quick[] = {"M=7,N=13,K=37,tb=1", "M=20,N=24,K=100,int=1,beta=1",
                                          "M=1,N=77,K=259,tb=1,pad=1,beta=0.5", NULL};
