@@ -148,10 +148,9 @@ static const char *const gemm_shapes[] = {
      * batch-1 row kernel with a K tail and padded rows, the 4 x 4 blocks with
      * tails, K below one vector, rows split across threads, columns split
      * (M = 1), and the paths that read float32 B (rows past the own kernel's
-     * 256, B not transposed); bf16 rows of whole 32-element blocks (ldb a
-     * multiple of 32) go through the host's paired copy: the row kernel with
-     * and without a K tail, the blocks with row and column tails, batches, and
-     * columns split */
+     * 256, B not transposed); bf16 rows of several whole vectors, with and
+     * without a K tail: the row kernel, the blocks with row and column tails,
+     * batches, and columns split */
     "M=1,N=77,K=259,tb=1,pad=1,beta=0.5,half=1",
     "M=1,N=77,K=259,tb=1,pad=1,beta=0.5,half=2",
     "M=64,N=100,K=33,tb=1,pad=2,alpha=-0.75,beta=1,half=1",

@@ -3,9 +3,9 @@
  * what the float32 path computes for the same rounded weights (forward logits
  * bit for bit, greedy tokens equal), on golden models of several layouts; the
  * agreement rule against the unrounded float32 model (logits within 1e-2 of
- * each row's largest |logit|); the host's paired bfloat16 product against
- * its float32 product, bit for bit, at shapes around its 32-element blocks,
- * and a model whose products all read it; and the refusals: a weight beyond binary16's
+ * each row's largest |logit|); the host's 16-bit products against its
+ * float32 product, bit for bit, at shapes around its 16-lane steps, and a
+ * model wider than one vector, at batch 1 and 6; and the refusals: a weight beyond binary16's
  * range names its tensor, a device without the 16-bit products says so,
  * before anything is uploaded. Exits 77 (skip) on a CPU without AVX-512F. */
 #include <math.h>
@@ -236,12 +236,12 @@ static void test_models(void **state) {
 }
 
 /* A weight of 1e5 fits bfloat16 but not binary16: the f16 load names it. */
-/* The host's bfloat16 product reads gemm_nt.h's paired layout: over M (the
- * one-row and the 4 x 4 kernels), N (whole and partial blocks of columns) and
- * K around the 32-element blocks (tails of 1..31, rows padded to whole
- * blocks), it gives the float32 product's bits for the same values. The
- * padding of each row is NaN: a lane read past K would show. */
-static void test_paired_kernel_bits(void **state) {
+/* The host's 16-bit products (bfloat16 and binary16 B): over M (the one-row
+ * and the 4 x 4 kernels), N (whole and partial blocks of columns) and K
+ * around the 16-lane steps (tails of 1..15, padded rows), each gives the
+ * float32 product's bits for the same values. The padding of each row is
+ * NaN: a lane read past K would show. */
+static void test_kernel_bits(void **state) {
   (void)state;
   const int Ms[] = {1, 2, 3, 4, 5, 8, 13, 24}, Ns[] = {1, 3, 8, 9, 29};
   const int Ks[] = {1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 100, 288};
@@ -250,7 +250,7 @@ static void test_paired_kernel_bits(void **state) {
     for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++)
       for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
         const int M = Ms[mi], N = Ns[ni], K = Ks[ki];
-        const int ldb = (K + 31) / 32 * 32 + (ki % 2 ? 32 : 0), off = 64;
+        const int ldb = K + (int)(ki % 3) * 7, off = 5;
         const size_t nb = off + (size_t)N * ldb;
         float *a = malloc((size_t)M * K * sizeof *a), *b = malloc(nb * sizeof *b);
         float *c32 = malloc((size_t)M * N * sizeof *c32), *c16 = malloc((size_t)M * N * sizeof *c16);
@@ -263,35 +263,39 @@ static void test_paired_kernel_bits(void **state) {
         for (size_t i = 0; i < nb; i++) {
           rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
           const float v = (float)((double)(rng >> 11) / 9007199254740992.0 - 0.5);
-          b[i] = (i < (size_t)off || (i - off) % ldb >= (size_t)K) ? NAN
-                                                                    : sq_round_halfwidth(v, SQ_HALF_BF16);
-          p[sq_bf16_pair_index(i)] = sq_float_to_bf16(b[i]);
+          b[i] = (i < (size_t)off || (i - off) % ldb >= (size_t)K) ? NAN : v;
         }
+        for (int wi = 0; wi < 2; wi++) {
+          const sq_halfwidth w = wi ? SQ_HALF_F16 : SQ_HALF_BF16;
+          float *bw = malloc(nb * sizeof *bw);
+          assert_non_null(bw);
+          for (size_t i = 0; i < nb; i++) {
+            bw[i] = isnan(b[i]) ? b[i] : sq_round_halfwidth(b[i], w);
+            p[i] = wi ? sq_float_to_half(bw[i]) : sq_float_to_bf16(bw[i]);
+          }
         for (int beta = 0; beta < 2; beta++) {
           for (size_t i = 0; i < (size_t)M * N; i++) c32[i] = c16[i] = (float)i * 0.25f - 1.0f;
-          assert_true(sq_gemm_nt_half_fits(SQ_HALF_BF16, off, ldb, 0, 1));
-          sq_gemm_nt(M, N, K, 0.75f, a, K, b + off, ldb, beta * 0.5f, c32, N);
-          sq_gemm_nt_half(M, N, K, 0.75f, a, K, p + off, ldb, SQ_HALF_BF16, beta * 0.5f, c16, N);
+          sq_gemm_nt(M, N, K, 0.75f, a, K, bw + off, ldb, beta * 0.5f, c32, N);
+          sq_gemm_nt_half(M, N, K, 0.75f, a, K, p + off, ldb, w, beta * 0.5f, c16, N);
           for (size_t i = 0; i < (size_t)M * N; i++) {
             if (!isfinite(c32[i])) fail_msg("M %d N %d K %d: float32 result %zu not finite", M, N, K, i);
             if (memcmp(&c32[i], &c16[i], sizeof(float)))
-              fail_msg("M %d N %d K %d ldb %d beta %d: element %zu %.9g (bf16) != %.9g (float32)",
-                       M, N, K, ldb, beta, i, (double)c16[i], (double)c32[i]);
+              fail_msg("%s M %d N %d K %d ldb %d beta %d: element %zu %.9g (16-bit) != %.9g "
+                       "(float32)", wi ? "f16" : "bf16", M, N, K, ldb, beta, i, (double)c16[i],
+                       (double)c32[i]);
           }
+        }
+          free(bw);
         }
         free(a), free(b), free(c32), free(c16), free(p);
       }
-  /* rows or batch items that do not start a block are not read paired */
-  assert_false(sq_gemm_nt_half_fits(SQ_HALF_BF16, 16, 64, 0, 1));
-  assert_false(sq_gemm_nt_half_fits(SQ_HALF_BF16, 0, 48, 0, 1));
-  assert_false(sq_gemm_nt_half_fits(SQ_HALF_BF16, 0, 64, 80, 2));
-  assert_true(sq_gemm_nt_half_fits(SQ_HALF_F16, 16, 7, 3, 2));
 }
 
-/* A model whose weight rows are whole blocks (E 32, H_e 2 x 16, H_d 64, A 32),
- * so its products read the paired copy, at batch 1 and batch 6: the bits of
- * the float32 model of the rounded weights. */
-static void test_paired_model(void **state) {
+/* A model whose weight rows span several vectors (E 32, H_e 2 x 16, H_d 64,
+ * A 32; the golden models are narrower than one), decoded at batch 1 (the
+ * one-row kernel) and 6 (the 4 x 4 blocks) with alignments: the bits of the
+ * float32 model of the rounded weights. */
+static void test_wide_model(void **state) {
   (void)state;
   sq_config c;
   hu_tiny_config(&c);
@@ -415,8 +419,8 @@ int main(void) {
   const struct CMUnitTest models[] = {
       cmocka_unit_test_setup_teardown(test_models, hu_setup_tmpdir, hu_teardown_tmpdir),
       cmocka_unit_test_setup_teardown(test_f16_range, hu_setup_tmpdir, hu_teardown_tmpdir),
-      cmocka_unit_test(test_paired_kernel_bits),
-      cmocka_unit_test_setup_teardown(test_paired_model, hu_setup_tmpdir, hu_teardown_tmpdir),
+      cmocka_unit_test(test_kernel_bits),
+      cmocka_unit_test_setup_teardown(test_wide_model, hu_setup_tmpdir, hu_teardown_tmpdir),
       cmocka_unit_test(test_opencl_refused),
   };
   return rc | cmocka_run_group_tests(models, NULL, NULL);

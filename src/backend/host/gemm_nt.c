@@ -50,52 +50,27 @@ static inline __attribute__((always_inline)) NT_TARGET void store_row(__m128 sum
   for (int j = 0; j < nr; j++) ci[j] = beta == 0.0f ? alpha * s[j] : alpha * s[j] + beta * ci[j];
 }
 
-/* The lanes of a 16-lane half with n elements left (0 when n <= 0). */
-static inline __attribute__((always_inline)) __mmask16 k_mask(int n) {
-  return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
-}
-
-/* The 32-bit words a 16-bit B's half-step loads (used by bfloat16 only; the
- * zero start costs nothing and keeps every type's code the same). */
-#define NT_RAW(w, x, y, z)                                                            \
-  __m512i w = _mm512_setzero_si512(), x = _mm512_setzero_si512(), y = _mm512_setzero_si512(), \
-          z = _mm512_setzero_si512()
-
-/* One half-step of the 4 x 4 block over 16 (or, masked, fewer) k at k + dk:
- * four loads of A, four of B (LOAD: NT_B_LO or NT_B_HI of the type being
- * compiled), sixteen fused multiply-adds. Written out: at -O2 the compiler
- * keeps named accumulators in registers, an array of them on the stack. */
+#define NT_LOAD_A(p, m) _mm512_maskz_loadu_ps((m), (p) + k)
+/* One step of the block over 16 (or, masked, fewer) k: four loads of A, four
+ * of B (NT_LOAD_B: the type being compiled), sixteen fused multiply-adds. Written out: at -O2 the compiler keeps
+ * named accumulators in registers, an array of them on the stack. */
 #define NT_ROW(i)                                         \
   c##i##0 = _mm512_fmadd_ps(x##i, y0, c##i##0);           \
   c##i##1 = _mm512_fmadd_ps(x##i, y1, c##i##1);           \
   c##i##2 = _mm512_fmadd_ps(x##i, y2, c##i##2);           \
   c##i##3 = _mm512_fmadd_ps(x##i, y3, c##i##3)
-#define NT_STEP(m, LOAD, dk)                                                          \
-  do {                                                                                \
-    const __m512 x0 = _mm512_maskz_loadu_ps((m), a0 + k + (dk)),                      \
-                 x1 = _mm512_maskz_loadu_ps((m), a1 + k + (dk)),                      \
-                 x2 = _mm512_maskz_loadu_ps((m), a2 + k + (dk)),                      \
-                 x3 = _mm512_maskz_loadu_ps((m), a3 + k + (dk));                      \
-    const __m512 y0 = LOAD(b0, k, m, r0), y1 = LOAD(b1, k, m, r1), y2 = LOAD(b2, k, m, r2), \
-                 y3 = LOAD(b3, k, m, r3);                                             \
-    NT_ROW(0);                                                                        \
-    NT_ROW(1);                                                                        \
-    NT_ROW(2);                                                                        \
-    NT_ROW(3);                                                                        \
+#define NT_STEP(m)                                                                  \
+  do {                                                                              \
+    const __m512 x0 = NT_LOAD_A(a0, m), x1 = NT_LOAD_A(a1, m), x2 = NT_LOAD_A(a2, m), \
+                 x3 = NT_LOAD_A(a3, m);                                             \
+    const __m512 y0 = NT_LOAD_B(b0, k, m), y1 = NT_LOAD_B(b1, k, m),                \
+                 y2 = NT_LOAD_B(b2, k, m), y3 = NT_LOAD_B(b3, k, m);                \
+    NT_ROW(0);                                                                      \
+    NT_ROW(1);                                                                      \
+    NT_ROW(2);                                                                      \
+    NT_ROW(3);                                                                      \
   } while (0)
-/* The same for one row of A against eight of B (row1x8). */
-#define NT_ROW8(m, LOAD, dk)                                     \
-  do {                                                           \
-    const __m512 x = _mm512_maskz_loadu_ps((m), a + k + (dk));   \
-    s0 = _mm512_fmadd_ps(x, LOAD(b[0], k, m, r0), s0);           \
-    s1 = _mm512_fmadd_ps(x, LOAD(b[1], k, m, r1), s1);           \
-    s2 = _mm512_fmadd_ps(x, LOAD(b[2], k, m, r2), s2);           \
-    s3 = _mm512_fmadd_ps(x, LOAD(b[3], k, m, r3), s3);           \
-    s4 = _mm512_fmadd_ps(x, LOAD(b[4], k, m, r4), s4);           \
-    s5 = _mm512_fmadd_ps(x, LOAD(b[5], k, m, r5), s5);           \
-    s6 = _mm512_fmadd_ps(x, LOAD(b[6], k, m, r6), s6);           \
-    s7 = _mm512_fmadd_ps(x, LOAD(b[7], k, m, r7), s7);           \
-  } while (0)
+
 
 /* The last K % 16 elements of a 16-bit row, zero-padded to 16: AVX-512F has no
  * masked 16-bit load (that is AVX-512BW), so the tail goes through a copy. */
@@ -114,43 +89,30 @@ static inline __attribute__((always_inline)) NT_TARGET __m256i load16(const uint
 /* float32 B */
 #define NT_FN(name) name##_f32
 #define NT_BTYPE float
-#define NT_B_LO(p, k, m, raw) ((void)(raw), _mm512_maskz_loadu_ps((m), (p) + (k)))
-#define NT_B_HI(p, k, m, raw) ((void)(raw), _mm512_maskz_loadu_ps((m), (p) + (k) + 16))
+#define NT_LOAD_B(p, k, m) _mm512_maskz_loadu_ps((m), (p) + (k))
 #include "backend/host/gemm_nt_kernel.h"
 #undef NT_FN
 #undef NT_BTYPE
-#undef NT_B_LO
-#undef NT_B_HI
+#undef NT_LOAD_B
 
-/* bfloat16 B, paired (sq_bf16_pair_index): the 32-bit word j of a 32-element
- * block holds element j in its low half and element 16 + j in its high half,
- * and a bfloat16 is the top half of a float32, so one load gives both halves'
- * floats: the word shifted left by 16, and the word with its low half
- * cleared. The plain layout needs a widening shuffle and a shift for every
- * 16 elements; at batch 1, where the weights stream past once per step, the
- * pairs run about 1.5x faster here (AMD EPYC, AVX-512). */
+/* bfloat16 B: the top half of a float32, widened by a shift */
 #define NT_FN(name) name##_bf16
 #define NT_BTYPE uint16_t
-#define NT_B_LO(p, k, m, raw) \
-  ((raw) = _mm512_maskz_loadu_epi32((m), (p) + (k)), _mm512_castsi512_ps(_mm512_slli_epi32((raw), 16)))
-#define NT_B_HI(p, k, m, raw) \
-  _mm512_castsi512_ps(_mm512_maskz_and_epi32((m), (raw), _mm512_set1_epi32((int)0xffff0000u)))
+#define NT_LOAD_B(p, k, m) \
+  _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load16((p) + (k), (m))), 16))
 #include "backend/host/gemm_nt_kernel.h"
 #undef NT_FN
 #undef NT_BTYPE
-#undef NT_B_LO
-#undef NT_B_HI
+#undef NT_LOAD_B
 
-/* binary16 B, plain layout: widened by vcvtph2ps (exact) */
+/* binary16 B: widened by vcvtph2ps (exact) */
 #define NT_FN(name) name##_f16
 #define NT_BTYPE uint16_t
-#define NT_B_LO(p, k, m, raw) ((void)(raw), _mm512_cvtph_ps(load16((p) + (k), (m))))
-#define NT_B_HI(p, k, m, raw) ((void)(raw), _mm512_cvtph_ps(load16((p) + (k) + 16, (m))))
+#define NT_LOAD_B(p, k, m) _mm512_cvtph_ps(load16((p) + (k), (m)))
 #include "backend/host/gemm_nt_kernel.h"
 #undef NT_FN
 #undef NT_BTYPE
-#undef NT_B_LO
-#undef NT_B_HI
+#undef NT_LOAD_B
 
 void sq_gemm_nt(int M, int N, int K, float alpha, const float *a, int lda, const float *b,
                 int ldb, float beta, float *c, int ldc) {

@@ -1,14 +1,9 @@
 /* The product's kernels for one type of B (gemm_nt.c includes this file once
- * per type): NT_FN(name) names the functions, NT_BTYPE is B's element type.
- * The K loop takes 32 elements a step, as two 16-lane halves: NT_B_LO(p, k,
- * m, raw) widens elements k..k+15 of the row at p (the lanes of mask m; the
- * others 0) and may leave the loaded word in raw; NT_B_HI(p, k, m, raw) then
- * gives elements k+16..k+31 (a bfloat16 row holds each pair in one 32-bit
- * word, so its high half comes out of raw without a second load or a
- * shuffle; see gemm_nt.c). Every accumulator takes its fused products in
- * order of k, 16 apart, whatever the type: A is always float32, so is every
- * operation after the load, and a 16-bit B gives the bits float32 B of the
- * same values would give. */
+ * per type): NT_FN(name) names the functions, NT_BTYPE is B's element type and
+ * NT_LOAD_B(p, k, m) widens 16 elements of B at p + k (the first lanes of mask
+ * m; the others 0) to a float vector. A is always float32, and so is every
+ * operation after the load: a 16-bit B gives the bits float32 B of the same
+ * values would give. */
 
 /* A 4 x 4 block of C at rows a0..a3, columns b0..b3. Rows or columns past
  * the edge of C point at row 0 again (computed, never stored): mr x nr of the
@@ -21,13 +16,10 @@ static NT_TARGET void NT_FN(block4x4)(int mr, int nr, int K, const float *a0, co
   const __m512 z = _mm512_setzero_ps();
   __m512 c00 = z, c01 = z, c02 = z, c03 = z, c10 = z, c11 = z, c12 = z, c13 = z;
   __m512 c20 = z, c21 = z, c22 = z, c23 = z, c30 = z, c31 = z, c32 = z, c33 = z;
-  for (int k = 0; k < K; k += 32) {
-    /* the last K % 32 lanes are masked: they load 0 and read nothing */
-    const __mmask16 lo = k_mask(K - k), hi = k_mask(K - k - 16);
-    NT_RAW(r0, r1, r2, r3);
-    NT_STEP(lo, NT_B_LO, 0);
-    if (hi) NT_STEP(hi, NT_B_HI, 16);
-  }
+  int k = 0;
+  for (; k + 16 <= K; k += 16) NT_STEP((__mmask16)0xffff);
+  /* the last K % 16 lanes; masked-off lanes load 0 and read nothing */
+  if (k < K) NT_STEP((__mmask16)((1u << (K - k)) - 1u));
   store_row(fold4(c00, c01, c02, c03), nr, alpha, beta, c);
   if (mr > 1) store_row(fold4(c10, c11, c12, c13), nr, alpha, beta, c + ldc);
   if (mr > 2) store_row(fold4(c20, c21, c22, c23), nr, alpha, beta, c + 2 * (size_t)ldc);
@@ -41,12 +33,17 @@ static NT_TARGET void NT_FN(row1x8)(int nr, int K, const float *a, const NT_BTYP
                                     float alpha, float beta, float *c) {
   const __m512 z = _mm512_setzero_ps();
   __m512 s0 = z, s1 = z, s2 = z, s3 = z, s4 = z, s5 = z, s6 = z, s7 = z;
-  for (int k = 0; k < K; k += 32) {
-    const __mmask16 lo = k_mask(K - k), hi = k_mask(K - k - 16);
-    NT_RAW(r0, r1, r2, r3);
-    NT_RAW(r4, r5, r6, r7);
-    NT_ROW8(lo, NT_B_LO, 0);
-    if (hi) NT_ROW8(hi, NT_B_HI, 16);
+  for (int k = 0; k < K; k += 16) {
+    const __mmask16 m = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1u);
+    const __m512 x = _mm512_maskz_loadu_ps(m, a + k);
+    s0 = _mm512_fmadd_ps(x, NT_LOAD_B(b[0], k, m), s0);
+    s1 = _mm512_fmadd_ps(x, NT_LOAD_B(b[1], k, m), s1);
+    s2 = _mm512_fmadd_ps(x, NT_LOAD_B(b[2], k, m), s2);
+    s3 = _mm512_fmadd_ps(x, NT_LOAD_B(b[3], k, m), s3);
+    s4 = _mm512_fmadd_ps(x, NT_LOAD_B(b[4], k, m), s4);
+    s5 = _mm512_fmadd_ps(x, NT_LOAD_B(b[5], k, m), s5);
+    s6 = _mm512_fmadd_ps(x, NT_LOAD_B(b[6], k, m), s6);
+    s7 = _mm512_fmadd_ps(x, NT_LOAD_B(b[7], k, m), s7);
   }
   store_row(fold4(s0, s1, s2, s3), nr < 4 ? nr : 4, alpha, beta, c);
   if (nr > 4) store_row(fold4(s4, s5, s6, s7), nr - 4, alpha, beta, c + 4);
@@ -80,3 +77,4 @@ static void NT_FN(gemm)(int M, int N, int K, float alpha, const float *a, int ld
     }
   }
 }
+

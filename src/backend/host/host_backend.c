@@ -66,18 +66,14 @@ static seqcl_status host_write(sq_backend *be, sq_ref dst, const void *src, size
 
 static seqcl_status host_halfwidth_copy(sq_backend *be, sq_buf *buf, int width) {
   const size_t n = buf->bytes / sizeof(float);
-  /* bfloat16 in gemm_nt.h's paired layout, whole blocks (the tail zero) */
-  const int paired = width == SQ_HALF_BF16;
-  const size_t cap = paired ? (n + SQ_BF16_PAIR_BLOCK - 1) / SQ_BF16_PAIR_BLOCK * SQ_BF16_PAIR_BLOCK : n;
-  uint16_t *half = calloc(cap ? cap : 1, sizeof *half);
+  uint16_t *half = malloc((n ? n : 1) * sizeof *half);
   if (!half || sq_fault_hit(SQ_FAULT_ALLOC)) {
     free(half);
     return sq_fail(be->ctx, SEQCL_ERR_OUT_OF_MEMORY,
                    "host backend: cannot allocate the 16-bit copy of %zu floats", n);
   }
   const float *f = buf->ptr;
-  for (size_t i = 0; i < n; i++)
-    half[paired ? sq_bf16_pair_index(i) : i] = sq_halfwidth_bits(f[i], (sq_halfwidth)width);
+  for (size_t i = 0; i < n; i++) half[i] = sq_halfwidth_bits(f[i], (sq_halfwidth)width);
   drop_half(buf);
   buf->half = half;
   buf->half_width = width;

@@ -118,8 +118,7 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
    * on the thread count. `seqcl bench` shows both. */
   g.own = !ta && tb && M <= own_max_rows() && sq_gemm_nt_available() &&
           !(sq_ablated(be->ctx) & SQ_ABL_SMALL_GEMM);
-  if (g.own && B.buf->half &&
-      sq_gemm_nt_half_fits(B.buf->half_width, B.off, ldb, sb, batch)) {
+  if (g.own && B.buf->half) {
     g.b16 = B.buf->half + B.off;
     g.b16_width = B.buf->half_width;
   }
