@@ -47,6 +47,16 @@ seqcl_status sq_text_in_read(const char *path, sq_text_in *in) {
   return SEQCL_OK;
 }
 
+int sq_lines_next(sq_lines *l, size_t *start, size_t *stop) {
+  if (l->pos >= l->len) return 0;
+  const char *nl = memchr(l->text + l->pos, '\n', l->len - l->pos);
+  const size_t end = nl ? (size_t)(nl - l->text) : l->len;
+  *start = l->pos;
+  *stop = end > l->pos && l->text[end - 1] == '\r' ? end - 1 : end;
+  l->pos = end + 1;
+  return 1;
+}
+
 seqcl_status sq_file_read_all(const char *path, unsigned char **buf, size_t *len) {
   if (!buf || !len || !path)
     return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_file_read_all: NULL argument");

@@ -40,6 +40,15 @@ typedef struct sq_text_in {
   const char *name;
 } sq_text_in;
 seqcl_status sq_text_in_read(const char *path, sq_text_in *in);
+/* The lines of text[0..len), one per sq_lines_next: [*start, *stop) is the
+ * next line without its "\n" and without a "\r" right before it (CRLF); 0
+ * after the last line. A last line without "\n" is a line; a text that ends
+ * in "\n" has no empty line after it. Start with {text, len, 0}. */
+typedef struct sq_lines {
+  const char *text;
+  size_t len, pos;
+} sq_lines;
+int sq_lines_next(sq_lines *l, size_t *start, size_t *stop);
 /* "dir/name" in a malloc'd string (the caller frees it); NULL when out of memory. */
 char *sq_path_join(const char *dir, const char *name);
 

@@ -78,12 +78,10 @@ seqcl_status sq_text_parse(const char *text, size_t len, const char *name, sq_sp
   if (!offsets) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
   reader r = {name, 0, vocab, vocab_size, unk_id, 0, NULL, 0, 0};
   seqcl_status st = SEQCL_OK;
-  size_t pos = 0, count = 0;
+  sq_lines lr = {text, len, 0};
+  size_t pos, stop, count = 0;
   offsets[0] = 0;
-  while (st == SEQCL_OK && pos < len) {
-    const char *nl = memchr(text + pos, '\n', len - pos);
-    size_t end = nl ? (size_t)(nl - text) : len, stop = end;
-    if (stop > pos && text[stop - 1] == '\r') stop--;
+  while (st == SEQCL_OK && sq_lines_next(&lr, &pos, &stop)) {
     r.lineno++;
     size_t before = r.n;
     st = read_line(&r, text + pos, stop - pos, split);
@@ -91,7 +89,6 @@ seqcl_status sq_text_parse(const char *text, size_t len, const char *name, sq_sp
       st = sq_fail(NULL, SEQCL_ERR_BAD_TOKENS, "%s:%zu: %s line (every line needs at least one token)",
                    name, r.lineno, stop == pos ? "empty" : "whitespace-only");
     offsets[++count] = r.n;
-    pos = end + 1;
   }
   if (st != SEQCL_OK) {
     free(offsets);

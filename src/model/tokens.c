@@ -174,17 +174,13 @@ seqcl_status sq_tokens_parse_flags(const char *text, size_t len, const char *nam
   line_ctx lc = {name, 0, vocab_size, vocab, flags, unk_id, &unknown_here};
   seqcl_status st = SEQCL_OK;
   if (push_offset(&b, 0) != 0) st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
-  size_t pos = 0;
-  while (st == SEQCL_OK && pos < len) {
-    const char *nl = memchr(text + pos, '\n', len - pos);
-    size_t end = nl ? (size_t)(nl - text) : len;
-    size_t stop = end;
-    if (stop > pos && text[stop - 1] == '\r') stop--;
+  sq_lines lr = {text, len, 0};
+  size_t pos, stop;
+  while (st == SEQCL_OK && sq_lines_next(&lr, &pos, &stop)) {
     lc.lineno++;
     st = parse_line(&lc, text + pos, stop - pos, &b);
     if (st == SEQCL_OK && push_offset(&b, b.nids) != 0)
       st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
-    pos = end + 1;
   }
   if (st != SEQCL_OK) {
     free(b.ids);

@@ -81,15 +81,10 @@ static seqcl_status parse_vocab(const char *text, size_t len, const char *name, 
   v->hash_cap = cap;
   if (!v->words || !v->hash_ids)
     return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
-  size_t pos = 0, lineno = 0;
-  while (pos < len) {
-    const char *nl = memchr(text + pos, '\n', len - pos);
-    size_t end = nl ? (size_t)(nl - text) : len;
-    size_t stop = end;
-    if (stop > pos && text[stop - 1] == '\r') stop--;
+  sq_lines lr = {text, len, 0};
+  size_t pos, stop, lineno = 0;
+  while (sq_lines_next(&lr, &pos, &stop))
     SQ_TRY(add_word(v, name, ++lineno, text + pos, stop - pos));
-    pos = end + 1;
-  }
   return SEQCL_OK;
 }
 

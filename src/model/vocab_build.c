@@ -11,12 +11,10 @@ static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\v'
 
 static seqcl_status count_text(const char *text, size_t len, const char *name, sq_split split,
                                sq_wordtab *t) {
-  size_t pos = 0, lineno = 0;
+  sq_lines lr = {text, len, 0};
+  size_t pos, stop, lineno = 0;
   int32_t id;
-  while (pos < len) {
-    const char *nl = memchr(text + pos, '\n', len - pos);
-    size_t end = nl ? (size_t)(nl - text) : len, stop = end;
-    if (stop > pos && text[stop - 1] == '\r') stop--;
+  while (sq_lines_next(&lr, &pos, &stop)) {
     lineno++;
     size_t word = SIZE_MAX; /* start of the word being read (words split) */
     for (size_t i = pos; i <= stop;) {
@@ -38,7 +36,6 @@ static seqcl_status count_text(const char *text, size_t len, const char *name, s
         word = i;
       i += u;
     }
-    pos = end + 1;
   }
   return SEQCL_OK;
 }

@@ -105,11 +105,9 @@ static seqcl_status read_text(const char *text, size_t len, const char *name, sq
   if (!out->ids || !out->offsets)
     return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
   out->offsets[0] = 0;
-  size_t pos = 0, n = 0, lineno = 0;
-  while (pos < len) {
-    const char *nl = memchr(text + pos, '\n', len - pos);
-    size_t end = nl ? (size_t)(nl - text) : len, stop = end;
-    if (stop > pos && text[stop - 1] == '\r') stop--;
+  sq_lines lr = {text, len, 0};
+  size_t pos, stop, n = 0, lineno = 0;
+  while (sq_lines_next(&lr, &pos, &stop)) {
     lineno++;
     for (size_t i = pos; i < stop;) {
       size_t u = sq_utf8_len((const unsigned char *)text + i, stop - i);
@@ -128,7 +126,6 @@ static seqcl_status read_text(const char *text, size_t len, const char *name, sq
       n++;
     }
     out->offsets[++out->count] = n;
-    pos = end + 1;
   }
   return SEQCL_OK;
 }
