@@ -56,6 +56,14 @@ static inline void arg_opt(kargs *a, sq_ref r) {
   arg_ref(a, r);
   arg_int(a, r.buf != NULL);
 }
+/* an optional strided tensor: buffer + offset, its row and step strides (0
+ * when absent) and the has flag */
+static inline void arg_opt_strided(kargs *a, sq_ref r, size_t sn, size_t st) {
+  arg_ref(a, r);
+  arg_size(a, r.buf ? sn : 0);
+  arg_size(a, r.buf ? st : 0);
+  arg_int(a, r.buf != NULL);
+}
 static inline void arg_mem(kargs *a, cl_mem m) { arg_raw(a, sizeof m, &m); }
 static inline void arg_local(kargs *a, size_t bytes) { arg_raw(a, bytes, NULL); }
 

@@ -144,19 +144,13 @@ seqcl_status sq_ocl_gru_gates_bwd(sq_backend *be, const sq_gru_bwd_args *g) {
   arg_opt(&a, g->b_hh);
   arg_ref(&a, g->h_prev);
   arg_ref(&a, g->dh);
-  arg_ref(&a, g->dout);
-  arg_size(&a, g->dout.buf ? g->dout_sn : 0);
-  arg_size(&a, g->dout.buf ? g->dout_st : 0);
-  arg_int(&a, g->dout.buf != NULL);
+  arg_opt_strided(&a, g->dout, g->dout_sn, g->dout_st);
   arg_ref(&a, g->dgi);
   arg_ref(&a, g->dgh);
   arg_int(&a, g->ld_dgh);
   arg_opt(&a, g->lens);
   arg_int(&a, g->step);
   arg_int(&a, g->reverse);
-  arg_ref(&a, g->saved);
-  arg_size(&a, g->saved.buf ? g->sv_sn : 0);
-  arg_size(&a, g->saved.buf ? g->sv_st : 0);
-  arg_int(&a, g->saved.buf != NULL);
+  arg_opt_strided(&a, g->saved, g->sv_sn, g->sv_st);
   return launch3(&a, (size_t)g->H, (size_t)g->N, 1, COL_WG);
 }
