@@ -28,6 +28,18 @@ static seqcl_status ref_off(sq_ocl *o, sq_ref r, const char *what, int *off) {
   return SEQCL_OK;
 }
 
+/* Argument *i of kernel k (kname in messages): r's buffer, then at *i + 1 its
+ * offset, after ref_off's check (what names r there); the dummy buffer when r
+ * is absent. */
+static seqcl_status set_ref(sq_ocl *o, cl_kernel k, const char *kname, cl_uint *i, sq_ref r,
+                            const char *what) {
+  int off;
+  SQ_TRY(ref_off(o, r, what, &off));
+  const cl_mem m = sq_ocl_mem_or_dummy(o, r);
+  SQ_TRY(sq_ocl_arg(o, k, (*i)++, sizeof m, &m, kname));
+  return sq_ocl_arg(o, k, (*i)++, sizeof off, &off, kname);
+}
+
 /* The largest power of two <= min(want, device limit). */
 static size_t pow2_at_most(size_t want, size_t limit) {
   size_t p = 1;
@@ -61,20 +73,6 @@ static seqcl_status set_score_args(sq_ocl *o, cl_kernel attn, cl_uint *i,
   int kind = (int)a->kind, N = a->N, S = a->S, He = a->He;
   int A = a->kind == SQ_SCORE_ADDITIVE ? a->A : 0;
   int ld_qp = a->ld_qp;
-  int qp_off, keys_off, pkeys_off, v_off, bv_off, lens_off;
-  SQ_TRY(ref_off(o, a->qp, "attention query", &qp_off));
-  SQ_TRY(ref_off(o, a->keys, "attention keys", &keys_off));
-  SQ_TRY(ref_off(o, a->pkeys, "attention key projection", &pkeys_off));
-  SQ_TRY(ref_off(o, a->v, "attention energy weight", &v_off));
-  SQ_TRY(ref_off(o, a->bv, "attention energy bias", &bv_off));
-  SQ_TRY(ref_off(o, a->lens, "attention lengths", &lens_off));
-  /* The additive score never reads keys, the dot scores never read pkeys/v. */
-  cl_mem qp = sq_ocl_mem(a->qp);
-  cl_mem keys = sq_ocl_mem_or_dummy(o, a->keys);
-  cl_mem pkeys = sq_ocl_mem_or_dummy(o, a->pkeys);
-  cl_mem v = sq_ocl_mem_or_dummy(o, a->v);
-  cl_mem bv = sq_ocl_mem_or_dummy(o, a->bv);
-  cl_mem lens = sq_ocl_mem(a->lens);
   int has_bv = a->kind == SQ_SCORE_ADDITIVE && a->bv.buf != NULL;
   float scale = a->scale;
   SQ_ARG(o, attn, (*i)++, kind);
@@ -82,22 +80,17 @@ static seqcl_status set_score_args(sq_ocl *o, cl_kernel attn, cl_uint *i,
   SQ_ARG(o, attn, (*i)++, S);
   SQ_ARG(o, attn, (*i)++, He);
   SQ_ARG(o, attn, (*i)++, A);
-  SQ_ARG(o, attn, (*i)++, qp);
-  SQ_ARG(o, attn, (*i)++, qp_off);
+  SQ_TRY(set_ref(o, attn, "attn", i, a->qp, "attention query"));
   SQ_ARG(o, attn, (*i)++, ld_qp);
-  SQ_ARG(o, attn, (*i)++, keys);
-  SQ_ARG(o, attn, (*i)++, keys_off);
-  SQ_ARG(o, attn, (*i)++, pkeys);
-  SQ_ARG(o, attn, (*i)++, pkeys_off);
-  SQ_ARG(o, attn, (*i)++, v);
-  SQ_ARG(o, attn, (*i)++, v_off);
-  SQ_ARG(o, attn, (*i)++, bv);
-  SQ_ARG(o, attn, (*i)++, bv_off);
+  /* The additive score never reads keys, the dot scores never read pkeys/v:
+   * those absent get the dummy buffer. */
+  SQ_TRY(set_ref(o, attn, "attn", i, a->keys, "attention keys"));
+  SQ_TRY(set_ref(o, attn, "attn", i, a->pkeys, "attention key projection"));
+  SQ_TRY(set_ref(o, attn, "attn", i, a->v, "attention energy weight"));
+  SQ_TRY(set_ref(o, attn, "attn", i, a->bv, "attention energy bias"));
   SQ_ARG(o, attn, (*i)++, has_bv);
   SQ_ARG(o, attn, (*i)++, scale);
-  SQ_ARG(o, attn, (*i)++, lens);
-  SQ_ARG(o, attn, (*i)++, lens_off);
-  return SEQCL_OK;
+  return set_ref(o, attn, "attn", i, a->lens, "attention lengths");
 }
 
 seqcl_status sq_ocl_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref scores) {
@@ -107,11 +100,7 @@ seqcl_status sq_ocl_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref sc
   SQ_TRY(attn_kernel(o, "attn_scores", 0, &attn, &wg));
   cl_uint i = 0;
   SQ_TRY(set_score_args(o, attn, &i, a));
-  cl_mem e = sq_ocl_mem(scores);
-  int e_off;
-  SQ_TRY(ref_off(o, scores, "attention scores", &e_off));
-  SQ_ARG(o, attn, i++, e);
-  SQ_ARG(o, attn, i++, e_off);
+  SQ_TRY(set_ref(o, attn, "attn", &i, scores, "attention scores"));
   const size_t local[2] = {wg, 1};
   const size_t global[2] = {sq_round_up((size_t)a->S, wg), (size_t)a->N};
   return sq_ocl_launch(o, attn, 2, global, local, "attn_scores");
@@ -123,26 +112,15 @@ seqcl_status sq_ocl_masked_softmax(sq_backend *be, int N, int S, sq_ref x, sq_re
   cl_kernel softmax;
   size_t wg;
   SQ_TRY(attn_kernel(o, "masked_softmax", 1, &softmax, &wg));
-  int x_off, lens_off, mask_off, y_off;
-  SQ_TRY(ref_off(o, x, "masked_softmax input", &x_off));
-  SQ_TRY(ref_off(o, lens, "masked_softmax lengths", &lens_off));
-  SQ_TRY(ref_off(o, mask, "masked_softmax mask", &mask_off));
-  SQ_TRY(ref_off(o, y, "masked_softmax output", &y_off));
-  cl_mem xm = sq_ocl_mem(x), lm = sq_ocl_mem(lens), mm = sq_ocl_mem_or_dummy(o, mask);
-  cl_mem ym = sq_ocl_mem(y);
   int has_mask = mask.buf != NULL;
   cl_uint i = 0;
   SQ_ARG(o, softmax, i++, N);
   SQ_ARG(o, softmax, i++, S);
-  SQ_ARG(o, softmax, i++, xm);
-  SQ_ARG(o, softmax, i++, x_off);
-  SQ_ARG(o, softmax, i++, lm);
-  SQ_ARG(o, softmax, i++, lens_off);
-  SQ_ARG(o, softmax, i++, mm);
-  SQ_ARG(o, softmax, i++, mask_off);
+  SQ_TRY(set_ref(o, softmax, "softmax", &i, x, "masked_softmax input"));
+  SQ_TRY(set_ref(o, softmax, "softmax", &i, lens, "masked_softmax lengths"));
+  SQ_TRY(set_ref(o, softmax, "softmax", &i, mask, "masked_softmax mask"));
   SQ_ARG(o, softmax, i++, has_mask);
-  SQ_ARG(o, softmax, i++, ym);
-  SQ_ARG(o, softmax, i++, y_off);
+  SQ_TRY(set_ref(o, softmax, "softmax", &i, y, "masked_softmax output"));
   const size_t local[1] = {wg};
   const size_t global[1] = {(size_t)N * wg};
   return sq_ocl_launch(o, softmax, 1, global, local, "masked_softmax");
@@ -154,21 +132,13 @@ seqcl_status sq_ocl_context(sq_backend *be, int N, int S, int He, sq_ref alpha, 
   cl_kernel context;
   size_t wg;
   SQ_TRY(attn_kernel(o, "attn_context", 0, &context, &wg));
-  int alpha_off, keys_off, c_off;
-  SQ_TRY(ref_off(o, alpha, "context weights", &alpha_off));
-  SQ_TRY(ref_off(o, keys, "context keys", &keys_off));
-  SQ_TRY(ref_off(o, c, "context output", &c_off));
-  cl_mem am = sq_ocl_mem(alpha), km = sq_ocl_mem(keys), cm = sq_ocl_mem(c);
   cl_uint i = 0;
   SQ_ARG(o, context, i++, N);
   SQ_ARG(o, context, i++, S);
   SQ_ARG(o, context, i++, He);
-  SQ_ARG(o, context, i++, am);
-  SQ_ARG(o, context, i++, alpha_off);
-  SQ_ARG(o, context, i++, km);
-  SQ_ARG(o, context, i++, keys_off);
-  SQ_ARG(o, context, i++, cm);
-  SQ_ARG(o, context, i++, c_off);
+  SQ_TRY(set_ref(o, context, "context", &i, alpha, "context weights"));
+  SQ_TRY(set_ref(o, context, "context", &i, keys, "context keys"));
+  SQ_TRY(set_ref(o, context, "context", &i, c, "context output"));
   SQ_ARG(o, context, i++, ld_c);
   const size_t local[2] = {wg, 1};
   const size_t global[2] = {sq_round_up((size_t)He, wg), (size_t)N};
@@ -198,18 +168,14 @@ static seqcl_status set_out_args(sq_ocl *o, cl_kernel k, cl_uint *i, const fused
  * for attn_fused_combine. */
 static seqcl_status set_fused_args(sq_ocl *o, cl_kernel k, cl_uint *i, const sq_attn_args *a,
                                    sq_ref c, int ld_c, sq_ref alpha, fused_out *out) {
-  int mask_off;
   SQ_TRY(set_score_args(o, k, i, a));
   SQ_TRY(ref_off(o, c, "attention context", &out->c_off));
   SQ_TRY(ref_off(o, alpha, "attention weights", &out->alpha_off));
-  SQ_TRY(ref_off(o, a->mask, "attention mask", &mask_off));
-  cl_mem mm = sq_ocl_mem_or_dummy(o, a->mask);
   int has_mask = a->mask.buf != NULL;
   out->c = sq_ocl_mem(c);
   out->alpha = sq_ocl_mem_or_dummy(o, alpha);
   out->has_alpha = alpha.buf != NULL;
-  SQ_ARG(o, k, (*i)++, mm);
-  SQ_ARG(o, k, (*i)++, mask_off);
+  SQ_TRY(set_ref(o, k, "k", i, a->mask, "attention mask"));
   SQ_ARG(o, k, (*i)++, has_mask);
   return set_out_args(o, k, i, out, ld_c);
 }
