@@ -24,7 +24,8 @@ static void check_valid(const sq_config *c) {
   FUZZ_CHECK(c->bos_id >= 0 && c->bos_id < c->tgt_vocab);
   FUZZ_CHECK(c->eos_id >= 0 && c->eos_id < c->tgt_vocab);
   FUZZ_CHECK(c->pad_id == -1 || (c->pad_id >= 0 && c->pad_id < c->tgt_vocab));
-  FUZZ_CHECK(c->init == SQ_INIT_ZEROS || c->init == SQ_INIT_BRIDGE);
+  FUZZ_CHECK(c->init == SQ_INIT_ZEROS || c->init == SQ_INIT_BRIDGE || c->init == SQ_INIT_FINAL);
+  if (c->init == SQ_INIT_FINAL) FUZZ_CHECK(sq_config_enc_width(c) == c->dec_hidden);
   FUZZ_CHECK(c->output == SQ_OUTPUT_STATE || c->output == SQ_OUTPUT_STATE_CONTEXT);
   FUZZ_CHECK(c->score == SQ_SCORE_ADDITIVE || c->score == SQ_SCORE_GENERAL ||
              c->score == SQ_SCORE_DOT || c->score == SQ_SCORE_SCALED_DOT ||
