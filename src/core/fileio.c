@@ -114,8 +114,7 @@ seqcl_status sq_file_read_all(const char *path, unsigned char **buf, size_t *len
 
 /* ---- paths ---- */
 
-/* The folder part of path ("." when there is none); malloc'd. */
-static char *folder_of(const char *path) {
+char *sq_path_folder(const char *path) {
   const char *slash = strrchr(path, '/');
   if (!slash) return strdup(".");
   if (slash == path) return strdup("/");
@@ -152,7 +151,7 @@ seqcl_status sq_path_resolve(const char *path, char **out) {
       next = strdup(target);
     } else {
       /* a relative target is relative to the folder holding the link */
-      char *dir = folder_of(cur);
+      char *dir = sq_path_folder(cur);
       size_t len = (dir ? strlen(dir) : 0) + (size_t)n + 2;
       next = dir ? malloc(len) : NULL;
       if (next) snprintf(next, len, "%s/%s", dir, target);
@@ -176,7 +175,7 @@ static void label(char *buf, size_t cap, const char *what, const char *path) {
 
 /* The folder a new file `final` goes into must exist and be writable. */
 static seqcl_status check_folder(const char *shown, const char *final) {
-  char *dir = folder_of(final);
+  char *dir = sq_path_folder(final);
   if (!dir) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", shown);
   struct stat sb;
   seqcl_status st = SEQCL_OK;
@@ -320,9 +319,8 @@ seqcl_status sq_outfile_open(const char *path, sq_outfile *out) {
   return SEQCL_OK;
 }
 
-/* Makes a rename durable; best effort (some file systems refuse a folder fsync). */
-static void sync_folder(const char *file) {
-  char *dir = folder_of(file);
+void sq_sync_folder_of(const char *file) {
+  char *dir = sq_path_folder(file);
   if (!dir) return;
   int fd = open(dir, O_RDONLY | O_DIRECTORY);
   if (fd >= 0) {
@@ -358,7 +356,7 @@ seqcl_status sq_outfile_commit(sq_outfile *o) {
     } else {
       free(o->tmp);
       o->tmp = NULL;
-      sync_folder(o->final);
+      sq_sync_folder_of(o->final);
     }
   }
   if (failed) st = sq_fail(NULL, SEQCL_ERR_IO, "%s: write failed: %s", shown, strerror(e));
@@ -397,117 +395,4 @@ seqcl_status sq_file_write_line(seqcl_ctx *ctx, const char *path, const char *te
     return sq_fail(ctx, SEQCL_ERR_IO, "%s: cannot write %s: %s", what, path, strerror(e));
   }
   return sq_outfile_commit(&o);
-}
-
-/* ---- folders ---- */
-
-/* "PARENT/.NAME.TAG.XXXXXX" for final (trailing slashes ignored); malloc'd. */
-static char *sibling_name(const char *final, const char *tag) {
-  size_t n = strlen(final);
-  while (n > 1 && final[n - 1] == '/') n--;
-  char *trimmed = malloc(n + 1);
-  if (!trimmed) return NULL;
-  memcpy(trimmed, final, n);
-  trimmed[n] = '\0';
-  char *dir = folder_of(trimmed);
-  const char *slash = strrchr(trimmed, '/');
-  const char *base = slash ? slash + 1 : trimmed;
-  size_t len = (dir ? strlen(dir) : 0) + strlen(base) + strlen(tag) + 16;
-  char *out = dir ? malloc(len) : NULL;
-  if (out) snprintf(out, len, "%s/.%s.%s.XXXXXX", dir, base, tag);
-  free(dir);
-  free(trimmed);
-  return out;
-}
-
-seqcl_status sq_dir_make_temp(const char *final, char **tmp) {
-  *tmp = sibling_name(final, "tmp");
-  if (!*tmp) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", final);
-  if (!mkdtemp(*tmp)) {
-    int e = errno;
-    free(*tmp);
-    *tmp = NULL;
-    return sq_fail(NULL, SEQCL_ERR_IO, "%s: cannot create a temporary folder next to it: %s", final,
-                   strerror(e));
-  }
-  /* mkdtemp makes it private; the result is an ordinary folder */
-  mode_t mask = umask(0);
-  umask(mask);
-  (void)chmod(*tmp, 0777 & ~mask);
-  return SEQCL_OK;
-}
-
-static void remove_tree_at(const char *dir, int depth) {
-  DIR *d = depth < 16 ? opendir(dir) : NULL;
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      size_t n = strlen(dir) + strlen(e->d_name) + 2;
-      char *p = malloc(n);
-      if (!p) continue;
-      snprintf(p, n, "%s/%s", dir, e->d_name);
-      struct stat sb;
-      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-        remove_tree_at(p, depth + 1);
-      else
-        unlink(p);
-      free(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
-void sq_dir_remove_tree(const char *dir) {
-  if (dir) remove_tree_at(dir, 0);
-}
-
-seqcl_status sq_dir_replace(const char *tmp, const char *final, const char *carry) {
-  struct stat sb;
-  char *old = NULL;
-  if (lstat(final, &sb) == 0) {
-    /* A folder cannot be renamed over a non-empty one: move the old one aside
-     * (a fresh unique name: mkdtemp, then free the name for rename). */
-    old = sibling_name(final, "old");
-    if (!old) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", final);
-    if (!mkdtemp(old) || rmdir(old) != 0 || rename(final, old) != 0) {
-      int e = errno;
-      free(old);
-      sq_dir_remove_tree(tmp);
-      return sq_fail(NULL, SEQCL_ERR_IO, "%s: cannot move the previous folder aside: %s", final,
-                     strerror(e));
-    }
-  }
-  if (rename(tmp, final) != 0) {
-    int e = errno;
-    sq_dir_remove_tree(tmp);
-    if (old) (void)rename(old, final);
-    free(old);
-    return sq_fail(NULL, SEQCL_ERR_IO, "%s: cannot put the new folder in place: %s", final,
-                   strerror(e));
-  }
-  seqcl_status st = SEQCL_OK;
-  if (old && carry) {
-    size_t n = strlen(old) + strlen(final) + 2 * strlen(carry) + 4;
-    char *from = malloc(n), *to = malloc(n);
-    struct stat cb;
-    if (from && to) {
-      snprintf(from, n, "%s/%s", old, carry);
-      snprintf(to, n, "%s/%s", final, carry);
-      if (lstat(from, &cb) == 0 && rename(from, to) != 0) {
-        /* keep the old folder (and what it holds) rather than lose it */
-        st = sq_fail(NULL, SEQCL_ERR_IO, "%s: cannot move %s into the new folder: %s; the old "
-                     "folder stays at %s", final, carry, strerror(errno), old);
-      }
-    } else {
-      st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", final);
-    }
-    free(from);
-    free(to);
-  }
-  sync_folder(final);
-  if (old && st == SEQCL_OK) sq_dir_remove_tree(old);
-  free(old);
-  return st;
 }

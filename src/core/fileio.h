@@ -89,7 +89,14 @@ void sq_output_remove(const char *path);
  * a dangling link gives its missing target). *out is malloc'd. */
 seqcl_status sq_path_resolve(const char *path, char **out);
 
-/* ---- folders written whole ---- */
+/* The folder part of path ("." when there is none, "/" for the root);
+ * malloc'd, NULL when out of memory. */
+char *sq_path_folder(const char *path);
+/* Makes a rename in file's folder durable: fsync of the folder, best effort
+ * (some file systems refuse a folder fsync). */
+void sq_sync_folder_of(const char *file);
+
+/* ---- folders written whole (folders.c) ---- */
 
 /* Creates an empty folder "PARENT/.NAME.tmp.XXXXXX" next to final (mode 0755
  * & ~umask); *tmp is malloc'd. */
