@@ -235,7 +235,40 @@ static void test_models(void **state) {
   seqcl_ctx_close(ctx);
 }
 
-/* A weight of 1e5 fits bfloat16 but not binary16: the f16 load names it. */
+/* The test's seeded generator (a 64-bit LCG): the next value in [-0.5, 0.5). */
+static float next_uniform(uint64_t *state) {
+  *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (float)((double)(*state >> 11) / 9007199254740992.0 - 0.5);
+}
+
+/* One product of the test below at width w: B's values rounded to w (NaN stays
+ * NaN), the float32 product over them against the 16-bit one, both betas. */
+static void check_product_bits(int M, int N, int K, int ldb, int off, const float *a,
+                               const float *b, sq_halfwidth w) {
+  const size_t nb = (size_t)off + (size_t)N * ldb;
+  float *bw = malloc(nb * sizeof *bw), *c32 = malloc((size_t)M * N * sizeof *c32);
+  float *c16 = malloc((size_t)M * N * sizeof *c16);
+  uint16_t *p = malloc(nb * sizeof *p);
+  assert_true(bw && c32 && c16 && p);
+  for (size_t i = 0; i < nb; i++) {
+    bw[i] = sq_round_halfwidth(b[i], w);
+    p[i] = w == SQ_HALF_F16 ? sq_float_to_half(bw[i]) : sq_float_to_bf16(bw[i]);
+  }
+  for (int beta = 0; beta < 2; beta++) {
+    for (size_t i = 0; i < (size_t)M * N; i++) c32[i] = c16[i] = (float)i * 0.25f - 1.0f;
+    sq_gemm_nt(M, N, K, 0.75f, a, K, bw + off, ldb, beta * 0.5f, c32, N);
+    sq_gemm_nt_half(M, N, K, 0.75f, a, K, p + off, ldb, w, beta * 0.5f, c16, N);
+    for (size_t i = 0; i < (size_t)M * N; i++) {
+      if (!isfinite(c32[i])) fail_msg("M %d N %d K %d: float32 result %zu not finite", M, N, K, i);
+      if (memcmp(&c32[i], &c16[i], sizeof(float)))
+        fail_msg("%s M %d N %d K %d ldb %d beta %d: element %zu %.9g (16-bit) != %.9g (float32)",
+                 w == SQ_HALF_F16 ? "f16" : "bf16", M, N, K, ldb, beta, i, (double)c16[i],
+                 (double)c32[i]);
+    }
+  }
+  free(bw), free(c32), free(c16), free(p);
+}
+
 /* The host's 16-bit products (bfloat16 and binary16 B): over M (the one-row
  * and the 4 x 4 kernels), N (whole and partial blocks of columns) and K
  * around the 16-lane steps (tails of 1..15, padded rows), each gives the
@@ -251,43 +284,17 @@ static void test_kernel_bits(void **state) {
       for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
         const int M = Ms[mi], N = Ns[ni], K = Ks[ki];
         const int ldb = K + (int)(ki % 3) * 7, off = 5;
-        const size_t nb = off + (size_t)N * ldb;
+        const size_t nb = (size_t)off + (size_t)N * ldb;
         float *a = malloc((size_t)M * K * sizeof *a), *b = malloc(nb * sizeof *b);
-        float *c32 = malloc((size_t)M * N * sizeof *c32), *c16 = malloc((size_t)M * N * sizeof *c16);
-        uint16_t *p = calloc(nb, sizeof *p);
-        assert_true(a && b && c32 && c16 && p);
-        for (size_t i = 0; i < (size_t)M * K; i++) {
-          rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-          a[i] = (float)((double)(rng >> 11) / 9007199254740992.0 - 0.5);
-        }
+        assert_true(a && b);
+        for (size_t i = 0; i < (size_t)M * K; i++) a[i] = next_uniform(&rng);
         for (size_t i = 0; i < nb; i++) {
-          rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-          const float v = (float)((double)(rng >> 11) / 9007199254740992.0 - 0.5);
+          const float v = next_uniform(&rng);
           b[i] = (i < (size_t)off || (i - off) % ldb >= (size_t)K) ? NAN : v;
         }
-        for (int wi = 0; wi < 2; wi++) {
-          const sq_halfwidth w = wi ? SQ_HALF_F16 : SQ_HALF_BF16;
-          float *bw = malloc(nb * sizeof *bw);
-          assert_non_null(bw);
-          for (size_t i = 0; i < nb; i++) {
-            bw[i] = isnan(b[i]) ? b[i] : sq_round_halfwidth(b[i], w);
-            p[i] = wi ? sq_float_to_half(bw[i]) : sq_float_to_bf16(bw[i]);
-          }
-        for (int beta = 0; beta < 2; beta++) {
-          for (size_t i = 0; i < (size_t)M * N; i++) c32[i] = c16[i] = (float)i * 0.25f - 1.0f;
-          sq_gemm_nt(M, N, K, 0.75f, a, K, bw + off, ldb, beta * 0.5f, c32, N);
-          sq_gemm_nt_half(M, N, K, 0.75f, a, K, p + off, ldb, w, beta * 0.5f, c16, N);
-          for (size_t i = 0; i < (size_t)M * N; i++) {
-            if (!isfinite(c32[i])) fail_msg("M %d N %d K %d: float32 result %zu not finite", M, N, K, i);
-            if (memcmp(&c32[i], &c16[i], sizeof(float)))
-              fail_msg("%s M %d N %d K %d ldb %d beta %d: element %zu %.9g (16-bit) != %.9g "
-                       "(float32)", wi ? "f16" : "bf16", M, N, K, ldb, beta, i, (double)c16[i],
-                       (double)c32[i]);
-          }
-        }
-          free(bw);
-        }
-        free(a), free(b), free(c32), free(c16), free(p);
+        check_product_bits(M, N, K, ldb, off, a, b, SQ_HALF_BF16);
+        check_product_bits(M, N, K, ldb, off, a, b, SQ_HALF_F16);
+        free(a), free(b);
       }
 }
 
@@ -312,18 +319,18 @@ static void test_wide_model(void **state) {
   assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
   seqcl_model *half = load(ctx, dir, SEQCL_PRECISION_BF16), *pre = load(ctx, rounded, SEQCL_PRECISION_F32);
   int32_t ids[6 * 9], tids[6 * 9];
-  size_t offs[7] = {0}, toffs[7] = {0};
+  size_t offs[7] = {0}; /* source and target lines of the same lengths */
   uint64_t rng = 99;
   for (int l = 0; l < 6; l++) {
     const int n = 3 + 2 * l % 7;
     for (int i = 0; i < n; i++) {
       rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
       ids[offs[l] + i] = 3 + (int)(rng >> 33) % 37;
-      tids[toffs[l] + i] = 3 + (int)(rng >> 40) % 37;
+      tids[offs[l] + i] = 3 + (int)(rng >> 40) % 37;
     }
-    offs[l + 1] = offs[l] + n, toffs[l + 1] = toffs[l] + n;
+    offs[l + 1] = offs[l] + n;
   }
-  sq_seqs src = {6, ids, offs}, tgt = {6, tids, toffs};
+  sq_seqs src = {6, ids, offs}, tgt = {6, tids, offs};
   run h = run_model(half, &src, &tgt), p = run_model(pre, &src, &tgt);
   const size_t nl = h.fw->N * (size_t)h.fw->T * (size_t)h.fw->V;
   assert_memory_equal(h.fw->logits, p.fw->logits, nl * sizeof(float));
@@ -345,6 +352,7 @@ static void test_wide_model(void **state) {
   seqcl_ctx_close(ctx);
 }
 
+/* A weight of 1e5 fits bfloat16 but not binary16: the f16 load names it. */
 static void test_f16_range(void **state) {
   (void)state;
   const char *tmp = hu_tmpdir;
