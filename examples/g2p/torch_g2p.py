@@ -51,17 +51,21 @@ def vocab(lines):
 
 
 class G2P(nn.Module):
-    def __init__(self, vs, vt, d, h, hd, a, p):
+    def __init__(self, vs, vt, d, h, hd, a, p, layers=1, state_context=False):
         super().__init__()
         self.src_emb = nn.Embedding(vs, d)
-        self.enc = nn.GRU(d, h, batch_first=True, bidirectional=True)
+        # dropout between stacked layers, as seqcl's --dropout puts it
+        self.enc = nn.GRU(d, h, num_layers=layers, batch_first=True, bidirectional=True,
+                          dropout=p if layers > 1 else 0.0)
+        self.state_context = state_context
         self.bridge = nn.Linear(2 * h, hd)
         self.tgt_emb = nn.Embedding(vt, d)
         self.key = nn.Linear(2 * h, a)
         self.query = nn.Linear(hd, a)
         self.energy = nn.Linear(a, 1)
         self.cell = nn.GRUCell(d + 2 * h, hd)
-        self.out = nn.Linear(hd, vt)
+        # the output layer over s_t, or over [s_t ; c_t] (config "state_context")
+        self.out = nn.Linear(hd + (2 * h if state_context else 0), vt)
         self.drop = nn.Dropout(p)
 
     def encode(self, src, lens):
@@ -69,7 +73,8 @@ class G2P(nn.Module):
         packed = nn.utils.rnn.pack_padded_sequence(x, lens.cpu(), batch_first=True, enforce_sorted=False)
         out, hn = self.enc(packed)
         out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
-        s = torch.tanh(self.bridge(torch.cat([hn[0], hn[1]], 1)))
+        # the bridge reads the top layer's final states, forward and reverse
+        s = torch.tanh(self.bridge(torch.cat([hn[-2], hn[-1]], 1)))
         mask = torch.arange(src.shape[1])[None, :] < lens[:, None]
         return out, self.key(out), mask, s
 
@@ -78,7 +83,8 @@ class G2P(nn.Module):
         alpha = torch.softmax(e.masked_fill(~mask, float("-inf")), 1)
         c = torch.bmm(alpha[:, None, :], H).squeeze(1)
         s = self.cell(torch.cat([self.drop(self.tgt_emb(y)), c], 1), s)
-        return self.out(self.drop(s)), s
+        o = torch.cat([s, c], 1) if self.state_context else s
+        return self.out(self.drop(o)), s
 
     def loss(self, src, lens, tgt):
         H, K, mask, s = self.encode(src, lens)
@@ -173,6 +179,9 @@ def main():
     ap.add_argument("--enc-hidden", type=int, default=128)
     ap.add_argument("--dec-hidden", type=int, default=256)
     ap.add_argument("--attn", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=1, help="encoder layers")
+    ap.add_argument("--output", choices=["state", "state_context"], default="state",
+                    help="the output layer over s_t or over [s_t ; c_t]")
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
@@ -189,7 +198,8 @@ def main():
     src = [ids(l, sv) for l in tr_s]
     tgt = [[BOS] + ids(l, tv) + [EOS] for l in tr_t]
     va_s, va_t = read(w("valid.words"), True), read(w("valid.phones"), False)
-    m = G2P(len(sv) + 3, len(tv) + 3, a.embed, a.enc_hidden, a.dec_hidden, a.attn, a.dropout)
+    m = G2P(len(sv) + 3, len(tv) + 3, a.embed, a.enc_hidden, a.dec_hidden, a.attn, a.dropout,
+            a.layers, a.output == "state_context")
     opt = torch.optim.Adam(m.parameters(), lr=a.lr)
 
     def epoch_batches():

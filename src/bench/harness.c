@@ -102,8 +102,9 @@ seqcl_status sq_bench_kernels(seqcl_ctx *ctx, const sq_bench_cfg *cfg,
   /* GEMM: C[M,N] = A[M,K] B[N,K]^T at the model's shapes. Own kernel: the
    * small-GEMM kernel (OpenCL) forced for every product it supports, or the
    * host's default choice (its AVX-512 product up to 256 rows, or 24 where
-   * OpenBLAS runs AVX-512 kernels, OpenBLAS beyond: the host has no forced
-   * form); library: CLBlast or OpenBLAS. On
+   * OpenBLAS runs AVX-512 kernels, beyond that its product over the weights
+   * packed once, or OpenBLAS where the CPU has no AVX-512: the host has no
+   * forced form); library: CLBlast or OpenBLAS (packing B in every product). On
    * the host both are split across the host threads. */
   if (sink->table) sink->table(sink->user, SQ_BENCH_GEMM);
   const int shapes[][3] = {{1, 768, 256},   {64, 768, 256},   {1, 1536, 512},
@@ -121,7 +122,7 @@ seqcl_status sq_bench_kernels(seqcl_ctx *ctx, const sq_bench_cfg *cfg,
       sq_ctx_set_ablated(ctx, info.own_default ? 0 : SQ_FORCE_SMALL_GEMM);
       st = sq_bench_gemm(ctx, M, N, K, cfg->reps, &g_own, &s);
     }
-    sq_ctx_set_ablated(ctx, SQ_ABL_SMALL_GEMM);
+    sq_ctx_set_ablated(ctx, SQ_ABL_SMALL_GEMM | SQ_ABL_PACKED);
     if (st == SEQCL_OK) st = sq_bench_gemm(ctx, M, N, K, cfg->reps, &g_lib, &s);
     sq_ctx_set_ablated(ctx, saved);
     SQ_TRY(st);

@@ -128,7 +128,8 @@ static int ablation_bits(const seqcl_ctx *ctx, unsigned bits[ABL_MAX]) {
                                       SQ_ABL_NO_SYNC,
                                       SQ_ABL_SMALL_GEMM,
                                       SQ_ABL_THREADS,
-                                      SQ_ABL_FUSED_GREEDY};
+                                      SQ_ABL_FUSED_GREEDY,
+                                      SQ_ABL_PACKED};
   const sq_backend *be = ctx->be;
   const int threads = be->ops->supports && be->ops->supports(be, SQ_CAP_THREADS);
   int nb = 0;
@@ -136,6 +137,7 @@ static int ablation_bits(const seqcl_ctx *ctx, unsigned bits[ABL_MAX]) {
     const unsigned bit = all_bits[i];
     if (bit == SQ_ABL_FUSED_GREEDY && !be->ops->argmax_greedy) continue;
     if (bit == SQ_ABL_THREADS && !threads) continue;
+    if (bit == SQ_ABL_PACKED && !be->ops->freeze) continue;
     bits[nb++] = bit;
   }
   return nb;

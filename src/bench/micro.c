@@ -105,6 +105,8 @@ seqcl_status sq_bench_gemm(seqcl_ctx *ctx, int M, int N, int K, int reps, double
   if (st == SEQCL_OK) st = sq_buf_alloc(ctx, (size_t)M * N * 4, &g.C);
   if (st == SEQCL_OK) st = fill_random(ctx, g.A, (size_t)M * K, 2);
   if (st == SEQCL_OK) st = fill_random(ctx, g.B, (size_t)N * K, 3);
+  /* B as a model's weights are (frozen: the host may keep it packed) */
+  if (st == SEQCL_OK) sq_buf_freeze(ctx, g.B);
   if (st == SEQCL_OK) st = time_op(ctx, gemm_op, &g, inner, reps, seconds);
   if (st == SEQCL_OK) *gflops = flops / *seconds / 1e9;
   sq_buf_free(g.A);

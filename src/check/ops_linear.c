@@ -15,7 +15,9 @@
 /* ---------------------------------------------------------------- gemm ---- */
 /* Shape keys: M N K, ta tb (transposes), batch, alpha beta, pad (extra leading
  * dimension of A, B and C), int=1 (small integers: the result must be exact),
- * half=1|2 (B at bfloat16 / binary16 values, given to the device as 16-bit ones). */
+ * half=1|2 (B at bfloat16 / binary16 values, given to the device as 16-bit ones),
+ * frozen=1 (B's buffer frozen, as the model's weights are: the host reads B
+ * packed once in products beyond its own kernel's rows). */
 typedef struct gemm_dims {
   int M, N, K, ta, tb, batch, pad, exact;
   double alpha, beta;
@@ -88,6 +90,7 @@ static seqcl_status gemm_run(sq_arena *a, const sq_case *c) {
    * them: unsupported, the case is skipped) */
   const int half = SH("half", SQ_HALF_NONE);
   if (half) SQ_TRY(sq_buf_halfwidth(a->ctx, B.buf, (sq_halfwidth)half));
+  if (SH("frozen", 0)) sq_buf_freeze(a->ctx, B.buf);
   SQ_TRY(sq_gemm(a->ctx, d.ta, d.tb, d.M, d.N, d.K, (float)d.alpha, A, d.lda, d.sa, B, d.ldb,
                  d.sb, (float)d.beta, C, d.ldc, d.sc, d.batch));
   return sq_finish_fetch(a, c, &C);
@@ -167,6 +170,21 @@ static const char *const gemm_shapes[] = {
     "M=5,N=29,K=17,tb=1,pad=15,batch=2,half=1",
     "M=24,N=130,K=128,tb=1,half=1",
     "M=1,N=4099,K=64,tb=1,half=1",
+    /* frozen=1: B as a model's weights (the host packs it once in panels of
+     * 16 columns and runs 8 x 32 blocks): a decode step's product, one row
+     * past the own kernel's 24 with one column, fewer columns than a panel,
+     * rows and columns off the blocks with alpha, beta and padded rows, rows
+     * split across threads, columns split in whole panels, integer-exact,
+     * batches (not packed), and bf16 values */
+    "M=64,N=768,K=256,tb=1,frozen=1",
+    "M=25,N=1,K=1,tb=1,frozen=1",
+    "M=37,N=13,K=5,tb=1,frozen=1,alpha=-0.5,beta=1",
+    "M=43,N=47,K=129,tb=1,pad=3,frozen=1,beta=0.5",
+    "M=300,N=50,K=31,tb=1,frozen=1,alpha=2",
+    "M=29,N=4099,K=67,tb=1,frozen=1",
+    "M=40,N=33,K=100,tb=1,int=1,beta=1,frozen=1",
+    "M=64,N=63,K=65,tb=1,batch=2,frozen=1",
+    "M=64,N=100,K=33,tb=1,pad=2,half=1,frozen=1",
     NULL};
 static const char *const gemm_quick[] = {"M=7,N=13,K=37,tb=1", "M=20,N=24,K=100,int=1,beta=1",
                                          "M=1,N=77,K=259,tb=1,pad=1,beta=0.5", NULL};
@@ -176,7 +194,8 @@ const sq_op sq_op_gemm = {
     "|diff| <= 2(K+2)u (|alpha| (|A||B|)ij + |beta C0ij|), u = 2^-24: the worst-case bound of a "
     "K-term float sum in any order; integer-filled cases (K*64 < 2^24) are exact; half=1|2 "
     "cases hold B at bfloat16 / binary16 values, read as 16-bit ones where the device can (the "
-    "same bound: the widening is exact), skipped elsewhere",
+    "same bound: the widening is exact), skipped elsewhere; frozen=1 cases (B packed once on "
+    "the host) have the same bound",
     gemm_shapes, gemm_quick, 0, gemm_gen, gemm_run, gemm_tol, NULL};
 
 /* -------------------------------------------------------------- linear ---- */

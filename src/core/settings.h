@@ -45,6 +45,9 @@ enum {
   SQ_ABL_FUSED_GREEDY = 1u << 8, /* argmax and the EOS bookkeeping in one launch */
   /* output over [s ; c] as one product over the row [s | c | e] (else two) */
   SQ_ABL_OUTPUT_ONE_GEMM = 1u << 9,
+  /* the host's products with many rows read the frozen weights packed once
+   * (host_packed.c); off: OpenBLAS packs them in every product */
+  SQ_ABL_PACKED = 1u << 10,
   /* Not an ablation: the own small-GEMM kernel for every product it supports,
    * whatever the shape and device (bench compares it with CLBlast). */
   SQ_FORCE_SMALL_GEMM = 1u << 7

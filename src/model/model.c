@@ -209,6 +209,8 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
   st = sq_write(m->ctx, sq_at(m->weights, 0), host, total * sizeof(float));
   free(host);
   if (st == SEQCL_OK) st = sq_model_halfwidth_copy(m, m->weights);
+  /* nothing writes the weights from here on (products may keep them packed) */
+  if (st == SEQCL_OK) sq_buf_freeze(m->ctx, m->weights);
   if (st == SEQCL_OK) st = sq_finish(m->ctx);
   return st;
 }

@@ -102,3 +102,13 @@ seqcl_status sq_buf_halfwidth(seqcl_ctx *ctx, sq_buf *buf, sq_halfwidth width) {
                    OPS(ctx)->name, ctx->info.selector);
   return OPS(ctx)->halfwidth_copy(BE(ctx), buf, (int)width);
 }
+
+void sq_freeze(seqcl_ctx *ctx, sq_ref at, size_t count) {
+  if (ctx && at.buf && at.buf->be == BE(ctx) && OPS(ctx)->freeze &&
+      at.off + count <= at.buf->bytes / sizeof(float))
+    OPS(ctx)->freeze(BE(ctx), at, count);
+}
+
+void sq_buf_freeze(seqcl_ctx *ctx, sq_buf *buf) {
+  if (buf) sq_freeze(ctx, sq_at(buf, 0), buf->bytes / sizeof(float));
+}

@@ -36,6 +36,12 @@ void sq_run_tasks(seqcl_ctx *ctx, int n, void (*fn)(void *arg, int task), void *
  * such a copy (the halfwidth_copy slot, backend.h). */
 int sq_halfwidth_supported(seqcl_ctx *ctx);
 seqcl_status sq_buf_halfwidth(seqcl_ctx *ctx, sq_buf *buf, sq_halfwidth width);
+/* The count floats at `at` (sq_buf_freeze: all of buf) hold weights that only
+ * sq_write, sq_copy, sq_fill and sq_adam_update change (the freeze slot,
+ * backend.h): the backend may keep derived copies of them. Nothing where it
+ * keeps none. */
+void sq_freeze(seqcl_ctx *ctx, sq_ref at, size_t count);
+void sq_buf_freeze(seqcl_ctx *ctx, sq_buf *buf);
 
 /* ---- linear (linear.c) ---- */
 seqcl_status sq_gemm(seqcl_ctx *ctx, int ta, int tb, int M, int N, int K, float alpha, sq_ref A,

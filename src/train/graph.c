@@ -172,6 +172,10 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   if (st == SEQCL_OK) st = sq_fill(ctx, F(g, 0), nf, 0.0f);
   if (st == SEQCL_OK) st = sq_fill_i32(ctx, I(g, 0), ni, 0);
   if (st == SEQCL_OK && g->none) st = sq_fill(ctx, F(g, g->ones), (size_t)T, 1.0f);
+  /* The parameters are not frozen (sq_freeze) for packed products: packing
+   * each weight once per step did not make the G2P recipe's step faster on
+   * the host (its forward products gained 1.2x; the packing, and the backward
+   * reading every weight unpacked beside its copy, took as much back). */
   g->src_h = malloc(sizeof(int32_t) * ni);
   if (st == SEQCL_OK && !g->src_h)
     st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");

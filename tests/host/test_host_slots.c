@@ -3,7 +3,9 @@
  * context, the fused pass, argmax, log-softmax, cross-entropy, embedding.
  * eps = 2^-23. Tolerances are stated next to each comparison. */
 #include "../common/test_main.h"
+#include "backend/host/host.h"
 #include "backend/host/host_math.h"
+#include "core/fault.h"
 #include "host_test.h"
 
 #define EPS (1.0 / 8388608.0)
@@ -260,6 +262,87 @@ static void gemm_integer_exact(void **state) {
   sq_buf_free(bc);
 }
 
+/* Products over weights (a buffer's weights range: a model's, training's
+ * parameters) with more rows than the own kernel takes read B packed once
+ * (host_packed.c). Checked, for a whole frozen buffer and for a range: the
+ * copy is made, the product agrees with double within the K-term dot-product
+ * bound of the gemm check, a write beside B keeps the copy, a write over B
+ * and an Adam step over the range drop it and the next product sees the new
+ * values, B reaching outside the range is not packed, and a failed
+ * allocation is an error. Shapes: N not a multiple of the 16-column panels, M
+ * not of the 8-row blocks, B with a row stride beyond K, B at an offset, alpha
+ * and beta. */
+static void gemm_frozen_packed(void **state) {
+  seqcl_ctx *ctx = *state;
+  enum { M = 67, N = 83, K = 45, LDB = 47, OFF = 5 };
+  th_rng r = th_seed(11);
+  static float a[M * K], b[OFF + N * LDB], c0[M * N], c[M * N], gr[N * LDB];
+  th_fill(&r, a, M * K, 1.0f);
+  th_fill(&r, b, OFF + N * LDB, 1.0f);
+  th_fill(&r, c0, M * N, 1.0f);
+  th_fill(&r, gr, N * LDB, 1.0f);
+  sq_buf *ba = th_buf(ctx, M * K, a), *bb = th_buf(ctx, OFF + N * LDB, b);
+  sq_buf *bc = th_buf(ctx, M * N, c0), *bg = th_buf(ctx, N * LDB, gr);
+  sq_buf *bm = th_buf(ctx, 2 * N * LDB, NULL);
+  TH_OK(sq_fill(ctx, sq_at(bm, 0), 2 * N * LDB, 0.0f));
+  sq_ctx_set_ablated(ctx, 0);
+  for (int round = 0; round < 3; round++) {
+    if (round == 0) sq_buf_freeze(ctx, bb);                  /* a loaded model's weights */
+    if (round == 1) sq_freeze(ctx, sq_at(bb, OFF), N * LDB); /* training's parameters */
+    TH_OK(sq_write(ctx, sq_at(bc, 0), c0, sizeof c0));
+    TH_OK(sq_gemm(ctx, 0, 1, M, N, K, -0.75f, sq_at(ba, 0), K, 0, sq_at(bb, OFF), LDB, 0, 0.5f,
+                  sq_at(bc, 0), N, 0, 1));
+    TH_OK(sq_read(ctx, sq_at(bc, 0), c, sizeof c));
+    if (!bb->packed) skip(); /* no AVX-512F: OpenBLAS packs as before */
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) {
+        double s = 0, m = 0;
+        for (int k = 0; k < K; k++) {
+          s += (double)a[i * K + k] * b[OFF + j * LDB + k];
+          m += fabs((double)a[i * K + k] * b[OFF + j * LDB + k]);
+        }
+        const double tol = 2.0 * (K + 2) * 0x1p-24 * (0.75 * m + 0.5 * fabs(c0[i * N + j]));
+        if (fabs(c[i * N + j] - (-0.75 * s + 0.5 * c0[i * N + j])) > tol)
+          fail_msg("round %d C[%d,%d] = %.9g, want %.9g (tolerance %.3g)", round, i, j,
+                   c[i * N + j], -0.75 * s + 0.5 * c0[i * N + j], tol);
+      }
+    if (round == 0) {
+      /* a write beside B keeps the copy; one over B drops it */
+      TH_OK(sq_write(ctx, sq_at(bb, 0), b, OFF * sizeof(float)));
+      assert_int_equal(sq_host_packed_fresh(bb), 1);
+      for (int i = 0; i < OFF + N * LDB; i++) b[i] = -b[i] * 0.5f;
+      TH_OK(sq_write(ctx, sq_at(bb, 0), b, sizeof b));
+      assert_int_equal(sq_host_packed_fresh(bb), 0);
+    } else if (round == 1) {
+      /* an Adam step over the range changes B and drops the copy */
+      TH_OK(sq_adam_update(ctx, N * LDB, sq_at(bb, OFF), sq_at(bg, 0), sq_at(bm, 0),
+                           sq_at(bm, N * LDB), 0.9f, 0.999f, 1e-8f, 0.05f, 1.0f));
+      assert_int_equal(sq_host_packed_fresh(bb), 0);
+      TH_OK(sq_read(ctx, sq_at(bb, 0), b, sizeof b));
+    }
+  }
+  /* B reaching outside the weights range is read as any other matrix */
+  sq_freeze(ctx, sq_at(bb, OFF + 1), N * LDB - 1);
+  assert_null(bb->packed);
+  TH_OK(sq_gemm(ctx, 0, 1, M, N, K, 1.0f, sq_at(ba, 0), K, 0, sq_at(bb, OFF), LDB, 0, 0.0f,
+                sq_at(bc, 0), N, 0, 1));
+  assert_null(bb->packed);
+  sq_buf_freeze(ctx, bb);
+#ifdef SEQCL_FAULT_INJECTION
+  /* a packed copy that cannot be allocated fails the product, naming it */
+  sq_fault_arm(SQ_FAULT_ALLOC, 1);
+  TH_EXPECT_ERR(sq_gemm(ctx, 0, 1, M, N, K, 1.0f, sq_at(ba, 0), K, 0, sq_at(bb, OFF), LDB, 0, 0.0f,
+                        sq_at(bc, 0), N, 0, 1),
+                SEQCL_ERR_OUT_OF_MEMORY, "packed copy of a 83 x 45 weight");
+  sq_fault_arm(SQ_FAULT_ALLOC, 0);
+#endif
+  sq_buf_free(ba);
+  sq_buf_free(bb);
+  sq_buf_free(bc);
+  sq_buf_free(bg);
+  sq_buf_free(bm);
+}
+
 /* The vector exp / tanh / sigmoid of the host backend against double over
  * [-20, 20]: within 2, 3 and 4 ulp of the correctly rounded value (measured:
  * 1, 1.4 and 2.5); far outside, tanh is exactly +-1 and sigmoid stays finite. */
@@ -334,5 +417,6 @@ SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx,
       cmocka_unit_test(attention_all_kinds),
       cmocka_unit_test(rows_argmax_logsoftmax_ce_embedding),
       cmocka_unit_test(gemm_integer_exact),
+      cmocka_unit_test(gemm_frozen_packed),
       cmocka_unit_test(vector_math_accuracy),
       cmocka_unit_test(sum_squares_exact))

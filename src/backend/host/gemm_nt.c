@@ -12,6 +12,13 @@
  * ceil(K / 16) fused products each, then a 4-level tree: inside the K-term
  * float dot product bound the GEMM tolerance allows.
  *
+ * With more rows (beyond own_max_rows() in host_linear.c) a product over a
+ * frozen buffer's weights reads B packed once into panels of 16 columns
+ * (sq_gemm_nt_panels): blocks of 8 rows x 32 columns broadcast A and load B
+ * in the order they use it, with no lane folding; each element is one float
+ * sum of fused products in k order (the bits OpenBLAS's kernels give where
+ * they do not split K).
+ *
  * Only built for x86-64 with GCC or Clang, and used only when the CPU has
  * AVX-512F; elsewhere (or under `seqcl bench --ablate`) OpenBLAS runs. */
 #include "backend/host/gemm_nt.h"
@@ -127,6 +134,109 @@ void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
     gemm_bf16(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+/* ---- the packed-weight product (sq_gemm_nt_panels) ---- */
+
+/* 8 rows of A x 32 columns (two panels; `two` = 0: 16 columns, one panel) of
+ * C: 16 accumulators, per k two loads of B, eight broadcasts of A and
+ * sixteen fused multiply-adds. Rows past mr point at row 0 again (computed,
+ * never stored); columns past the edge are masked off in the stores (m0, m1).
+ * Always inlined into the two wrappers below, where `two` is a constant. */
+#define PK_ROW(i)                                            \
+  {                                                          \
+    const __m512 x = _mm512_set1_ps(a##i[k]);                \
+    c##i##0 = _mm512_fmadd_ps(x, y0, c##i##0);               \
+    if (two) c##i##1 = _mm512_fmadd_ps(x, y1, c##i##1);      \
+  }
+#define PK_STORE(i)                                                              \
+  if (mr > i) {                                                                  \
+    float *ci = c + (size_t)(i) * (size_t)ldc;                                   \
+    __m512 v0 = _mm512_mul_ps(va, c##i##0), v1 = _mm512_mul_ps(va, c##i##1);     \
+    if (beta != 0.0f) {                                                          \
+      v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), v0);               \
+      if (two) v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), v1); \
+    }                                                                            \
+    _mm512_mask_storeu_ps(ci, m0, v0);                                           \
+    if (two) _mm512_mask_storeu_ps(ci + 16, m1, v1);                             \
+  }
+static inline __attribute__((always_inline)) NT_TARGET void panel8(
+    const int two, int mr, int K, const float *a, int lda, const float *p0, const float *p1,
+    __mmask16 m0, __mmask16 m1, float alpha, float beta, float *c, int ldc) {
+  const float *a0 = a, *a1 = a + (mr > 1 ? (size_t)lda : 0), *a2 = a + (mr > 2 ? 2 * (size_t)lda : 0);
+  const float *a3 = a + (mr > 3 ? 3 * (size_t)lda : 0), *a4 = a + (mr > 4 ? 4 * (size_t)lda : 0);
+  const float *a5 = a + (mr > 5 ? 5 * (size_t)lda : 0), *a6 = a + (mr > 6 ? 6 * (size_t)lda : 0);
+  const float *a7 = a + (mr > 7 ? 7 * (size_t)lda : 0);
+  const __m512 z = _mm512_setzero_ps();
+  __m512 c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
+  __m512 c40 = z, c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z;
+  for (int k = 0; k < K; k++) {
+    const __m512 y0 = _mm512_load_ps(p0 + 16 * (size_t)k);
+    const __m512 y1 = two ? _mm512_load_ps(p1 + 16 * (size_t)k) : z;
+    PK_ROW(0) PK_ROW(1) PK_ROW(2) PK_ROW(3) PK_ROW(4) PK_ROW(5) PK_ROW(6) PK_ROW(7)
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  PK_STORE(0) PK_STORE(1) PK_STORE(2) PK_STORE(3) PK_STORE(4) PK_STORE(5) PK_STORE(6) PK_STORE(7)
+}
+static NT_TARGET void panel8x32(int mr, int K, const float *a, int lda, const float *p0,
+                                const float *p1, __mmask16 m0, __mmask16 m1, float alpha,
+                                float beta, float *c, int ldc) {
+  panel8(1, mr, K, a, lda, p0, p1, m0, m1, alpha, beta, c, ldc);
+}
+static NT_TARGET void panel8x16(int mr, int K, const float *a, int lda, const float *p0,
+                                __mmask16 m0, float alpha, float beta, float *c, int ldc) {
+  panel8(0, mr, K, a, lda, p0, p0, m0, 0, alpha, beta, c, ldc);
+}
+
+static inline __mmask16 lanes(int n) {
+  return n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1u) : (__mmask16)0;
+}
+
+/* Row chunks of A outside (as many rows as fill 128 KB, so the chunk stays in
+ * L2 while every panel passes it), pairs of panels inside them, row blocks of
+ * 8 innermost (the two panels, 2 x K x 64 bytes, stay in L1 meanwhile). With
+ * decode's few rows the chunk is all of A. */
+static NT_TARGET void panels_f32(int M, int N, int K, float alpha, const float *a, int lda,
+                                 const float *panels, int n0, float beta, float *c, int ldc) {
+  const size_t panel = (size_t)K * 16;
+  const float *first = panels + (size_t)(n0 / 16) * panel;
+  int chunk = (int)((size_t)(128 * 1024 / sizeof(float)) / (size_t)K) / 8 * 8;
+  if (chunk < 8) chunk = 8;
+  for (int i0 = 0; i0 < M; i0 += chunk) {
+    const int i1 = M - i0 < chunk ? M : i0 + chunk;
+    for (int j = 0; j < N; j += 32) {
+      const float *p0 = first + (size_t)(j / 16) * panel;
+      const __mmask16 m0 = lanes(N - j), m1 = lanes(N - j - 16);
+      for (int i = i0; i < i1; i += 8) {
+        const int mr = i1 - i < 8 ? i1 - i : 8;
+        const float *ai = a + (size_t)i * (size_t)lda;
+        float *ci = c + (size_t)i * (size_t)ldc + j;
+        if (N - j > 16)
+          panel8x32(mr, K, ai, lda, p0, p0 + panel, m0, m1, alpha, beta, ci, ldc);
+        else /* one panel left */
+          panel8x16(mr, K, ai, lda, p0, m0, alpha, beta, ci, ldc);
+      }
+    }
+  }
+}
+
+/* One gather per k of a panel: the 16 rows' k-th elements (rows past N: 0). */
+static NT_TARGET void pack_avx512(int N, int K, const float *b, int ldb, float *panels) {
+  const __m512i rows = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(ldb));
+  for (int p = 0; p < (N + 15) / 16; p++) {
+    const __mmask16 m = lanes(N - 16 * p);
+    const float *bp = b + (size_t)p * 16 * (size_t)ldb;
+    float *out = panels + (size_t)p * (size_t)K * 16;
+    for (int k = 0; k < K; k++)
+      _mm512_store_ps(out + 16 * (size_t)k,
+                      _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows, bp + k, 4));
+  }
+}
+
+void sq_gemm_nt_panels(int M, int N, int K, float alpha, const float *a, int lda,
+                       const float *panels, int n0, float beta, float *c, int ldc) {
+  panels_f32(M, N, K, alpha, a, lda, panels, n0, beta, c, ldc);
+}
+
 int sq_gemm_nt_available(void) {
   static atomic_int known = -1; /* a race only repeats the same answer */
   int k = atomic_load(&known);
@@ -142,6 +252,12 @@ int sq_gemm_nt_available(void) {
 
 int sq_gemm_nt_available(void) { return 0; }
 
+void sq_gemm_nt_panels(int M, int N, int K, float alpha, const float *a, int lda,
+                       const float *panels, int n0, float beta, float *c, int ldc) {
+  (void)M, (void)N, (void)K, (void)alpha, (void)a, (void)lda, (void)panels, (void)n0;
+  (void)beta, (void)c, (void)ldc;
+}
+
 void sq_gemm_nt(int M, int N, int K, float alpha, const float *a, int lda, const float *b,
                 int ldb, float beta, float *c, int ldc) {
   (void)M, (void)N, (void)K, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)beta;
@@ -155,3 +271,21 @@ void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
 }
 
 #endif
+
+size_t sq_gemm_panels_floats(int N, int K) { return (size_t)((N + 15) / 16) * 16 * (size_t)K; }
+
+void sq_gemm_pack(int N, int K, const float *b, int ldb, float *panels) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  /* 16 rows x ldb must index within int32 for the gather */
+  if (sq_gemm_nt_available() && (long long)ldb * 15 + K < (1LL << 31)) {
+    pack_avx512(N, K, b, ldb, panels);
+    return;
+  }
+#endif
+  for (int p = 0; p < (N + 15) / 16; p++)
+    for (int k = 0; k < K; k++)
+      for (int j = 0; j < 16; j++) {
+        const int n = p * 16 + j;
+        panels[((size_t)p * K + k) * 16 + j] = n < N ? b[(size_t)n * (size_t)ldb + k] : 0.0f;
+      }
+}

@@ -3,6 +3,7 @@
 #ifndef SQ_BACKEND_HOST_GEMM_NT_H
 #define SQ_BACKEND_HOST_GEMM_NT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Whether this CPU runs the own kernel, i.e. has AVX-512F (detected once;
@@ -19,5 +20,21 @@ void sq_gemm_nt(int M, int N, int K, float alpha, const float *a, int lda, const
  * gives for a float32 B of the same values. */
 void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
                      const uint16_t *b, int ldb, int width, float beta, float *c, int ldc);
+
+/* Weights packed once for products with many rows (gemm_nt.c): B [N, K] as
+ * ceil(N / 16) panels of K x 16 floats (panel p holds columns 16p..16p+15,
+ * k-major, zeros past N), so the product broadcasts A and reads B in the
+ * order it uses it, with no packing per call. sq_gemm_panels_floats is the
+ * size of the packed copy; sq_gemm_pack writes it (64-byte aligned panels). */
+size_t sq_gemm_panels_floats(int N, int K);
+void sq_gemm_pack(int N, int K, const float *b, int ldb, float *panels);
+
+/* C[M, N] = alpha A B^T + beta C with B given as panels (sq_gemm_pack of the
+ * whole B; columns n0..n0+N of it, n0 a multiple of 16); only when
+ * sq_gemm_nt_available(). Each element is one float sum over k in order, one
+ * fused multiply-add per k, whatever the blocking: the bits do not depend on
+ * how the product is split. */
+void sq_gemm_nt_panels(int M, int N, int K, float alpha, const float *a, int lda,
+                       const float *panels, int n0, float beta, float *c, int ldc);
 
 #endif

@@ -32,6 +32,21 @@ seqcl_status sq_host_scratch(sq_backend *be, size_t n, float **out);
 #include "backend/slots.def"
 #undef SQ_SLOT
 
+/* Weights ranges (host_packed.c): the freeze slot; whether B [N, K] (row
+ * stride ldb) lies in its buffer's weights range; its packed copy (sq_gemm_pack's
+ * panels), made on first use and packed again after a write over it;
+ * drop_range marks the copies that overlap count floats from off stale (what
+ * a write over them does); free frees them all (the buffer's end). */
+typedef struct sq_host_packed sq_host_packed;
+void sq_host_freeze(sq_backend *be, sq_ref at, size_t count);
+int sq_host_packable(sq_ref B, int N, int K, int ldb);
+seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb,
+                                const float **out);
+void sq_host_packed_drop_range(sq_buf *buf, size_t off, size_t count);
+void sq_host_packed_free(sq_buf *buf);
+/* How many of buf's packed copies hold its current values (for the tests). */
+int sq_host_packed_fresh(sq_buf *buf);
+
 /* The generator behind host_dropout.c (exposed for the known-answer test). */
 void sq_host_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 

@@ -39,6 +39,8 @@ static seqcl_status host_buf_alloc(sq_backend *be, size_t bytes, sq_buf **out) {
   buf->ptr = mem;
   buf->half = NULL;
   buf->half_width = SQ_HALF_NONE;
+  buf->weights_lo = buf->weights_hi = 0;
+  buf->packed = NULL;
   *out = buf;
   return SEQCL_OK;
 }
@@ -49,9 +51,17 @@ static void drop_half(sq_buf *buf) {
   buf->half_width = SQ_HALF_NONE;
 }
 
+/* A write of count floats at dst: the 16-bit copy of its buffer and the
+ * packed copies it overlaps no longer hold. */
+static void drop_copies(sq_ref dst, size_t count) {
+  if (dst.buf->half) drop_half(dst.buf);
+  sq_host_packed_drop_range(dst.buf, dst.off, count);
+}
+
 static void host_buf_free(sq_backend *be, sq_buf *buf) {
   (void)be;
   if (!buf) return;
+  sq_host_packed_free(buf);
   free(buf->half);
   free(buf->ptr);
   free(buf);
@@ -59,7 +69,7 @@ static void host_buf_free(sq_backend *be, sq_buf *buf) {
 
 static seqcl_status host_write(sq_backend *be, sq_ref dst, const void *src, size_t bytes) {
   (void)be;
-  if (dst.buf->half) drop_half(dst.buf);
+  drop_copies(dst, bytes / sizeof(float));
   if (bytes) memcpy(sq_host_f32(dst), src, bytes);
   return SEQCL_OK;
 }
@@ -104,7 +114,7 @@ static void copy_part(void *arg, int p) {
 
 static seqcl_status host_copy(sq_backend *be, sq_ref dst, sq_ref src, size_t count) {
   (void)be;
-  if (dst.buf->half) drop_half(dst.buf);
+  drop_copies(dst, count);
   span_job j = {.dst = sq_host_f32(dst), .src = sq_host_f32(src), .parts = 1, .count = count};
   /* Ranges in the same buffer may overlap: memmove, on one thread. Disjoint
    * ranges are split across the pool (a large copy is memory-bound, and one
@@ -133,7 +143,7 @@ static void fill_part(void *arg, int p) {
 /* Split across the pool like a copy: training clears its gradients and
  * backward buffers every step, megabytes at a time. */
 static seqcl_status host_fill(sq_backend *be, sq_ref dst, size_t count, float value) {
-  if (dst.buf->half) drop_half(dst.buf);
+  drop_copies(dst, count);
   span_job j = {.dst = sq_host_f32(dst), .value = value, .parts = 1, .count = count};
   if (count <= (size_t)INT_MAX) j.parts = sq_pool_parts(be, (int)(count / 1024), (double)count);
   if (count) sq_pool_run(j.parts, fill_part, &j);
@@ -142,7 +152,7 @@ static seqcl_status host_fill(sq_backend *be, sq_ref dst, size_t count, float va
 
 static seqcl_status host_fill_i32(sq_backend *be, sq_ref dst, size_t count, int32_t value) {
   (void)be;
-  if (dst.buf->half) drop_half(dst.buf);
+  drop_copies(dst, count);
   int32_t *restrict d = sq_host_i32(dst);
   for (size_t i = 0; i < count; i++) d[i] = value;
   return SEQCL_OK;
@@ -212,6 +222,7 @@ static const sq_backend_ops host_ops = {
     .fill_i32 = host_fill_i32,
     .finish = host_finish,
     .halfwidth_copy = host_halfwidth_copy,
+    .freeze = sq_host_freeze,
     /* the op slots: sq_host_<name> of every line of backend/slots.def (no
      * argmax_greedy: on the host the two slots cost no extra launch) */
 #define SQ_SLOT(name, params) .name = sq_host_##name,

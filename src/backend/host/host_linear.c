@@ -56,6 +56,9 @@ typedef struct gemm_job {
   const float *a, *b;
   const uint16_t *b16; /* own only: B's 16-bit copy (sq_buf.half), else NULL */
   int b16_width;
+  /* B packed (weights, sq_host_packed_get), else NULL; the
+   * columns are then split in whole panels of 16 */
+  const float *panels;
   float *c;
   size_t sa, sb, sc;
 } gemm_job;
@@ -64,7 +67,10 @@ typedef struct gemm_job {
  * uninitialised. One row (decoding at batch 1) runs as a GEMV, which OpenBLAS
  * runs at several times sgemm's speed for this shape. */
 static void gemm_one(const gemm_job *g, int M, int N, const float *a, const float *b, float *c) {
-  if (g->own && g->b16) /* the same values as b, read as 16-bit ones */
+  if (g->panels) /* columns from (b - B) / ldb on: a whole panel's first */
+    sq_gemm_nt_panels(M, N, g->K, g->alpha, a, g->lda, g->panels, (int)((b - g->b) / g->ldb),
+                      g->beta, c, g->ldc);
+  else if (g->own && g->b16) /* the same values as b, read as 16-bit ones */
     sq_gemm_nt_half(M, N, g->K, g->alpha, a, g->lda, g->b16 + (b - g->b), g->ldb, g->b16_width,
                     g->beta, c, g->ldc);
   else if (g->own)
@@ -87,8 +93,14 @@ static void gemm_part(void *arg, int p) {
     return;
   }
   const int rows = g->how == SPLIT_ROWS;
-  sq_pool_range(rows ? g->M : g->N, g->parts, p, &lo, &hi);
-  if (hi == lo) return;
+  if (!rows && g->panels) { /* whole panels of 16 columns */
+    sq_pool_range((g->N + 15) / 16, g->parts, p, &lo, &hi);
+    lo *= 16;
+    hi = hi * 16 < g->N ? hi * 16 : g->N;
+  } else {
+    sq_pool_range(rows ? g->M : g->N, g->parts, p, &lo, &hi);
+  }
+  if (hi <= lo) return;
   for (int i = 0; i < g->batch; i++) {
     const float *a = g->a + (size_t)i * g->sa, *b = g->b + (size_t)i * g->sb;
     float *c = g->c + (size_t)i * g->sc;
@@ -122,6 +134,14 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
     g.b16 = B.buf->half + B.off;
     g.b16_width = B.buf->half_width;
   }
+  /* Beyond the own kernel's rows, weights (a buffer's weights range: a
+   * model's, training's parameters) are read packed (host_packed.c) rather
+   * than packed again by OpenBLAS in every product: 1.2-1.5x at decode's
+   * [64, K] x [N, K]^T shapes. One batch only (each batch's B would be
+   * another copy), and decided before any split. */
+  if (!g.own && !ta && tb && batch == 1 && sq_host_packable(B, N, K, ldb) &&
+      sq_gemm_nt_available() && !(sq_ablated(be->ctx) & SQ_ABL_PACKED))
+    SQ_TRY(sq_host_packed_get(be, B, N, K, ldb, &g.panels));
   const double work = (double)M * N * K * batch;
   const int most = sq_pool_parts(be, batch > M ? (batch > N ? batch : N) : (M > N ? M : N), work);
   if (most > 1 && batch >= most) {
@@ -137,7 +157,7 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
    * small-matrix kernels (SkylakeX and Cooperlake), whose sums round
    * differently from its blocked ones: a part must stay above that, or the
    * bits would depend on the thread count. */
-  while (!g.own && g.how != SPLIT_BATCH && g.parts > 1 &&
+  while (!g.own && !g.panels && g.how != SPLIT_BATCH && g.parts > 1 &&
          (double)((g.how == SPLIT_ROWS ? M : N) / g.parts) * (g.how == SPLIT_ROWS ? N : M) * K <=
              GEMM_BLAS_SMALL)
     g.parts--;

@@ -121,6 +121,7 @@ seqcl_status sq_host_adam(sq_backend *be, size_t count, sq_ref pr, sq_ref gr, sq
                            sq_ref vr, float b1, float b2, float eps, float step_size,
                            float bc2_sqrt) {
   (void)be;
+  sq_host_packed_drop_range(pr.buf, pr.off, count); /* the weights change */
   adam_job j = {sq_host_f32(pr), sq_host_f32(mr), sq_host_f32(vr), sq_host_f32(gr), b1, b2, eps, step_size, bc2_sqrt};
   /* elementwise: any split gives the same bits */
   for (size_t at = 0; at < count;) {
