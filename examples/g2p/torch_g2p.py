@@ -18,6 +18,9 @@ masks) are PyTorch's and Python's, so the two runs agree in distribution,
 not bit for bit.
 
     /usr/bin/python3 examples/g2p/torch_g2p.py --work /tmp/g2p --epochs 8 --threads 1
+    # the recipe's --long: the output layer over [s;c], 16 epochs, patience 3
+    /usr/bin/python3 examples/g2p/torch_g2p.py --work /tmp/g2p --epochs 16 --decay-patience 3 \
+        --output state_context --threads 1
 
 The defaults are the recipe's (recipe.py DEFAULTS); --threads 1 was PyTorch's
 fastest setting for this model on a 2-core machine (measure 1 and 2).
