@@ -32,7 +32,8 @@ typedef struct sq_buf {
   uint16_t *half;
   int half_width;
   /* host only: floats [weights_lo, weights_hi) hold weights (the freeze slot:
-   * a loaded model's, or training's parameters); the host keeps packed copies
+   * a loaded model's; training does not freeze its parameters, see
+   * train/graph.c); the host keeps packed copies
    * of the matrices its products read from there (host_packed.c), in `packed` */
   size_t weights_lo, weights_hi;
   struct sq_host_packed *packed;
@@ -279,8 +280,8 @@ typedef struct sq_backend_ops {
    * into such a buffer (the model's weights, which nothing writes). */
   seqcl_status (*halfwidth_copy)(sq_backend *be, sq_buf *buf, int width);
   /* Optional: the count floats at `at` hold weights, which change only through
-   * write, copy, fill and the adam slot (a loaded model's weights never do;
-   * training's parameters once per step), so the backend may keep derived
+   * write, copy, fill and the adam slot (a loaded model's weights never do),
+   * so the backend may keep derived
    * copies of them, e.g. the host's weights packed for its products. Those
    * four drop the copies of what they write; no other slot may write there.
    * One range per buffer: a second call replaces the first. */

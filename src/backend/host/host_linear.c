@@ -134,8 +134,8 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
     g.b16 = B.buf->half + B.off;
     g.b16_width = B.buf->half_width;
   }
-  /* Beyond the own kernel's rows, weights (a buffer's weights range: a
-   * model's, training's parameters) are read packed (host_packed.c) rather
+  /* Beyond the own kernel's rows, weights (a buffer's weights range: a loaded
+   * model's) are read packed (host_packed.c) rather
    * than packed again by OpenBLAS in every product: 1.2-1.5x at decode's
    * [64, K] x [N, K]^T shapes. One batch only (each batch's B would be
    * another copy), and decided before any split. */
