@@ -1,19 +1,18 @@
 /* Forward with saved activations and backpropagation through time over one
  * padded batch, written against the ops/ fronts only (forward and training
- * slots), so it runs on any backend that fills the training slots. Over 500
- * lines for a reason: the forward and the backward walk the same layout and
- * the same kept activations, which splitting would move into a header.
+ * slots), so it runs on any backend that fills the training slots. This file
+ * holds the buffers, the batch, the decoder, the output layer and the
+ * decoder's initial state; graph_encoder.c the encoder (graph_impl.h the
+ * state both share).
  *
- * Layouts: encoder tensors are batch-major [N, S, *] (as the attention reads
- * them); decoder tensors are step-major [T, N, *] so that every per-step
- * operand is one contiguous [N, *] block and the weight gradients of all steps
- * are one GEMM each (K = T*N) after the loop. What the forward keeps:
- *   encoder, per layer and direction: input GEMM gi [N,S,3H], per-step
- *            recurrent GEMM gh [S,N,3H], the states hist [S+1,N,H]
- *            (hist[s+1] = state after step s); per layer its output
- *            [N,S,He] (layer l > 0 reads layer l-1's, as nn.GRU does);
- *   decoder: inputs X [T,N,D+He] = [embedding ; context], query projection qp,
- *            weights alpha [T,N,S], gi/gh [T,N,3Hd], states [T+1,N,Hd].
+ * Layouts: the encoder runs over packed tokens (graph_encoder.c) and hands
+ * the attention its top layer's output batch-major [N, S, He]; decoder
+ * tensors are step-major [T, N, *] so that every per-step operand is one
+ * contiguous [N, *] block and the weight gradients of all steps are one GEMM
+ * each (K = T*N) after the loop. Step t runs only the rows [0, dec_rows) that
+ * still have labels. What the decoder keeps: inputs X [T,N,D+He] =
+ * [embedding ; context], query projection qp, weights alpha [T,N,S], gi/gh
+ * [T,N,3Hd], states [T+1,N,Hd].
  * Score "none" (a fixed context) has no attention: hfinal [N,He] = the top
  * layer's [h_fwd_final ; h_bwd_final] is gathered into every step's context
  * columns of X once, the input GEMM then covers all of X in one call, and the
@@ -21,10 +20,8 @@
  * (one batched GEMM per direction against a vector of ones).
  * With output "state_context" the output layer reads [s_t ; c_t]: its weight
  * is used as two column blocks, the state block against the states and the
- * context block against X's context columns, so nothing is copied. The
- * backward buffers of the encoder (dgi, dgh, dh) are shared by the layers,
- * which are back-propagated one after the other. The GRU gates of the forward
- * are kept (sv) for the backward slot.
+ * context block against X's context columns, so nothing is copied. The GRU
+ * gates of the forward are kept (sv) for the backward slot.
  *
  * Dropout (training steps only) sits where PyTorch users put it: on both
  * embeddings, on every encoder layer's output but the top one (nn.GRU's
@@ -39,58 +36,15 @@
 
 #include "model/seq2seq.h"
 #include "ops/ops.h"
+#include "train/graph_impl.h"
 #include "train/tmodel.h"
 
-struct sq_graph {
-  seqcl_ctx *ctx;
-  sq_tlayout L;
-  int max_n, max_s, max_t; /* what the buffers were sized for */
-  int S, T, N;               /* this batch's (every stride follows them) */
-  int D, H, He, Hd, A, qw, V, ndir, G, Gd, Xw, layers, Ow, ctxout;
-  sq_buf *fb, *ib;
-  /* float offsets into fb */
-  size_t params, grads;
-  size_t enc_x, enc_dgi[2], enc_dgh[2], enc_dh[2];
-  size_t enc_sv[SQ_TRAIN_MAX_LAYERS][2], enc_gi[SQ_TRAIN_MAX_LAYERS][2];
-  size_t enc_gh[SQ_TRAIN_MAX_LAYERS][2], enc_hist[SQ_TRAIN_MAX_LAYERS][2];
-  size_t lout[SQ_TRAIN_MAX_LAYERS], dlout[SQ_TRAIN_MAX_LAYERS]; /* [N,S,He] per layer */
-  size_t enc_out, denc_out, denc_x, pkeys, dpkeys, hfinal, dpre;
-  size_t X, qp, alpha, u, sv, gi, gh, st, logits, dlogits, dS, ds, dX, dgi, dgh, dqp, loss;
-  /* int32 offsets into ib */
-  size_t src, lens, dec_in, labels, pred;
-  size_t rows; /* score "none": int32 [T*N], rows[t*N + n] = n (the context gather) */
-  size_t ones; /* score "none": T floats 1.0, the sum over steps in the backward */
-  int none;
-  /* host copies for the fronts' validation */
-  int32_t *src_h, *lens_h, *dec_in_h, *labels_h;
-  int valid;
-  int full; /* every source has length S (no padding) */
-  double drop_p; /* 0: no dropout */
-  uint64_t drop_seed, drop_step;
-  size_t sd, cd; /* the output layer's dropped input [T,N,Hd] and [T,N,He] */
-};
-
-/* Mask streams, one per dropped tensor (the "tensor" word of the key). */
-enum { DROP_ENC_EMB = 0, DROP_DEC_EMB = 1, DROP_LAYER = 2, DROP_OUT_STATE = 8, DROP_OUT_CTX = 9 };
-
-static int dropping(const sq_graph *g) { return g->drop_p > 0.0; }
-
-/* y = x * mask / (1-p) over a [rows, cols] tensor (in place when x == y). */
-static seqcl_status drop(sq_graph *g, uint32_t tensor, int rows, int cols, sq_ref x, int ldx,
-                         sq_ref y, int ldy) {
+seqcl_status sq_graph_drop(sq_graph *g, uint32_t tensor, int rows, int cols, sq_ref x, int ldx,
+                           sq_ref y, int ldy) {
   sq_dropout_args a = {.rows = rows, .cols = cols, .x = x, .ldx = ldx, .y = y, .ldy = ldy};
   sq_dropout_key(&a, g->drop_p, g->drop_seed, g->drop_step, tensor);
   return sq_dropout(g->ctx, &a);
 }
-
-static inline sq_ref F(sq_graph *g, size_t off) { return sq_at(g->fb, off); }
-static inline sq_ref I(sq_graph *g, size_t off) { return sq_at(g->ib, off); }
-static inline sq_ref P(sq_graph *g, size_t off) { return sq_at(g->fb, g->params + off); }
-static inline sq_ref Gr(sq_graph *g, size_t off) { return sq_at(g->fb, g->grads + off); }
-static inline sq_ref Popt(sq_graph *g, size_t off) {
-  return off == (size_t)-1 ? sq_none() : P(g, off);
-}
-
 seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int S, int T,
                              sq_graph **out) {
   *out = NULL;
@@ -115,23 +69,29 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   TAKE(params, L->total);
   TAKE(grads, L->total);
   TAKE(enc_x, N * S * g->D);
-  for (int l = 0; l < g->layers; l++) {
+  for (int l = 0; l < g->layers; l++) { /* packed: at most N*S tokens */
     for (int d = 0; d < g->ndir; d++) {
       TAKE(enc_gi[l][d], N * S * g->G);
       TAKE(enc_sv[l][d], N * S * 4 * g->H);
-      TAKE(enc_gh[l][d], (size_t)S * N * g->G);
-      TAKE(enc_hist[l][d], (size_t)(S + 1) * N * g->H);
+      TAKE(enc_gh[l][d], N * S * g->G);
+      TAKE(enc_hp[l][d], N * S * g->H);
+      TAKE(enc_hs[l][d], N * S * g->H);
     }
-    TAKE(lout[l], N * S * g->He);
+    TAKE(enc_inrev[l], g->ndir == 2 ? N * S * (l ? g->He : g->D) : 0);
+    TAKE(lout[l], (N * S + 1) * g->He);
     TAKE(dlout[l], N * S * g->He);
   }
   for (int d = 0; d < g->ndir; d++) {
     TAKE(enc_dgi[d], N * S * g->G);
-    TAKE(enc_dgh[d], (size_t)S * N * g->G);
+    TAKE(enc_dgh[d], N * S * g->G);
     TAKE(enc_dh[d], N * g->H);
+    TAKE(enc_dhr[d], N * g->H);
+    TAKE(hfin[d], N * g->H);
   }
-  g->enc_out = g->lout[g->layers - 1];
-  g->denc_out = g->dlout[g->layers - 1];
+  TAKE(enc_drev, g->ndir == 2 ? N * S * g->He : 0);
+  TAKE(enc_dxrev, g->ndir == 2 ? N * S * (g->layers > 1 ? g->He : g->D) : 0);
+  TAKE(enc_out, N * S * g->He);
+  TAKE(denc_out, N * S * g->He);
   TAKE(denc_x, N * S * g->D);
   TAKE(pkeys, N * S * (g->A > 0 ? g->A : 1));
   TAKE(dpkeys, N * S * (g->A > 0 ? g->A : 1));
@@ -165,6 +125,13 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   TAKE(labels, (size_t)T * N);
   TAKE(pred, N);
   TAKE(rows, g->none ? (size_t)T * N : 0);
+  TAKE(tok, N * S);
+  TAKE(rev, N * S);
+  TAKE(unpack, N * S);
+  TAKE(pack, N * S);
+  TAKE(fin, N);
+  TAKE(order, N);
+  TAKE(ident, N * S);
   size_t ni = f;
 #undef TAKE
   seqcl_status st = sq_buf_alloc(ctx, nf * sizeof(float), &g->fb);
@@ -183,6 +150,21 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
     sq_graph_free(g);
     return st;
   }
+  g->dec_rows = malloc(sizeof(int) * ((size_t)T + 2 * (size_t)S + 1));
+  g->tok_h = malloc(sizeof(int32_t) * (4 * N * S + 3 * N));
+  if (!g->dec_rows || !g->tok_h) {
+    sq_graph_free(g);
+    return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
+  }
+  g->bs = g->dec_rows + T;
+  g->cum = g->bs + S;
+  g->pk_h = g->tok_h + N * S; /* order, rank, rev, unpack, pack, fin */
+  for (size_t i = 0; i < N * S; i++) g->pk_h[i] = (int32_t)i;
+  st = sq_write(ctx, I(g, g->ident), g->pk_h, sizeof(int32_t) * N * S);
+  if (st != SEQCL_OK) {
+    sq_graph_free(g);
+    return st;
+  }
   g->lens_h = g->src_h + N * S;
   g->dec_in_h = g->lens_h + N;
   g->labels_h = g->dec_in_h + (size_t)T * N;
@@ -195,6 +177,8 @@ void sq_graph_free(sq_graph *g) {
   sq_buf_free(g->fb);
   sq_buf_free(g->ib);
   free(g->src_h);
+  free(g->dec_rows);
+  free(g->tok_h);
   free(g);
 }
 
@@ -228,8 +212,6 @@ seqcl_status sq_graph_set_batch_shape(sq_graph *g, int N, int S, int T, const in
   g->S = S, g->T = T;
   g->N = N;
   g->valid = 0;
-  g->full = 1;
-  for (int n = 0; n < N; n++) g->full &= lens[n] == S;
   memcpy(g->src_h, src, sizeof(int32_t) * (size_t)N * S);
   memcpy(g->lens_h, lens, sizeof(int32_t) * (size_t)N);
   for (int n = 0; n < N; n++)
@@ -242,6 +224,13 @@ seqcl_status sq_graph_set_batch_shape(sq_graph *g, int N, int S, int T, const in
       g->labels_h[(size_t)t * N + n] = in < 0 ? -1 : lab;
       g->valid += g->labels_h[(size_t)t * N + n] >= 0;
     }
+  /* a row takes part in step t while it has a label at t or later */
+  for (int t = T - 1, rows = 0; t >= 0; t--) {
+    for (int n = N - 1; n >= rows; n--)
+      if (g->labels_h[(size_t)t * N + n] >= 0) rows = n + 1;
+    g->dec_rows[t] = g->valid ? rows : N; /* no label at all: every row (forward-only reads) */
+  }
+  SQ_TRY(sq_genc_set_batch(g));
   SQ_TRY(sq_write(g->ctx, I(g, g->src), g->src_h, sizeof(int32_t) * (size_t)N * S));
   SQ_TRY(sq_write(g->ctx, I(g, g->lens), g->lens_h, sizeof(int32_t) * (size_t)N));
   SQ_TRY(sq_write(g->ctx, I(g, g->dec_in), g->dec_in_h, sizeof(int32_t) * (size_t)T * N));
@@ -255,114 +244,44 @@ seqcl_status sq_graph_set_batch_shape(sq_graph *g, int N, int S, int T, const in
   return SEQCL_OK;
 }
 
-/* Direction d of encoder layer l forward: its input GEMM, then its steps,
- * into its columns of lout[l]. The two directions share no buffer but lout's
- * rows, where each writes only its own columns. */
-static seqcl_status layer_forward_dir(sq_graph *g, int l, int d) {
-  seqcl_ctx *ctx = g->ctx;
-  const sq_tlayout *L = &g->L;
-  const int N = g->N, S = g->S, H = g->H, He = g->He, G = g->G;
-  const int In = l ? He : g->D;
-  sq_ref in = F(g, l ? g->lout[l - 1] : g->enc_x);
-  const size_t hist = g->enc_hist[l][d], gio = g->enc_gi[l][d];
-  SQ_TRY(sq_gemm(ctx, 0, 1, N * S, G, In, 1.0f, in, In, 0, P(g, L->enc_wih[l][d]), In, 0, 0.0f,
-                 F(g, gio), G, 0, 1));
-  SQ_TRY(sq_fill(ctx, F(g, hist), (size_t)N * H, 0.0f));
-  for (int s = 0; s < S; s++) {
-    sq_ref hprev = F(g, hist + (size_t)s * N * H);
-    sq_ref hnext = F(g, hist + (size_t)(s + 1) * N * H);
-    sq_ref gh = F(g, g->enc_gh[l][d] + (size_t)s * N * G);
-    SQ_TRY(sq_gemm(ctx, 0, 1, N, G, H, 1.0f, hprev, H, 0, P(g, L->enc_whh[l][d]), H, 0, 0.0f, gh,
-                   G, 0, 1));
-    SQ_TRY(sq_copy(ctx, hnext, hprev, (size_t)N * H));
-    sq_gru_args a = {.N = N, .H = H, .gi = F(g, gio), .gi_sn = (size_t)S * G,
-                     .gi_st = (size_t)G, .gh = gh, .ld_gh = G, .b_ih = P(g, L->enc_bih[l][d]),
-                     .b_hh = P(g, L->enc_bhh[l][d]), .h = hnext,
-                     .out = F(g, g->lout[l] + (size_t)d * H), .out_sn = (size_t)S * He,
-                     .out_st = (size_t)He, .lens = I(g, g->lens), .step = s, .reverse = d};
-    SQ_TRY(sq_gru_fwd(ctx, &a, F(g, g->enc_sv[l][d]), (size_t)S * 4 * H, (size_t)4 * H));
-  }
-  return SEQCL_OK;
-}
-
-/* The directions of one layer as tasks (sq_run_tasks): on the host with two
- * threads each direction's chain of small per-step products and gates runs on
- * a core of its own, without a fork and join per slot call. */
-typedef struct dir_tasks {
-  sq_graph *g;
-  int l;
-  seqcl_status st[2];
-} dir_tasks;
-
-static void forward_dir_task(void *arg, int d) {
-  dir_tasks *j = arg;
-  j->st[d] = layer_forward_dir(j->g, j->l, d);
-}
-
-/* One encoder layer forward, both directions, into lout[l] (0 at padding). */
-static seqcl_status layer_forward(sq_graph *g, int l) {
-  SQ_TRY(sq_fill(g->ctx, F(g, g->lout[l]), (size_t)g->N * g->S * g->He, 0.0f));
-  dir_tasks j = {g, l, {SEQCL_OK, SEQCL_OK}};
-  sq_run_tasks(g->ctx, g->ndir, forward_dir_task, &j);
-  for (int d = 0; d < g->ndir; d++) SQ_TRY(j.st[d]);
-  return SEQCL_OK;
-}
-
-/* Encoder forward: embedding, then each layer's GRUs with saved gates, then
- * the key projection (additive) and the decoder's initial state. */
+/* Encoder forward (graph_encoder.c), then the key projection (additive) and
+ * the decoder's initial state from the top layer's final states hfin. */
 static seqcl_status encoder_forward(sq_graph *g, int dropout) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
-  const int N = g->N, S = g->S, D = g->D, H = g->H, He = g->He;
-  const int top = g->layers - 1;
-  SQ_TRY(sq_embedding(ctx, N * S, D, L->cfg.src_vocab, I(g, g->src), g->src_h,
-                      P(g, L->enc_emb), F(g, g->enc_x), D));
-  if (dropout)
-    SQ_TRY(drop(g, DROP_ENC_EMB, N * S, D, F(g, g->enc_x), D, F(g, g->enc_x), D));
-  for (int l = 0; l < g->layers; l++) {
-    SQ_TRY(layer_forward(g, l));
-    if (dropout && l < top) /* the next layer's input; the GRU backward never reads it */
-      SQ_TRY(drop(g, DROP_LAYER + (uint32_t)l, N * S, He, F(g, g->lout[l]), He, F(g, g->lout[l]),
-                  He));
-  }
+  const int N = g->N, S = g->S, H = g->H, He = g->He;
+  SQ_TRY(sq_genc_forward(g, dropout));
   if (L->cfg.score == SQ_SCORE_ADDITIVE)
     SQ_TRY(sq_linear(ctx, N * S, He, g->A, F(g, g->enc_out), He, P(g, L->key_w), P(g, L->key_b),
                      F(g, g->pkeys), g->A));
-  /* score "none": hfinal = [h_fwd_final ; h_bwd_final], each direction's block
-   * of hist[S] gathered row by row into its columns */
-  for (int d = 0; g->none && d < g->ndir; d++)
-    SQ_TRY(sq_embedding_device_ids(ctx, N, H, N, I(g, g->rows),
-                                   F(g, g->enc_hist[top][d] + (size_t)S * N * H),
-                                   F(g, g->hfinal + (size_t)d * H), He));
+  /* score "none": hfinal = [h_fwd_final ; h_bwd_final]; "final": s0 = the same
+   * (H_d = H_e): each direction's final states copied into its columns */
   sq_ref s0 = F(g, g->st);
+  for (int d = 0; d < g->ndir; d++) {
+    if (g->none)
+      SQ_TRY(sq_embedding_device_ids(ctx, N, H, N, I(g, g->ident), F(g, g->hfin[d]),
+                                     F(g, g->hfinal + (size_t)d * H), He));
+    if (L->cfg.init == SQ_INIT_FINAL)
+      SQ_TRY(sq_embedding_device_ids(ctx, N, H, N, I(g, g->ident), F(g, g->hfin[d]),
+                                     sq_ref_add(s0, (size_t)d * H), He));
+  }
   if (L->cfg.init == SQ_INIT_BRIDGE) {
-    /* s0 = tanh(W_b [h_fwd_final ; h_bwd_final] + b_b) of the top layer;
-     * hist[S] holds each direction's state after its last valid step. */
+    /* s0 = tanh(W_b [h_fwd_final ; h_bwd_final] + b_b) of the top layer */
     for (int d = 0; d < g->ndir; d++)
-      SQ_TRY(sq_gemm(ctx, 0, 1, N, g->Hd, H, 1.0f, F(g, g->enc_hist[top][d] + (size_t)S * N * H),
-                     H, 0, P(g, L->bridge_w + (size_t)d * H), He, 0, d ? 1.0f : 0.0f, s0, g->Hd,
-                     0, 1));
+      SQ_TRY(sq_gemm(ctx, 0, 1, N, g->Hd, H, 1.0f, F(g, g->hfin[d]), H, 0,
+                     P(g, L->bridge_w + (size_t)d * H), He, 0, d ? 1.0f : 0.0f, s0, g->Hd, 0, 1));
     SQ_TRY(sq_add_bias(ctx, N, g->Hd, s0, g->Hd, P(g, L->bridge_b)));
     SQ_TRY(sq_tanh_inplace(ctx, (size_t)N * g->Hd, s0));
-  } else if (L->cfg.init == SQ_INIT_FINAL) {
-    /* s0 = [h_fwd_final ; h_bwd_final] (H_d = H_e): each direction's final
-     * state lies in its own [N, H] block, s0 interleaves them per row. */
-    if (g->ndir == 1)
-      return sq_copy(ctx, s0, F(g, g->enc_hist[top][0] + (size_t)S * N * H), (size_t)N * H);
-    for (int d = 0; d < g->ndir; d++)
-      for (int n = 0; n < N; n++)
-        SQ_TRY(sq_copy(ctx, sq_ref_add(s0, (size_t)n * He + (size_t)d * H),
-                       F(g, g->enc_hist[top][d] + ((size_t)S * N + (size_t)n) * H), (size_t)H));
-  } else {
+  } else if (L->cfg.init != SQ_INIT_FINAL) {
     SQ_TRY(sq_fill(ctx, s0, (size_t)N * g->Hd, 0.0f));
   }
   return SEQCL_OK;
 }
 
-static sq_attn_args attn_args(sq_graph *g, int t) {
+static sq_attn_args attn_args(sq_graph *g, int t, int rows) {
   const sq_tlayout *L = &g->L;
   const int N = g->N;
-  sq_attn_args a = {.kind = L->cfg.score, .N = N, .S = g->S, .He = g->He, .A = g->A,
+  sq_attn_args a = {.kind = L->cfg.score, .N = rows, .S = g->S, .He = g->He, .A = g->A,
                     .keys = F(g, g->enc_out), .lens = I(g, g->lens), .mask = sq_none(),
                     .scale = 1.0f, .pkeys = sq_none(), .v = sq_none(), .bv = sq_none()};
   if (a.kind == SQ_SCORE_DOT || a.kind == SQ_SCORE_SCALED_DOT) {
@@ -388,7 +307,8 @@ static sq_ref saved_u(sq_graph *g, int t) {
   return F(g, g->u + (size_t)(t - 1) * g->N * g->S * g->A);
 }
 
-static seqcl_status decoder_step(sq_graph *g, int t, int hoisted) {
+/* Rows [0, R) of decoder step t; the state of rows R.. is carried over. */
+static seqcl_status decoder_step(sq_graph *g, int t, int hoisted, int R) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int N = g->N, D = g->D, He = g->He, Hd = g->Hd, Gd = g->Gd, Xw = g->Xw;
@@ -396,24 +316,24 @@ static seqcl_status decoder_step(sq_graph *g, int t, int hoisted) {
   sq_ref sprev = F(g, g->st + k * N * Hd), snext = F(g, g->st + (k + 1) * N * Hd);
   sq_ref X = F(g, g->X + k * N * Xw), gi = F(g, g->gi + k * N * Gd), gh = F(g, g->gh + k * N * Gd);
   if (!hoisted)
-    SQ_TRY(sq_gemm(ctx, 0, 1, N, Gd, D, 1.0f, X, Xw, 0, P(g, L->dec_wih), Xw, 0, 0.0f, gi, Gd, 0,
+    SQ_TRY(sq_gemm(ctx, 0, 1, R, Gd, D, 1.0f, X, Xw, 0, P(g, L->dec_wih), Xw, 0, 0.0f, gi, Gd, 0,
                    1));
   if (L->cfg.score == SQ_SCORE_ADDITIVE || L->cfg.score == SQ_SCORE_GENERAL)
-    SQ_TRY(sq_linear(ctx, N, Hd, g->qw, sprev, Hd, P(g, L->query_w), Popt(g, L->query_b),
+    SQ_TRY(sq_linear(ctx, R, Hd, g->qw, sprev, Hd, P(g, L->query_w), Popt(g, L->query_b),
                      F(g, g->qp + k * N * g->qw), g->qw));
   if (!g->none) {
-    sq_attn_args a = attn_args(g, t);
+    sq_attn_args a = attn_args(g, t, R);
     SQ_TRY(sq_attn_fwd(ctx, &a, saved_u(g, t), sq_ref_add(X, (size_t)D), Xw,
                        F(g, g->alpha + k * N * g->S)));
   }
   /* gi += c W_ih[:, D:]^T (score "none", hoisted: already in the one input GEMM) */
   if (!g->none || !hoisted)
-    SQ_TRY(sq_gemm(ctx, 0, 1, N, Gd, He, 1.0f, sq_ref_add(X, (size_t)D), Xw, 0,
+    SQ_TRY(sq_gemm(ctx, 0, 1, R, Gd, He, 1.0f, sq_ref_add(X, (size_t)D), Xw, 0,
                    P(g, L->dec_wih + (size_t)D), Xw, 0, 1.0f, gi, Gd, 0, 1));
-  SQ_TRY(sq_gemm(ctx, 0, 1, N, Gd, Hd, 1.0f, sprev, Hd, 0, P(g, L->dec_whh), Hd, 0, 0.0f, gh, Gd, 0,
+  SQ_TRY(sq_gemm(ctx, 0, 1, R, Gd, Hd, 1.0f, sprev, Hd, 0, P(g, L->dec_whh), Hd, 0, 0.0f, gh, Gd, 0,
                  1));
   SQ_TRY(sq_copy(ctx, snext, sprev, (size_t)N * Hd));
-  sq_gru_args ga = {.N = N, .H = Hd, .gi = gi, .gi_sn = (size_t)Gd, .gi_st = 0, .gh = gh,
+  sq_gru_args ga = {.N = R, .H = Hd, .gi = gi, .gi_sn = (size_t)Gd, .gi_st = 0, .gh = gh,
                     .ld_gh = Gd, .b_ih = P(g, L->dec_bih), .b_hh = P(g, L->dec_bhh), .h = snext,
                     .out = sq_none(), .lens = sq_none(), .step = 0, .reverse = 0};
   return sq_gru_fwd(ctx, &ga, F(g, g->sv + k * N * 4 * Hd), (size_t)4 * Hd, 0);
@@ -444,25 +364,32 @@ seqcl_status sq_graph_forward(sq_graph *g, float *loss) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int N = g->N, T = g->T, D = g->D, Hd = g->Hd, Gd = g->Gd, Xw = g->Xw, V = g->V;
-  const int on = dropping(g);
+  const int on = sq_graph_dropping(g);
   SQ_TRY(encoder_forward(g, on));
   /* Teacher forcing: every step's input embedding and its half of the input
    * GEMM are known up front, so both are one call over all T*N rows. */
   SQ_TRY(sq_embedding(ctx, T * N, D, L->cfg.tgt_vocab, I(g, g->dec_in), g->dec_in_h,
                       P(g, L->dec_emb), F(g, g->X), Xw));
-  if (on) SQ_TRY(drop(g, DROP_DEC_EMB, T * N, D, F(g, g->X), Xw, F(g, g->X), Xw));
+  if (on) SQ_TRY(sq_graph_drop(g, DROP_DEC_EMB, T * N, D, F(g, g->X), Xw, F(g, g->X), Xw));
   /* score "none": the context is known up front too, so the GEMM covers it */
   if (g->none) SQ_TRY(fixed_context_all_steps(g));
   SQ_TRY(sq_gemm(ctx, 0, 1, T * N, Gd, g->none ? Xw : D, 1.0f, F(g, g->X), Xw, 0, P(g, L->dec_wih),
                  Xw, 0, 0.0f, F(g, g->gi), Gd, 0, 1));
-  for (int t = 1; t <= T; t++) SQ_TRY(decoder_step(g, t, 1));
+  for (int t = 1; t <= T; t++) {
+    const int R = g->dec_rows[t - 1];
+    /* rows past their last label: X zeroed (it meets only zero gradients in
+     * the weight GEMMs, and masked logits), states carried over */
+    if (R < N) SQ_TRY(sq_fill(ctx, F(g, g->X + ((size_t)(t - 1) * N + R) * Xw), (size_t)(N - R) * Xw, 0.0f));
+    if (R) SQ_TRY(decoder_step(g, t, 1, R));
+    else SQ_TRY(sq_copy(ctx, F(g, g->st + (size_t)t * N * Hd), F(g, g->st + (size_t)(t - 1) * N * Hd), (size_t)N * Hd));
+  }
   sq_ref s1 = F(g, g->st + (size_t)N * Hd), c1 = F(g, g->X + (size_t)D);
   int ldc = Xw;
   if (on) {
-    SQ_TRY(drop(g, DROP_OUT_STATE, T * N, Hd, s1, Hd, F(g, g->sd), Hd));
+    SQ_TRY(sq_graph_drop(g, DROP_OUT_STATE, T * N, Hd, s1, Hd, F(g, g->sd), Hd));
     s1 = F(g, g->sd);
     if (g->ctxout) {
-      SQ_TRY(drop(g, DROP_OUT_CTX, T * N, g->He, c1, Xw, F(g, g->cd), g->He));
+      SQ_TRY(sq_graph_drop(g, DROP_OUT_CTX, T * N, g->He, c1, Xw, F(g, g->cd), g->He));
       c1 = F(g, g->cd), ldc = g->He;
     }
   }
@@ -473,82 +400,6 @@ seqcl_status sq_graph_forward(sq_graph *g, float *loss) {
   return SEQCL_OK;
 }
 
-/* Backward of direction d of encoder layer l given dL/d(its output) in its
- * columns of dlout[l] and, for the top layer, dL/d(final states) in
- * enc_dh[d] (the other layers' final states feed nothing else): its steps,
- * then its weight and bias gradients. The input's gradient is left to
- * layer_backward. The directions share no buffer they write. */
-static seqcl_status layer_backward_dir(sq_graph *g, int l, int d) {
-  seqcl_ctx *ctx = g->ctx;
-  const sq_tlayout *L = &g->L;
-  const int N = g->N, S = g->S, H = g->H, He = g->He, G = g->G;
-  const int In = l ? He : g->D;
-  sq_ref in = F(g, l ? g->lout[l - 1] : g->enc_x);
-  sq_ref dh = F(g, g->enc_dh[d]);
-  if (l < g->layers - 1) SQ_TRY(sq_fill(ctx, dh, (size_t)N * H, 0.0f));
-  if (!g->full) /* padding positions of dgi must read 0 in the weight GEMMs */
-    SQ_TRY(sq_fill(ctx, F(g, g->enc_dgi[d]), (size_t)N * S * G, 0.0f));
-  for (int s = S - 1; s >= 0; s--) {
-    sq_ref dgh = F(g, g->enc_dgh[d] + (size_t)s * N * G);
-    sq_gru_bwd_args b = {.N = N, .H = H, .gi = F(g, g->enc_gi[l][d]), .gi_sn = (size_t)S * G,
-                         .gi_st = (size_t)G, .gh = F(g, g->enc_gh[l][d] + (size_t)s * N * G),
-                         .ld_gh = G, .b_ih = P(g, L->enc_bih[l][d]),
-                         .b_hh = P(g, L->enc_bhh[l][d]),
-                         .h_prev = F(g, g->enc_hist[l][d] + (size_t)s * N * H), .dh = dh,
-                         .dout = F(g, g->dlout[l] + (size_t)d * H), .dout_sn = (size_t)S * He,
-                         .dout_st = (size_t)He, .dgi = F(g, g->enc_dgi[d]), .dgh = dgh,
-                         .ld_dgh = G, .lens = I(g, g->lens), .step = s, .reverse = d,
-                         .saved = F(g, g->enc_sv[l][d]), .sv_sn = (size_t)S * 4 * H,
-                         .sv_st = (size_t)4 * H};
-    SQ_TRY(sq_gru_gates_bwd(ctx, &b));
-    if (s > 0) /* every row starts at step 0 from the constant zero state */
-      SQ_TRY(sq_gemm(ctx, 0, 0, N, H, G, 1.0f, dgh, G, 0, P(g, L->enc_whh[l][d]), H, 0, 1.0f,
-                     dh, H, 0, 1));
-  }
-  /* weight gradients of all steps at once */
-  SQ_TRY(sq_gemm(ctx, 1, 0, G, In, N * S, 1.0f, F(g, g->enc_dgi[d]), G, 0, in, In, 0, 1.0f,
-                 Gr(g, L->enc_wih[l][d]), In, 0, 1));
-  SQ_TRY(sq_gemm(ctx, 1, 0, G, H, S * N, 1.0f, F(g, g->enc_dgh[d]), G, 0,
-                 F(g, g->enc_hist[l][d]), H, 0, 1.0f, Gr(g, L->enc_whh[l][d]), H, 0, 1));
-  SQ_TRY(sq_bias_grad(ctx, N * S, G, F(g, g->enc_dgi[d]), G, Gr(g, L->enc_bih[l][d])));
-  SQ_TRY(sq_bias_grad(ctx, S * N, G, F(g, g->enc_dgh[d]), G, Gr(g, L->enc_bhh[l][d])));
-  return SEQCL_OK;
-}
-
-static void backward_dir_task(void *arg, int d) {
-  dir_tasks *j = arg;
-  j->st[d] = layer_backward_dir(j->g, j->l, d);
-}
-
-/* Backward of encoder layer l: both directions (as tasks, see dir_tasks),
- * then dL/d(its input) into dlout[l-1], or denc_x for l = 0, direction 0's
- * part first and direction 1's added to it, as one after the other. */
-static seqcl_status layer_backward(sq_graph *g, int l) {
-  seqcl_ctx *ctx = g->ctx;
-  const sq_tlayout *L = &g->L;
-  const int N = g->N, S = g->S, He = g->He, G = g->G;
-  const int In = l ? He : g->D;
-  sq_ref din = F(g, l ? g->dlout[l - 1] : g->denc_x);
-  dir_tasks j = {g, l, {SEQCL_OK, SEQCL_OK}};
-  sq_run_tasks(ctx, g->ndir, backward_dir_task, &j);
-  for (int d = 0; d < g->ndir; d++) SQ_TRY(j.st[d]);
-  for (int d = 0; d < g->ndir; d++)
-    SQ_TRY(sq_gemm(ctx, 0, 0, N * S, In, G, 1.0f, F(g, g->enc_dgi[d]), G, 0,
-                   P(g, L->enc_wih[l][d]), In, 0, d ? 1.0f : 0.0f, din, In, 0, 1));
-  if (dropping(g) && l > 0)
-    SQ_TRY(drop(g, DROP_LAYER + (uint32_t)(l - 1), N * S, He, din, He, din, He));
-  return SEQCL_OK;
-}
-
-static seqcl_status encoder_backward(sq_graph *g) {
-  for (int l = g->layers - 1; l >= 0; l--) SQ_TRY(layer_backward(g, l));
-  if (dropping(g))
-    SQ_TRY(drop(g, DROP_ENC_EMB, g->N * g->S, g->D, F(g, g->denc_x), g->D, F(g, g->denc_x),
-                g->D));
-  return sq_embedding_bwd(g->ctx, g->N * g->S, g->D, I(g, g->src), F(g, g->denc_x), g->D,
-                           g->L.cfg.pad_id, Gr(g, g->L.enc_emb));
-}
-
 /* Backward of the output layer: dS [T*N, Hd] and, for "state_context", the
  * context gradient written into dX's context columns (the decoder loop then
  * adds the recurrent path to it). */
@@ -556,7 +407,7 @@ static seqcl_status output_backward(sq_graph *g) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int TN = g->T * g->N, Hd = g->Hd, He = g->He, V = g->V, Ow = g->Ow, Xw = g->Xw;
-  const int on = dropping(g);
+  const int on = sq_graph_dropping(g);
   /* the output layer's input as the forward pass read it */
   sq_ref S1 = on ? F(g, g->sd) : F(g, g->st + (size_t)g->N * Hd), dl = F(g, g->dlogits);
   sq_ref C = on ? F(g, g->cd) : F(g, g->X + (size_t)g->D), dC = F(g, g->dX + (size_t)g->D);
@@ -576,8 +427,8 @@ static seqcl_status output_backward(sq_graph *g) {
     SQ_TRY(sq_bias_grad(ctx, TN, V, dl, V, Gr(g, L->out_b)));
   }
   if (on) {
-    SQ_TRY(drop(g, DROP_OUT_STATE, TN, Hd, F(g, g->dS), Hd, F(g, g->dS), Hd));
-    if (g->ctxout) SQ_TRY(drop(g, DROP_OUT_CTX, TN, He, dC, Xw, dC, Xw));
+    SQ_TRY(sq_graph_drop(g, DROP_OUT_STATE, TN, Hd, F(g, g->dS), Hd, F(g, g->dS), Hd));
+    if (g->ctxout) SQ_TRY(sq_graph_drop(g, DROP_OUT_CTX, TN, He, dC, Xw, dC, Xw));
   }
   return SEQCL_OK;
 }
@@ -602,9 +453,17 @@ seqcl_status sq_graph_backward(sq_graph *g) {
   sq_ref ds = F(g, g->ds);
   for (int t = T; t >= 1; t--) {
     const size_t k = (size_t)(t - 1);
+    const int R = g->dec_rows[k];
     sq_ref dgi = F(g, g->dgi + k * N * Gd), dgh = F(g, g->dgh + k * N * Gd);
     sq_ref dc = F(g, g->dX + k * N * Xw + (size_t)D);
-    sq_gru_bwd_args b = {.N = N, .H = Hd, .gi = F(g, g->gi + k * N * Gd), .gi_sn = (size_t)Gd,
+    /* rows the step skipped: zero gate gradients for the weight GEMMs below
+     * (their ds stays 0: no later step reached them either) */
+    if (R < N) {
+      SQ_TRY(sq_fill(ctx, sq_ref_add(dgi, (size_t)R * Gd), (size_t)(N - R) * Gd, 0.0f));
+      SQ_TRY(sq_fill(ctx, sq_ref_add(dgh, (size_t)R * Gd), (size_t)(N - R) * Gd, 0.0f));
+    }
+    if (!R) continue;
+    sq_gru_bwd_args b = {.N = R, .H = Hd, .gi = F(g, g->gi + k * N * Gd), .gi_sn = (size_t)Gd,
                          .gi_st = 0, .gh = F(g, g->gh + k * N * Gd), .ld_gh = Gd,
                          .b_ih = P(g, L->dec_bih), .b_hh = P(g, L->dec_bhh),
                          .h_prev = F(g, g->st + k * N * Hd), .dh = ds,
@@ -613,13 +472,13 @@ seqcl_status sq_graph_backward(sq_graph *g) {
                          .reverse = 0, .saved = F(g, g->sv + k * N * 4 * Hd),
                          .sv_sn = (size_t)4 * Hd, .sv_st = 0};
     SQ_TRY(sq_gru_gates_bwd(ctx, &b));
-    SQ_TRY(sq_gemm(ctx, 0, 0, N, Hd, Gd, 1.0f, dgh, Gd, 0, P(g, L->dec_whh), Hd, 0, 1.0f, ds, Hd,
+    SQ_TRY(sq_gemm(ctx, 0, 0, R, Hd, Gd, 1.0f, dgh, Gd, 0, P(g, L->dec_whh), Hd, 0, 1.0f, ds, Hd,
                    0, 1));
     if (g->none) continue; /* no attention; dc of all steps is taken after the loop */
     /* dc (+)= dgi W_ih[:, D:]; "state_context" already put the output layer's part there */
-    SQ_TRY(sq_gemm(ctx, 0, 0, N, He, Gd, 1.0f, dgi, Gd, 0, P(g, L->dec_wih + (size_t)D), Xw, 0,
+    SQ_TRY(sq_gemm(ctx, 0, 0, R, He, Gd, 1.0f, dgi, Gd, 0, P(g, L->dec_wih + (size_t)D), Xw, 0,
                    g->ctxout ? 1.0f : 0.0f, dc, Xw, 0, 1));
-    sq_attn_args a = attn_args(g, t);
+    sq_attn_args a = attn_args(g, t, R);
     sq_ref dqp = projected ? F(g, g->dqp + k * N * qw) : ds;
     SQ_TRY(sq_attn_bwd(ctx, &a, F(g, g->alpha + k * N * S), saved_u(g, t), dc, Xw, dqp, projected ? qw : Hd,
                         F(g, g->denc_out), kind == SQ_SCORE_ADDITIVE ? F(g, g->dpkeys) : sq_none(),
@@ -628,7 +487,7 @@ seqcl_status sq_graph_backward(sq_graph *g) {
                             ? Gr(g, L->energy_b)
                             : sq_none()));
     if (projected)
-      SQ_TRY(sq_gemm(ctx, 0, 0, N, Hd, qw, 1.0f, dqp, qw, 0, P(g, L->query_w), Hd, 0, 1.0f, ds, Hd,
+      SQ_TRY(sq_gemm(ctx, 0, 0, R, Hd, qw, 1.0f, dqp, qw, 0, P(g, L->query_w), Hd, 0, 1.0f, ds, Hd,
                      0, 1));
   }
   /* score "none": dc_t of every step in one GEMM (as the loop does per step) */
@@ -646,7 +505,7 @@ seqcl_status sq_graph_backward(sq_graph *g) {
   /* embedding half of dX, then the decoder embedding */
   SQ_TRY(sq_gemm(ctx, 0, 0, T * N, D, Gd, 1.0f, F(g, g->dgi), Gd, 0, P(g, L->dec_wih), Xw, 0, 0.0f,
                  F(g, g->dX), Xw, 0, 1));
-  if (dropping(g)) SQ_TRY(drop(g, DROP_DEC_EMB, T * N, D, F(g, g->dX), Xw, F(g, g->dX), Xw));
+  if (sq_graph_dropping(g)) SQ_TRY(sq_graph_drop(g, DROP_DEC_EMB, T * N, D, F(g, g->dX), Xw, F(g, g->dX), Xw));
   SQ_TRY(sq_embedding_bwd(ctx, T * N, D, I(g, g->dec_in), F(g, g->dX), Xw, L->cfg.pad_id,
                            Gr(g, L->dec_emb)));
   if (projected) {
@@ -666,7 +525,7 @@ seqcl_status sq_graph_backward(sq_graph *g) {
     SQ_TRY(sq_tanh_bwd(ctx, (size_t)N * Hd, F(g, g->st), ds, dpre));
     SQ_TRY(sq_bias_grad(ctx, N, Hd, dpre, Hd, Gr(g, L->bridge_b)));
     for (int d = 0; d < g->ndir; d++) {
-      sq_ref hfin = F(g, g->enc_hist[g->layers - 1][d] + (size_t)S * N * H);
+      sq_ref hfin = F(g, g->hfin[d]);
       /* dW_b[:, dH:(d+1)H] += dpre^T h_final_d; dh_final_d = dpre W_b[:, dH:(d+1)H] */
       SQ_TRY(sq_gemm(ctx, 1, 0, Hd, H, N, 1.0f, dpre, Hd, 0, hfin, H, 0, 1.0f,
                      Gr(g, L->bridge_w + (size_t)d * H), He, 0, 1));
@@ -692,7 +551,7 @@ seqcl_status sq_graph_backward(sq_graph *g) {
     SQ_TRY(sq_gemm(ctx, 0, 0, 1, H, T, 1.0f, F(g, g->ones), T, 0,
                    F(g, g->dX + (size_t)D + (size_t)d * H), N * Xw, (size_t)Xw, 1.0f,
                    F(g, g->enc_dh[d]), H, (size_t)H, N));
-  return encoder_backward(g);
+  return sq_genc_backward(g);
 }
 
 seqcl_status sq_graph_greedy(sq_graph *g, int32_t *out) {
@@ -708,7 +567,7 @@ seqcl_status sq_graph_greedy(sq_graph *g, int32_t *out) {
     const size_t k = (size_t)(t - 1);
     SQ_TRY(sq_embedding(ctx, N, D, L->cfg.tgt_vocab, I(g, g->pred), ids, P(g, L->dec_emb),
                         F(g, g->X + k * N * Xw), Xw));
-    SQ_TRY(decoder_step(g, t, 0));
+    SQ_TRY(decoder_step(g, t, 0, N));
     sq_ref logit = F(g, g->logits + k * N * V);
     SQ_TRY(output_forward(g, N, F(g, g->st + (k + 1) * N * Hd), F(g, g->X + k * N * Xw + D), Xw,
                           logit));

@@ -95,6 +95,25 @@ static void batch_shape(const sq_files_data *d, const long *idx, int n, int *S, 
   }
 }
 
+/* Orders a batch's lines by decoder steps, longest first (then by source
+ * length, then as drawn): the decoder then runs, at each step, only the
+ * prefix of rows still producing labels (sq_graph's dec_rows). The loss and
+ * the gradients are sums over the lines, so the order changes only their
+ * rounding. Insertion sort: stable, and a batch is small. */
+static void order_by_target(const sq_files_data *d, long *idx, int n) {
+  for (int r = 1; r < n; r++) {
+    const long i = idx[r];
+    const size_t lt = sq_seq_len(&d->tgt, (size_t)i), ls = sq_seq_len(&d->src, (size_t)i);
+    int q = r;
+    for (; q > 0; q--) {
+      const size_t pt = sq_seq_len(&d->tgt, (size_t)idx[q - 1]);
+      if (pt > lt || (pt == lt && sq_seq_len(&d->src, (size_t)idx[q - 1]) >= ls)) break;
+      idx[q] = idx[q - 1];
+    }
+    idx[q] = i;
+  }
+}
+
 /* Pads lines idx[0..n) into src [n, S] (0 past the end), lens [n] and
  * tgt [n, T+1] (-1 past the end: ignored labels). */
 static void fill_batch(const sq_files_data *d, const long *idx, int n, int S, int T, int32_t *src,
@@ -368,6 +387,7 @@ static seqcl_status train_files_run(seqcl_ctx *ctx, const seqcl_train_files_opti
     const int rows = sq_batcher_next(&R->sh, R->idx);
     if (rows < 1) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "train: out of host memory");
     int Sb, Tb;
+    order_by_target(&R->train, R->idx, rows);
     batch_shape(&R->train, R->idx, rows, &Sb, &Tb);
     fill_batch(&R->train, R->idx, rows, Sb, Tb, R->src, R->lens, R->tgt);
     SQ_TRY(sq_graph_set_batch_shape(g, rows, Sb, Tb, R->src, R->lens, R->tgt));

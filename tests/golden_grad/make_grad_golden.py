@@ -114,6 +114,26 @@ def mask(p, seed, step, tensor, rows, cols):
     return out.reshape(rows, cols)
 
 
+def packed_mask(p, seed, step, tensor, lens, cols):
+    """seqcl's mask of an encoder tensor, drawn over its packed [tokens, cols]
+    form (pack_padded_sequence's order: lines ranked longest first, ties in
+    batch order; the tokens at position s of the lines longer than s, by
+    rank), returned batch-major [N, S, cols] (1 at padding, never read)."""
+    lens = [int(v) for v in lens]
+    N, S = len(lens), max(lens)
+    order = sorted(range(N), key=lambda n: -lens[n])  # stable: ties in batch order
+    rank = {n: r for r, n in enumerate(order)}
+    cum = [0]
+    for s in range(S):
+        cum.append(cum[-1] + sum(1 for v in lens if v > s))
+    flat = mask(p, seed, step, tensor, cum[S], cols)
+    out = torch.ones(N, S, cols, dtype=torch.float64)
+    for n in range(N):
+        for s in range(lens[n]):
+            out[n, s] = flat[cum[s] + rank[n]]
+    return out
+
+
 def gru_direction(x, lens, w_ih, w_hh, b_ih, b_hh, reverse):
     """One GRU direction over a padded batch with pack_padded_sequence's
     semantics: row n runs over t < lens[n] (backwards from lens[n] - 1 when
@@ -145,7 +165,7 @@ def masked_forward(model, cfg, src_lines, tgt_lines, p, seed, step):
     lens = torch.tensor([len(l) for l in src_lines])
     src = torch.tensor([l + [0] * (S - len(l)) for l in src_lines])
     x = enc.embedding(src)
-    x = x * mask(p, seed, step, DROP_ENC_EMB, N * S, x.shape[2]).reshape(x.shape)
+    x = x * packed_mask(p, seed, step, DROP_ENC_EMB, lens, x.shape[2])
     finals = None
     for l in range(layers):
         outs, finals = [], []
@@ -158,7 +178,7 @@ def masked_forward(model, cfg, src_lines, tgt_lines, p, seed, step):
             finals.append(h)
         x = torch.cat(outs, dim=-1)
         if l < layers - 1:
-            x = x * mask(p, seed, step, DROP_LAYER + l, N * S, x.shape[2]).reshape(x.shape)
+            x = x * packed_mask(p, seed, step, DROP_LAYER + l, lens, x.shape[2])
     keys, He = x, x.shape[2]
     valid = torch.arange(S)[None, :] < lens[:, None]
     Hd = cfg["decoder"]["hidden_size"]
