@@ -105,6 +105,7 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   TAKE(sv, (size_t)T * N * 4 * g->Hd);
   TAKE(gh, (size_t)T * N * g->Gd);
   TAKE(st, (size_t)(T + 1) * N * g->Hd);
+  TAKE(sp, (size_t)T * N * g->Hd);
   TAKE(logits, (size_t)T * N * g->V);
   TAKE(dlogits, (size_t)T * N * g->V);
   TAKE(dS, (size_t)T * N * g->Hd);
@@ -116,10 +117,8 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   TAKE(loss, 4);
   TAKE(sd, (size_t)T * N * g->Hd);
   TAKE(cd, (size_t)T * N * (g->ctxout ? g->He : 1));
-  TAKE(ones, g->none ? (size_t)T : 0);
   size_t nf = f;
   f = 0;
-  TAKE(src, N * S);
   TAKE(lens, N);
   TAKE(dec_in, (size_t)T * N);
   TAKE(labels, (size_t)T * N);
@@ -138,7 +137,6 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   if (st == SEQCL_OK) st = sq_buf_alloc(ctx, ni * sizeof(int32_t), &g->ib);
   if (st == SEQCL_OK) st = sq_fill(ctx, F(g, 0), nf, 0.0f);
   if (st == SEQCL_OK) st = sq_fill_i32(ctx, I(g, 0), ni, 0);
-  if (st == SEQCL_OK && g->none) st = sq_fill(ctx, F(g, g->ones), (size_t)T, 1.0f);
   /* The parameters are not frozen (sq_freeze) for packed products: packing
    * each weight once per step did not make the G2P recipe's step faster on
    * the host (its forward products gained 1.2x; the packing, and the backward
@@ -150,13 +148,14 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
     sq_graph_free(g);
     return st;
   }
-  g->dec_rows = malloc(sizeof(int) * ((size_t)T + 2 * (size_t)S + 1));
+  g->dec_rows = malloc(sizeof(int) * (2 * (size_t)T + 2 * (size_t)S + 2));
   g->tok_h = malloc(sizeof(int32_t) * (4 * N * S + 3 * N));
   if (!g->dec_rows || !g->tok_h) {
     sq_graph_free(g);
     return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
   }
-  g->bs = g->dec_rows + T;
+  g->dcum = g->dec_rows + T;
+  g->bs = g->dcum + T + 1;
   g->cum = g->bs + S;
   g->pk_h = g->tok_h + N * S; /* order, rank, rev, unpack, pack, fin */
   for (size_t i = 0; i < N * S; i++) g->pk_h[i] = (int32_t)i;
@@ -230,16 +229,26 @@ seqcl_status sq_graph_set_batch_shape(sq_graph *g, int N, int S, int T, const in
       if (g->labels_h[(size_t)t * N + n] >= 0) rows = n + 1;
     g->dec_rows[t] = g->valid ? rows : N; /* no label at all: every row (forward-only reads) */
   }
+  /* packed: step t's rows at dcum[t] .. dcum[t] + dec_rows[t] - 1 (in place:
+   * a row never moves up) */
+  g->dcum[0] = 0;
+  for (int t = 0; t < T; t++) {
+    for (int n = 0; n < g->dec_rows[t]; n++) {
+      g->dec_in_h[(size_t)g->dcum[t] + n] = g->dec_in_h[(size_t)t * N + n];
+      g->labels_h[(size_t)g->dcum[t] + n] = g->labels_h[(size_t)t * N + n];
+    }
+    g->dcum[t + 1] = g->dcum[t] + g->dec_rows[t];
+  }
+  const size_t TR = (size_t)g->dcum[T];
   SQ_TRY(sq_genc_set_batch(g));
-  SQ_TRY(sq_write(g->ctx, I(g, g->src), g->src_h, sizeof(int32_t) * (size_t)N * S));
   SQ_TRY(sq_write(g->ctx, I(g, g->lens), g->lens_h, sizeof(int32_t) * (size_t)N));
-  SQ_TRY(sq_write(g->ctx, I(g, g->dec_in), g->dec_in_h, sizeof(int32_t) * (size_t)T * N));
-  SQ_TRY(sq_write(g->ctx, I(g, g->labels), g->labels_h, sizeof(int32_t) * (size_t)T * N));
+  SQ_TRY(sq_write(g->ctx, I(g, g->dec_in), g->dec_in_h, sizeof(int32_t) * TR));
+  SQ_TRY(sq_write(g->ctx, I(g, g->labels), g->labels_h, sizeof(int32_t) * TR));
   if (g->none) {
     int32_t *rows = g->labels_h + (size_t)g->max_t * g->max_n + g->max_n; /* its host mirror */
     for (int t = 0; t < T; t++)
-      for (int n = 0; n < N; n++) rows[(size_t)t * N + n] = n;
-    SQ_TRY(sq_write(g->ctx, I(g, g->rows), rows, sizeof(int32_t) * (size_t)T * N));
+      for (int n = 0; n < g->dec_rows[t]; n++) rows[(size_t)g->dcum[t] + n] = n;
+    SQ_TRY(sq_write(g->ctx, I(g, g->rows), rows, sizeof(int32_t) * TR));
   }
   return SEQCL_OK;
 }
@@ -278,18 +287,19 @@ static seqcl_status encoder_forward(sq_graph *g, int dropout) {
   return SEQCL_OK;
 }
 
-static sq_attn_args attn_args(sq_graph *g, int t, int rows) {
+/* The attention of decoder step t (1-based) over its rows. */
+static sq_attn_args attn_args(sq_graph *g, int t) {
   const sq_tlayout *L = &g->L;
-  const int N = g->N;
-  sq_attn_args a = {.kind = L->cfg.score, .N = rows, .S = g->S, .He = g->He, .A = g->A,
+  const size_t at = (size_t)g->dcum[t - 1];
+  sq_attn_args a = {.kind = L->cfg.score, .N = g->dec_rows[t - 1], .S = g->S, .He = g->He, .A = g->A,
                     .keys = F(g, g->enc_out), .lens = I(g, g->lens), .mask = sq_none(),
                     .scale = 1.0f, .pkeys = sq_none(), .v = sq_none(), .bv = sq_none()};
   if (a.kind == SQ_SCORE_DOT || a.kind == SQ_SCORE_SCALED_DOT) {
-    a.qp = F(g, g->st + (size_t)(t - 1) * N * g->Hd);
+    a.qp = F(g, g->sp + at * g->Hd);
     a.ld_qp = g->Hd;
     if (a.kind == SQ_SCORE_SCALED_DOT) a.scale = 1.0f / sqrtf((float)g->He);
   } else {
-    a.qp = F(g, g->qp + (size_t)(t - 1) * N * g->qw);
+    a.qp = F(g, g->qp + at * g->qw);
     a.ld_qp = g->qw;
   }
   if (a.kind == SQ_SCORE_ADDITIVE) {
@@ -300,31 +310,35 @@ static sq_attn_args attn_args(sq_graph *g, int t, int rows) {
   return a;
 }
 
-/* Decoder step t (1-based): reads state t-1 and X[t-1]'s embedding part, whose
- * input-side GEMM gi[t-1] already holds the embedding half when hoisted. */
 static sq_ref saved_u(sq_graph *g, int t) {
   if (g->L.cfg.score != SQ_SCORE_ADDITIVE) return sq_none();
-  return F(g, g->u + (size_t)(t - 1) * g->N * g->S * g->A);
+  return F(g, g->u + (size_t)g->dcum[t - 1] * g->S * g->A);
 }
 
-/* Rows [0, R) of decoder step t; the state of rows R.. is carried over. */
-static seqcl_status decoder_step(sq_graph *g, int t, int hoisted, int R) {
+/* Decoder step t (1-based) over its R rows: their input states sp (the
+ * first R of the previous step's new ones), the query, the attention into
+ * X's context columns, the GEMMs and the gates into the step's new states.
+ * X's embedding part, and when hoisted its half of gi, are there already. */
+static seqcl_status decoder_step(sq_graph *g, int t, int hoisted) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int N = g->N, D = g->D, He = g->He, Hd = g->Hd, Gd = g->Gd, Xw = g->Xw;
-  const size_t k = (size_t)(t - 1);
-  sq_ref sprev = F(g, g->st + k * N * Hd), snext = F(g, g->st + (k + 1) * N * Hd);
-  sq_ref X = F(g, g->X + k * N * Xw), gi = F(g, g->gi + k * N * Gd), gh = F(g, g->gh + k * N * Gd);
+  const int R = g->dec_rows[t - 1];
+  const size_t at = (size_t)g->dcum[t - 1];
+  sq_ref prev = t > 1 ? F(g, g->st + ((size_t)N + g->dcum[t - 2]) * Hd) : F(g, g->st);
+  sq_ref sprev = F(g, g->sp + at * Hd), snext = F(g, g->st + ((size_t)N + at) * Hd);
+  sq_ref X = F(g, g->X + at * Xw), gi = F(g, g->gi + at * Gd), gh = F(g, g->gh + at * Gd);
+  SQ_TRY(sq_copy(ctx, sprev, prev, (size_t)R * Hd));
   if (!hoisted)
     SQ_TRY(sq_gemm(ctx, 0, 1, R, Gd, D, 1.0f, X, Xw, 0, P(g, L->dec_wih), Xw, 0, 0.0f, gi, Gd, 0,
                    1));
   if (L->cfg.score == SQ_SCORE_ADDITIVE || L->cfg.score == SQ_SCORE_GENERAL)
     SQ_TRY(sq_linear(ctx, R, Hd, g->qw, sprev, Hd, P(g, L->query_w), Popt(g, L->query_b),
-                     F(g, g->qp + k * N * g->qw), g->qw));
+                     F(g, g->qp + at * g->qw), g->qw));
   if (!g->none) {
-    sq_attn_args a = attn_args(g, t, R);
+    sq_attn_args a = attn_args(g, t);
     SQ_TRY(sq_attn_fwd(ctx, &a, saved_u(g, t), sq_ref_add(X, (size_t)D), Xw,
-                       F(g, g->alpha + k * N * g->S)));
+                       F(g, g->alpha + at * g->S)));
   }
   /* gi += c W_ih[:, D:]^T (score "none", hoisted: already in the one input GEMM) */
   if (!g->none || !hoisted)
@@ -332,11 +346,11 @@ static seqcl_status decoder_step(sq_graph *g, int t, int hoisted, int R) {
                    P(g, L->dec_wih + (size_t)D), Xw, 0, 1.0f, gi, Gd, 0, 1));
   SQ_TRY(sq_gemm(ctx, 0, 1, R, Gd, Hd, 1.0f, sprev, Hd, 0, P(g, L->dec_whh), Hd, 0, 0.0f, gh, Gd, 0,
                  1));
-  SQ_TRY(sq_copy(ctx, snext, sprev, (size_t)N * Hd));
+  SQ_TRY(sq_copy(ctx, snext, sprev, (size_t)R * Hd));
   sq_gru_args ga = {.N = R, .H = Hd, .gi = gi, .gi_sn = (size_t)Gd, .gi_st = 0, .gh = gh,
                     .ld_gh = Gd, .b_ih = P(g, L->dec_bih), .b_hh = P(g, L->dec_bhh), .h = snext,
                     .out = sq_none(), .lens = sq_none(), .step = 0, .reverse = 0};
-  return sq_gru_fwd(ctx, &ga, F(g, g->sv + k * N * 4 * Hd), (size_t)4 * Hd, 0);
+  return sq_gru_fwd(ctx, &ga, F(g, g->sv + at * 4 * Hd), (size_t)4 * Hd, 0);
 }
 
 /* logits [rows, V] of the output layer from states s (ld Hd) and, for
@@ -356,7 +370,7 @@ static seqcl_status output_forward(sq_graph *g, int rows, sq_ref s, sq_ref c, in
 
 /* Score "none": every step's context columns of X = hfinal (one gather). */
 static seqcl_status fixed_context_all_steps(sq_graph *g) {
-  return sq_embedding_device_ids(g->ctx, g->T * g->N, g->He, g->N, I(g, g->rows),
+  return sq_embedding_device_ids(g->ctx, g->dcum[g->T], g->He, g->N, I(g, g->rows),
                                  F(g, g->hfinal), F(g, g->X + (size_t)g->D), g->Xw);
 }
 
@@ -364,37 +378,32 @@ seqcl_status sq_graph_forward(sq_graph *g, float *loss) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int N = g->N, T = g->T, D = g->D, Hd = g->Hd, Gd = g->Gd, Xw = g->Xw, V = g->V;
+  const int TR = g->dcum[T]; /* the decoder's rows, packed over the steps */
   const int on = sq_graph_dropping(g);
   SQ_TRY(encoder_forward(g, on));
   /* Teacher forcing: every step's input embedding and its half of the input
-   * GEMM are known up front, so both are one call over all T*N rows. */
-  SQ_TRY(sq_embedding(ctx, T * N, D, L->cfg.tgt_vocab, I(g, g->dec_in), g->dec_in_h,
+   * GEMM are known up front, so both are one call over all steps' rows. */
+  SQ_TRY(sq_embedding(ctx, TR, D, L->cfg.tgt_vocab, I(g, g->dec_in), g->dec_in_h,
                       P(g, L->dec_emb), F(g, g->X), Xw));
-  if (on) SQ_TRY(sq_graph_drop(g, DROP_DEC_EMB, T * N, D, F(g, g->X), Xw, F(g, g->X), Xw));
+  if (on) SQ_TRY(sq_graph_drop(g, DROP_DEC_EMB, TR, D, F(g, g->X), Xw, F(g, g->X), Xw));
   /* score "none": the context is known up front too, so the GEMM covers it */
   if (g->none) SQ_TRY(fixed_context_all_steps(g));
-  SQ_TRY(sq_gemm(ctx, 0, 1, T * N, Gd, g->none ? Xw : D, 1.0f, F(g, g->X), Xw, 0, P(g, L->dec_wih),
+  SQ_TRY(sq_gemm(ctx, 0, 1, TR, Gd, g->none ? Xw : D, 1.0f, F(g, g->X), Xw, 0, P(g, L->dec_wih),
                  Xw, 0, 0.0f, F(g, g->gi), Gd, 0, 1));
-  for (int t = 1; t <= T; t++) {
-    const int R = g->dec_rows[t - 1];
-    /* rows past their last label: X zeroed (it meets only zero gradients in
-     * the weight GEMMs, and masked logits), states carried over */
-    if (R < N) SQ_TRY(sq_fill(ctx, F(g, g->X + ((size_t)(t - 1) * N + R) * Xw), (size_t)(N - R) * Xw, 0.0f));
-    if (R) SQ_TRY(decoder_step(g, t, 1, R));
-    else SQ_TRY(sq_copy(ctx, F(g, g->st + (size_t)t * N * Hd), F(g, g->st + (size_t)(t - 1) * N * Hd), (size_t)N * Hd));
-  }
+  /* a step without rows is past every line's last label, and so are the rest */
+  for (int t = 1; t <= T && g->dec_rows[t - 1]; t++) SQ_TRY(decoder_step(g, t, 1));
   sq_ref s1 = F(g, g->st + (size_t)N * Hd), c1 = F(g, g->X + (size_t)D);
   int ldc = Xw;
   if (on) {
-    SQ_TRY(sq_graph_drop(g, DROP_OUT_STATE, T * N, Hd, s1, Hd, F(g, g->sd), Hd));
+    SQ_TRY(sq_graph_drop(g, DROP_OUT_STATE, TR, Hd, s1, Hd, F(g, g->sd), Hd));
     s1 = F(g, g->sd);
     if (g->ctxout) {
-      SQ_TRY(sq_graph_drop(g, DROP_OUT_CTX, T * N, g->He, c1, Xw, F(g, g->cd), g->He));
+      SQ_TRY(sq_graph_drop(g, DROP_OUT_CTX, TR, g->He, c1, Xw, F(g, g->cd), g->He));
       c1 = F(g, g->cd), ldc = g->He;
     }
   }
-  SQ_TRY(output_forward(g, T * N, s1, c1, ldc, F(g, g->logits)));
-  SQ_TRY(sq_cross_entropy(ctx, T * N, V, F(g, g->logits), I(g, g->labels), g->labels_h,
+  SQ_TRY(output_forward(g, TR, s1, c1, ldc, F(g, g->logits)));
+  SQ_TRY(sq_cross_entropy(ctx, TR, V, F(g, g->logits), I(g, g->labels), g->labels_h,
                           F(g, g->loss)));
   if (loss) SQ_TRY(sq_read(ctx, F(g, g->loss), loss, sizeof(float)));
   return SEQCL_OK;
@@ -406,7 +415,7 @@ seqcl_status sq_graph_forward(sq_graph *g, float *loss) {
 static seqcl_status output_backward(sq_graph *g) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
-  const int TN = g->T * g->N, Hd = g->Hd, He = g->He, V = g->V, Ow = g->Ow, Xw = g->Xw;
+  const int TN = g->dcum[g->T], Hd = g->Hd, He = g->He, V = g->V, Ow = g->Ow, Xw = g->Xw;
   const int on = sq_graph_dropping(g);
   /* the output layer's input as the forward pass read it */
   sq_ref S1 = on ? F(g, g->sd) : F(g, g->st + (size_t)g->N * Hd), dl = F(g, g->dlogits);
@@ -440,36 +449,32 @@ seqcl_status sq_graph_backward(sq_graph *g) {
   const int Gd = g->Gd, Xw = g->Xw, V = g->V, qw = g->qw;
   const sq_score kind = L->cfg.score;
   const int projected = kind == SQ_SCORE_ADDITIVE || kind == SQ_SCORE_GENERAL;
-  const size_t TN = (size_t)T * N;
+  const int TR = g->dcum[T]; /* the decoder's rows, packed over the steps */
   /* output layer: dlogits, then dS (all steps) and the output weights */
-  SQ_TRY(sq_cross_entropy_bwd(ctx, T * N, V, F(g, g->logits), I(g, g->labels),
+  SQ_TRY(sq_cross_entropy_bwd(ctx, TR, V, F(g, g->logits), I(g, g->labels),
                                g->valid ? 1.0f / (float)g->valid : 0.0f, F(g, g->dlogits)));
   SQ_TRY(output_backward(g));
   SQ_TRY(sq_fill(ctx, F(g, g->ds), (size_t)N * Hd, 0.0f));
   SQ_TRY(sq_fill(ctx, F(g, g->denc_out), (size_t)N * S * He, 0.0f));
   if (kind == SQ_SCORE_ADDITIVE)
     SQ_TRY(sq_fill(ctx, F(g, g->dpkeys), (size_t)N * S * g->A, 0.0f));
-  if (projected) SQ_TRY(sq_fill(ctx, F(g, g->dqp), TN * qw, 0.0f));
+  if (projected) SQ_TRY(sq_fill(ctx, F(g, g->dqp), (size_t)TR * qw, 0.0f));
   sq_ref ds = F(g, g->ds);
+  /* Rows past their last label have ds = 0 until their last step (dS is 0
+   * there and no later step reached them). */
   for (int t = T; t >= 1; t--) {
-    const size_t k = (size_t)(t - 1);
-    const int R = g->dec_rows[k];
-    sq_ref dgi = F(g, g->dgi + k * N * Gd), dgh = F(g, g->dgh + k * N * Gd);
-    sq_ref dc = F(g, g->dX + k * N * Xw + (size_t)D);
-    /* rows the step skipped: zero gate gradients for the weight GEMMs below
-     * (their ds stays 0: no later step reached them either) */
-    if (R < N) {
-      SQ_TRY(sq_fill(ctx, sq_ref_add(dgi, (size_t)R * Gd), (size_t)(N - R) * Gd, 0.0f));
-      SQ_TRY(sq_fill(ctx, sq_ref_add(dgh, (size_t)R * Gd), (size_t)(N - R) * Gd, 0.0f));
-    }
+    const int R = g->dec_rows[t - 1];
     if (!R) continue;
-    sq_gru_bwd_args b = {.N = R, .H = Hd, .gi = F(g, g->gi + k * N * Gd), .gi_sn = (size_t)Gd,
-                         .gi_st = 0, .gh = F(g, g->gh + k * N * Gd), .ld_gh = Gd,
+    const size_t at = (size_t)g->dcum[t - 1];
+    sq_ref dgi = F(g, g->dgi + at * Gd), dgh = F(g, g->dgh + at * Gd);
+    sq_ref dc = F(g, g->dX + at * Xw + (size_t)D);
+    sq_gru_bwd_args b = {.N = R, .H = Hd, .gi = F(g, g->gi + at * Gd), .gi_sn = (size_t)Gd,
+                         .gi_st = 0, .gh = F(g, g->gh + at * Gd), .ld_gh = Gd,
                          .b_ih = P(g, L->dec_bih), .b_hh = P(g, L->dec_bhh),
-                         .h_prev = F(g, g->st + k * N * Hd), .dh = ds,
-                         .dout = F(g, g->dS + k * N * Hd), .dout_sn = (size_t)Hd, .dout_st = 0,
+                         .h_prev = F(g, g->sp + at * Hd), .dh = ds,
+                         .dout = F(g, g->dS + at * Hd), .dout_sn = (size_t)Hd, .dout_st = 0,
                          .dgi = dgi, .dgh = dgh, .ld_dgh = Gd, .lens = sq_none(), .step = 0,
-                         .reverse = 0, .saved = F(g, g->sv + k * N * 4 * Hd),
+                         .reverse = 0, .saved = F(g, g->sv + at * 4 * Hd),
                          .sv_sn = (size_t)4 * Hd, .sv_st = 0};
     SQ_TRY(sq_gru_gates_bwd(ctx, &b));
     SQ_TRY(sq_gemm(ctx, 0, 0, R, Hd, Gd, 1.0f, dgh, Gd, 0, P(g, L->dec_whh), Hd, 0, 1.0f, ds, Hd,
@@ -478,41 +483,43 @@ seqcl_status sq_graph_backward(sq_graph *g) {
     /* dc (+)= dgi W_ih[:, D:]; "state_context" already put the output layer's part there */
     SQ_TRY(sq_gemm(ctx, 0, 0, R, He, Gd, 1.0f, dgi, Gd, 0, P(g, L->dec_wih + (size_t)D), Xw, 0,
                    g->ctxout ? 1.0f : 0.0f, dc, Xw, 0, 1));
-    sq_attn_args a = attn_args(g, t, R);
-    sq_ref dqp = projected ? F(g, g->dqp + k * N * qw) : ds;
-    SQ_TRY(sq_attn_bwd(ctx, &a, F(g, g->alpha + k * N * S), saved_u(g, t), dc, Xw, dqp, projected ? qw : Hd,
-                        F(g, g->denc_out), kind == SQ_SCORE_ADDITIVE ? F(g, g->dpkeys) : sq_none(),
-                        kind == SQ_SCORE_ADDITIVE ? Gr(g, L->energy_w) : sq_none(),
-                        kind == SQ_SCORE_ADDITIVE && L->energy_b != (size_t)-1
-                            ? Gr(g, L->energy_b)
-                            : sq_none()));
+    sq_attn_args a = attn_args(g, t);
+    sq_ref dqp = projected ? F(g, g->dqp + at * qw) : ds;
+    SQ_TRY(sq_attn_bwd(ctx, &a, F(g, g->alpha + at * S), saved_u(g, t), dc, Xw, dqp,
+                       projected ? qw : Hd, F(g, g->denc_out),
+                       kind == SQ_SCORE_ADDITIVE ? F(g, g->dpkeys) : sq_none(),
+                       kind == SQ_SCORE_ADDITIVE ? Gr(g, L->energy_w) : sq_none(),
+                       kind == SQ_SCORE_ADDITIVE && L->energy_b != (size_t)-1
+                           ? Gr(g, L->energy_b)
+                           : sq_none()));
     if (projected)
       SQ_TRY(sq_gemm(ctx, 0, 0, R, Hd, qw, 1.0f, dqp, qw, 0, P(g, L->query_w), Hd, 0, 1.0f, ds, Hd,
                      0, 1));
   }
   /* score "none": dc_t of every step in one GEMM (as the loop does per step) */
   if (g->none)
-    SQ_TRY(sq_gemm(ctx, 0, 0, T * N, He, Gd, 1.0f, F(g, g->dgi), Gd, 0,
+    SQ_TRY(sq_gemm(ctx, 0, 0, TR, He, Gd, 1.0f, F(g, g->dgi), Gd, 0,
                    P(g, L->dec_wih + (size_t)D), Xw, 0, g->ctxout ? 1.0f : 0.0f,
                    F(g, g->dX + (size_t)D), Xw, 0, 1));
-  /* decoder weight gradients of all steps at once */
-  SQ_TRY(sq_gemm(ctx, 1, 0, Gd, Xw, T * N, 1.0f, F(g, g->dgi), Gd, 0, F(g, g->X), Xw, 0, 1.0f,
+  /* decoder weight gradients of all steps at once (sp: each row's input state) */
+  SQ_TRY(sq_gemm(ctx, 1, 0, Gd, Xw, TR, 1.0f, F(g, g->dgi), Gd, 0, F(g, g->X), Xw, 0, 1.0f,
                  Gr(g, L->dec_wih), Xw, 0, 1));
-  SQ_TRY(sq_gemm(ctx, 1, 0, Gd, Hd, T * N, 1.0f, F(g, g->dgh), Gd, 0, F(g, g->st), Hd, 0, 1.0f,
+  SQ_TRY(sq_gemm(ctx, 1, 0, Gd, Hd, TR, 1.0f, F(g, g->dgh), Gd, 0, F(g, g->sp), Hd, 0, 1.0f,
                  Gr(g, L->dec_whh), Hd, 0, 1));
-  SQ_TRY(sq_bias_grad(ctx, T * N, Gd, F(g, g->dgi), Gd, Gr(g, L->dec_bih)));
-  SQ_TRY(sq_bias_grad(ctx, T * N, Gd, F(g, g->dgh), Gd, Gr(g, L->dec_bhh)));
+  SQ_TRY(sq_bias_grad(ctx, TR, Gd, F(g, g->dgi), Gd, Gr(g, L->dec_bih)));
+  SQ_TRY(sq_bias_grad(ctx, TR, Gd, F(g, g->dgh), Gd, Gr(g, L->dec_bhh)));
   /* embedding half of dX, then the decoder embedding */
-  SQ_TRY(sq_gemm(ctx, 0, 0, T * N, D, Gd, 1.0f, F(g, g->dgi), Gd, 0, P(g, L->dec_wih), Xw, 0, 0.0f,
+  SQ_TRY(sq_gemm(ctx, 0, 0, TR, D, Gd, 1.0f, F(g, g->dgi), Gd, 0, P(g, L->dec_wih), Xw, 0, 0.0f,
                  F(g, g->dX), Xw, 0, 1));
-  if (sq_graph_dropping(g)) SQ_TRY(sq_graph_drop(g, DROP_DEC_EMB, T * N, D, F(g, g->dX), Xw, F(g, g->dX), Xw));
-  SQ_TRY(sq_embedding_bwd(ctx, T * N, D, I(g, g->dec_in), F(g, g->dX), Xw, L->cfg.pad_id,
-                           Gr(g, L->dec_emb)));
+  if (sq_graph_dropping(g))
+    SQ_TRY(sq_graph_drop(g, DROP_DEC_EMB, TR, D, F(g, g->dX), Xw, F(g, g->dX), Xw));
+  SQ_TRY(sq_embedding_bwd(ctx, TR, D, I(g, g->dec_in), F(g, g->dX), Xw, L->cfg.pad_id,
+                          Gr(g, L->dec_emb)));
   if (projected) {
-    SQ_TRY(sq_gemm(ctx, 1, 0, qw, Hd, T * N, 1.0f, F(g, g->dqp), qw, 0, F(g, g->st), Hd, 0, 1.0f,
+    SQ_TRY(sq_gemm(ctx, 1, 0, qw, Hd, TR, 1.0f, F(g, g->dqp), qw, 0, F(g, g->sp), Hd, 0, 1.0f,
                    Gr(g, L->query_w), Hd, 0, 1));
     if (L->query_b != (size_t)-1)
-      SQ_TRY(sq_bias_grad(ctx, T * N, qw, F(g, g->dqp), qw, Gr(g, L->query_b)));
+      SQ_TRY(sq_bias_grad(ctx, TR, qw, F(g, g->dqp), qw, Gr(g, L->query_b)));
   }
   if (kind == SQ_SCORE_ADDITIVE)
     SQ_TRY(sq_linear_bwd(ctx, N * S, He, g->A, F(g, g->enc_out), He, P(g, L->key_w),
@@ -545,12 +552,11 @@ seqcl_status sq_graph_backward(sq_graph *g) {
     }
   }
   /* score "none": the context was hfinal at every step, so dh_final_d +=
-   * sum_t dc_t[:, dH:(d+1)H]: for each row n, ones[1,T] times the [T, H] block
-   * of dX at that row (stride N*Xw between steps): one batched GEMM, batch = N */
+   * sum_t dc_t[:, dH:(d+1)H]: each packed row's block of dX added into its
+   * line's row (the embedding backward's scatter-add; no id is -1) */
   for (int d = 0; g->none && d < g->ndir; d++)
-    SQ_TRY(sq_gemm(ctx, 0, 0, 1, H, T, 1.0f, F(g, g->ones), T, 0,
-                   F(g, g->dX + (size_t)D + (size_t)d * H), N * Xw, (size_t)Xw, 1.0f,
-                   F(g, g->enc_dh[d]), H, (size_t)H, N));
+    SQ_TRY(sq_embedding_bwd(ctx, TR, H, I(g, g->rows), F(g, g->dX + (size_t)D + (size_t)d * H), Xw,
+                            -1, F(g, g->enc_dh[d])));
   return sq_genc_backward(g);
 }
 
@@ -567,7 +573,7 @@ seqcl_status sq_graph_greedy(sq_graph *g, int32_t *out) {
     const size_t k = (size_t)(t - 1);
     SQ_TRY(sq_embedding(ctx, N, D, L->cfg.tgt_vocab, I(g, g->pred), ids, P(g, L->dec_emb),
                         F(g, g->X + k * N * Xw), Xw));
-    SQ_TRY(decoder_step(g, t, 0, N));
+    SQ_TRY(decoder_step(g, t, 0));
     sq_ref logit = F(g, g->logits + k * N * V);
     SQ_TRY(output_forward(g, N, F(g, g->st + (k + 1) * N * Hd), F(g, g->X + k * N * Xw + D), Xw,
                           logit));

@@ -31,9 +31,9 @@ struct sq_graph {
   /* enc_out/denc_out: the top layer's output batch-major [N,S,He] (0 at
    * padding), as the attention reads it */
   size_t enc_out, denc_out, denc_x, pkeys, dpkeys, hfinal, dpre;
-  size_t X, qp, alpha, u, sv, gi, gh, st, logits, dlogits, dS, ds, dX, dgi, dgh, dqp, loss;
+  size_t X, qp, alpha, u, sv, gi, gh, st, sp, logits, dlogits, dS, ds, dX, dgi, dgh, dqp, loss;
   /* int32 offsets into ib */
-  size_t src, lens, dec_in, labels, pred;
+  size_t lens, dec_in, labels, pred;
   /* the packing's gathers (graph_encoder.c): tok [ntok] token ids; rev [ntok]
    * forward <-> reverse order (an involution); unpack [N*S] packed row of
    * each batch-major position (ntok at padding: lout's zero row); pack
@@ -42,7 +42,6 @@ struct sq_graph {
    * 0, 1, 2, ... (a strided copy as a gather) */
   size_t tok, rev, unpack, pack, fin, order, ident;
   size_t rows; /* score "none": int32 [T*N], rows[t*N + n] = n (the context gather) */
-  size_t ones; /* score "none": T floats 1.0, the sum over steps in the backward */
   int none;
   /* host copies for the fronts' validation */
   int32_t *src_h, *lens_h, *dec_in_h, *labels_h;
@@ -58,6 +57,11 @@ struct sq_graph {
    * PyTorch's packed sequences skip it); T entries. Batches sorted by target
    * length (file training) make the prefix exactly the rows still running. */
   int *dec_rows;
+  /* the decoder's tensors are packed the same way: step t's rows are rows
+   * dcum[t] .. dcum[t] + dec_rows[t] - 1 of every [*, W] step tensor
+   * (dcum[T] in all); the states st hold s_0 for all N rows, then step t's
+   * new states at row N + dcum[t], and sp step t's input states (packed) */
+  int *dcum;
   double drop_p; /* 0: no dropout */
   uint64_t drop_seed, drop_step;
   size_t sd, cd; /* the output layer's dropped input [T,N,Hd] and [T,N,He] */

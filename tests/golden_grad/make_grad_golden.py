@@ -134,6 +134,23 @@ def packed_mask(p, seed, step, tensor, lens, cols):
     return out
 
 
+def decoder_mask(p, seed, step, tensor, tgt_lines, cols):
+    """seqcl's mask of a decoder tensor, drawn over its packed [rows, cols]
+    form: step t holds the rows 0 .. R_t - 1, R_t = 1 + the last line with a
+    label at step t or later (its rows in batch order); returned [T, N, cols]
+    (1 on rows not packed, whose labels are all past)."""
+    N, T = len(tgt_lines), max(len(l) for l in tgt_lines) - 1
+    last = [len(l) - 2 for l in tgt_lines]  # each line's last labelled step
+    R = [1 + max([n for n in range(N) if last[n] >= t], default=-1) for t in range(T)]
+    flat = mask(p, seed, step, tensor, sum(R), cols)
+    out = torch.ones(T, N, cols, dtype=torch.float64)
+    at = 0
+    for t in range(T):
+        out[t, :R[t]] = flat[at:at + R[t]]
+        at += R[t]
+    return out
+
+
 def gru_direction(x, lens, w_ih, w_hh, b_ih, b_hh, reverse):
     """One GRU direction over a padded batch with pack_padded_sequence's
     semantics: row n runs over t < lens[n] (backwards from lens[n] - 1 when
@@ -187,9 +204,9 @@ def masked_forward(model, cfg, src_lines, tgt_lines, p, seed, step):
     inputs = torch.tensor([[l[t] if t < len(l) - 1 else 0 for t in range(T)] for l in tgt_lines])
     labels = torch.tensor([[l[t + 1] if t < len(l) - 1 else -100 for t in range(T)]
                            for l in tgt_lines])
-    m_emb = mask(p, seed, step, DROP_DEC_EMB, T * N, cfg["embed_dim"]).reshape(T, N, -1)
-    m_s = mask(p, seed, step, DROP_OUT_STATE, T * N, Hd).reshape(T, N, -1)
-    m_c = mask(p, seed, step, DROP_OUT_CTX, T * N, He).reshape(T, N, -1)
+    m_emb = decoder_mask(p, seed, step, DROP_DEC_EMB, tgt_lines, cfg["embed_dim"])
+    m_s = decoder_mask(p, seed, step, DROP_OUT_STATE, tgt_lines, Hd)
+    m_c = decoder_mask(p, seed, step, DROP_OUT_CTX, tgt_lines, He)
     logits = []
     for t in range(T):
         context, _ = dec.attention(state, keys, valid, torch.cat(finals, dim=-1))
