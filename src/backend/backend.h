@@ -32,8 +32,8 @@ typedef struct sq_buf {
   uint16_t *half;
   int half_width;
   /* host only: floats [weights_lo, weights_hi) hold weights (the freeze slot:
-   * a loaded model's; training does not freeze its parameters, see
-   * train/graph.c); the host keeps packed copies
+   * a loaded model's, or a training graph's parameters, see train/graph.c);
+   * the host keeps packed copies
    * of the matrices its products read from there (host_packed.c), in `packed` */
   size_t weights_lo, weights_hi;
   struct sq_host_packed *packed;

@@ -6,18 +6,19 @@
  * state both share).
  *
  * Layouts: the encoder runs over packed tokens (graph_encoder.c) and hands
- * the attention its top layer's output batch-major [N, S, He]; decoder
- * tensors are step-major [T, N, *] so that every per-step operand is one
- * contiguous [N, *] block and the weight gradients of all steps are one GEMM
- * each (K = T*N) after the loop. Step t runs only the rows [0, dec_rows) that
- * still have labels. What the decoder keeps: inputs X [T,N,D+He] =
- * [embedding ; context], query projection qp, weights alpha [T,N,S], gi/gh
- * [T,N,3Hd], states [T+1,N,Hd].
+ * the attention its top layer's output batch-major [N, S, He]. Decoder
+ * tensors are step-major and packed: step t's rows are the lines 0 ..
+ * dec_rows[t] - 1 (those with a label at t or later), one contiguous block
+ * at row dcum[t], so every per-step operand is one block and the weight
+ * gradients of all steps are one GEMM each (K = dcum[T]) after the loop.
+ * What the decoder keeps, per packed row: inputs X [D+He] = [embedding ;
+ * context], the input state sp, query projection qp, weights alpha [S],
+ * gi/gh [3Hd], the new state (st, after s_0's N rows).
  * Score "none" (a fixed context) has no attention: hfinal [N,He] = the top
- * layer's [h_fwd_final ; h_bwd_final] is gathered into every step's context
+ * layer's [h_fwd_final ; h_bwd_final] is gathered into every row's context
  * columns of X once, the input GEMM then covers all of X in one call, and the
- * backward sums dL/dc over the steps straight into the final states' gradient
- * (one batched GEMM per direction against a vector of ones).
+ * backward adds dL/dc of every row straight into its line's final states'
+ * gradient (the embedding backward's scatter-add).
  * With output "state_context" the output layer reads [s_t ; c_t]: its weight
  * is used as two column blocks, the state block against the states and the
  * context block against X's context columns, so nothing is copied. The GRU
@@ -137,10 +138,13 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   if (st == SEQCL_OK) st = sq_buf_alloc(ctx, ni * sizeof(int32_t), &g->ib);
   if (st == SEQCL_OK) st = sq_fill(ctx, F(g, 0), nf, 0.0f);
   if (st == SEQCL_OK) st = sq_fill_i32(ctx, I(g, 0), ni, 0);
-  /* The parameters are not frozen (sq_freeze) for packed products: packing
-   * each weight once per step did not make the G2P recipe's step faster on
-   * the host (its forward products gained 1.2x; the packing, and the backward
-   * reading every weight unpacked beside its copy, took as much back). */
+  /* The parameters are frozen (sq_freeze): only sq_write and the Adam slot
+   * change them, so on the host a weight is packed into panels once per step
+   * (after the update) and every forward product of more than the own
+   * kernel's rows through it reads the panels. The decoder's per-step
+   * products (and the encoder's per-step recurrent ones) would otherwise have
+   * OpenBLAS pack the whole weight for every step's few dozen rows. */
+  if (st == SEQCL_OK) sq_freeze(ctx, F(g, g->params), L->total);
   g->src_h = malloc(sizeof(int32_t) * ni);
   if (st == SEQCL_OK && !g->src_h)
     st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "training: out of host memory");
@@ -197,6 +201,16 @@ seqcl_status sq_graph_set_batch(sq_graph *g, int N, const int32_t *src, const in
   return sq_graph_set_batch_shape(g, N, g->max_s, g->max_t, src, lens, tgt);
 }
 
+/* Score "none": rows[] = the line of each packed decoder row (the fixed
+ * context's gather, and its gradient's scatter-add). */
+static seqcl_status write_context_rows(sq_graph *g) {
+  if (!g->none) return SEQCL_OK;
+  int32_t *rows = g->labels_h + (size_t)g->max_t * g->max_n + g->max_n; /* its host mirror */
+  for (int t = 0; t < g->T; t++)
+    for (int n = 0; n < g->dec_rows[t]; n++) rows[(size_t)g->dcum[t] + n] = n;
+  return sq_write(g->ctx, I(g, g->rows), rows, sizeof(int32_t) * (size_t)g->dcum[g->T]);
+}
+
 seqcl_status sq_graph_set_batch_shape(sq_graph *g, int N, int S, int T, const int32_t *src,
                                       const int32_t *lens, const int32_t *tgt) {
   if (N < 1 || N > g->max_n || S < 1 || S > g->max_s || T < 1 || T > g->max_t)
@@ -244,13 +258,7 @@ seqcl_status sq_graph_set_batch_shape(sq_graph *g, int N, int S, int T, const in
   SQ_TRY(sq_write(g->ctx, I(g, g->lens), g->lens_h, sizeof(int32_t) * (size_t)N));
   SQ_TRY(sq_write(g->ctx, I(g, g->dec_in), g->dec_in_h, sizeof(int32_t) * TR));
   SQ_TRY(sq_write(g->ctx, I(g, g->labels), g->labels_h, sizeof(int32_t) * TR));
-  if (g->none) {
-    int32_t *rows = g->labels_h + (size_t)g->max_t * g->max_n + g->max_n; /* its host mirror */
-    for (int t = 0; t < T; t++)
-      for (int n = 0; n < g->dec_rows[t]; n++) rows[(size_t)g->dcum[t] + n] = n;
-    SQ_TRY(sq_write(g->ctx, I(g, g->rows), rows, sizeof(int32_t) * TR));
-  }
-  return SEQCL_OK;
+  return write_context_rows(g);
 }
 
 /* Encoder forward (graph_encoder.c), then the key projection (additive) and
@@ -564,6 +572,13 @@ seqcl_status sq_graph_greedy(sq_graph *g, int32_t *out) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
   const int N = g->N, T = g->T, D = g->D, Hd = g->Hd, Xw = g->Xw, V = g->V;
+  /* every row runs every step (there are no labels to end them): step k's
+   * rows are rows k*N.. of the step tensors */
+  for (int t = 0; t <= T; t++) {
+    if (t < T) g->dec_rows[t] = N;
+    g->dcum[t] = t * N;
+  }
+  SQ_TRY(write_context_rows(g));
   SQ_TRY(encoder_forward(g, 0)); /* decoding never drops */
   if (g->none) SQ_TRY(fixed_context_all_steps(g)); /* the steps write only the embedding */
   int32_t *ids = g->dec_in_h; /* the current input token per row */

@@ -84,7 +84,7 @@ static seqcl_status layer_forward_dir(sq_graph *g, int l, int d) {
                hs = g->enc_hs[l][d];
   SQ_TRY(sq_gemm(ctx, 0, 1, ntok, G, In, 1.0f, in, In, 0, P(g, L->enc_wih[l][d]), In, 0, 0.0f,
                  F(g, gi), G, 0, 1));
-  for (int s = 0; s < g->S; s++) {
+  for (int s = 0; s < g->S && g->bs[s]; s++) { /* past the longest line: no block */
     const int R = g->bs[s];
     const size_t at = (size_t)g->cum[s];
     sq_ref hprev = F(g, hp + at * H), h = F(g, hs + at * H), ghs = F(g, gh + at * G);
@@ -176,6 +176,7 @@ static seqcl_status layer_backward_dir(sq_graph *g, int l, int d) {
    * state's gradient, or 0) waits untouched until its last block. */
   for (int s = g->S - 1; s >= 0; s--) {
     const int R = g->bs[s];
+    if (!R) continue; /* past the longest line */
     const size_t at = (size_t)g->cum[s];
     sq_gru_bwd_args b = {.N = R, .H = H, .gi = F(g, gi + at * G), .gi_sn = (size_t)G, .gi_st = 0,
                          .gh = F(g, gh + at * G), .ld_gh = G, .b_ih = P(g, L->enc_bih[l][d]),

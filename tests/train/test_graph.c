@@ -157,9 +157,10 @@ static sq_config threads_config(void) {
 
 /* The shared batch of the tests below: 64 lines of lengths 1..7 with 1..6
  * labels; order 1 puts the lines with the most labels first (as file training
- * does), so the decoder's row prefix shrinks step by step; the graph has two
- * steps more than any line needs (steps with no row at all). */
-enum { BN = 64, BS = 7, BT = 6, BT_ROOM = BT + 2 };
+ * does), so the decoder's row prefix shrinks step by step; the graph has a
+ * source position and two steps more than any line needs (an empty block of
+ * the encoder's packing, decoder steps with no row at all). */
+enum { BN = 64, BS = 7, BT = 6, BS_ROOM = BS + 1, BT_ROOM = BT + 2 };
 
 static void shared_batch(int order, int32_t *src, int32_t *lens, int32_t *tgt) {
   for (int r = 0; r < BN; r++) {
@@ -172,7 +173,8 @@ static void shared_batch(int order, int32_t *src, int32_t *lens, int32_t *tgt) {
           if (1 + (m * 3) % BT == tl && seen++ == r) n = m;
     }
     lens[r] = 1 + (n * 5) % BS;
-    for (int j = 0; j < BS; j++) src[r * BS + j] = j < lens[r] ? 3 + (n * 7 + j * 3) % 27 : 0;
+    for (int j = 0; j < BS_ROOM; j++)
+      src[r * BS_ROOM + j] = j < lens[r] ? 3 + (n * 7 + j * 3) % 27 : 0;
     const int tl = 1 + (n * 3) % BT; /* labels, then EOS, then nothing */
     tgt[r * (BT_ROOM + 1)] = 1;
     for (int t = 1; t <= BT_ROOM; t++)
@@ -193,11 +195,11 @@ static void grads_of(int threads, int order, int before, double dropout, float *
   assert_int_equal(sq_tlayout_make(ctx, &c, &L), SEQCL_OK);
   assert_int_equal(L.total, total);
   sq_graph *g = NULL;
-  assert_int_equal(sq_graph_create(ctx, &L, BN, BS, BT_ROOM, &g), SEQCL_OK);
+  assert_int_equal(sq_graph_create(ctx, &L, BN, BS_ROOM, BT_ROOM, &g), SEQCL_OK);
   float *p = malloc(L.total * sizeof(float));
   assert_non_null(p);
   sq_tlayout_init(&L, 11, p);
-  int32_t src[BN * BS], lens[BN], tgt[BN * (BT_ROOM + 1)];
+  int32_t src[BN * BS_ROOM], lens[BN], tgt[BN * (BT_ROOM + 1)];
   sq_ref P = sq_graph_params(g), G = sq_graph_grads(g);
   assert_int_equal(sq_write(ctx, P, p, L.total * sizeof(float)), SEQCL_OK);
   for (int pass = before ? 0 : 1; pass < 2; pass++) {
@@ -214,19 +216,19 @@ static void grads_of(int threads, int order, int before, double dropout, float *
   seqcl_ctx_close(ctx);
 }
 
-static size_t threads_total(void) {
+static sq_tlayout threads_layout(void) {
   seqcl_ctx *ctx = NULL;
   assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
   const sq_config c = threads_config();
   sq_tlayout L;
   assert_int_equal(sq_tlayout_make(ctx, &c, &L), SEQCL_OK);
   seqcl_ctx_close(ctx);
-  return L.total;
+  return L;
 }
 
 static void test_threads_same_bits(void **s) {
   (void)s;
-  const size_t total = threads_total();
+  const size_t total = threads_layout().total;
   float *g1 = malloc(total * sizeof(float)), *g2 = malloc(total * sizeof(float));
   assert_true(g1 && g2);
   float l1, l2;
@@ -248,7 +250,7 @@ static void test_threads_same_bits(void **s) {
  * values first (nothing skipped is read). */
 static void test_row_prefix_same_gradients(void **s) {
   (void)s;
-  const size_t total = threads_total();
+  const size_t total = threads_layout().total;
   float *ga = malloc(total * sizeof(float)), *gb = malloc(total * sizeof(float));
   float *gc = malloc(total * sizeof(float));
   assert_true(ga && gb && gc);
@@ -257,12 +259,7 @@ static void test_row_prefix_same_gradients(void **s) {
   grads_of(1, 1, 0, 0.0, &lb, gb, total);
   grads_of(1, 1, 1, 0.0, &lc, gc, total);
   assert_true(fabsf(la - lb) <= 1e-6f * fabsf(la));
-  seqcl_ctx *ctx = NULL;
-  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
-  const sq_config c = threads_config();
-  sq_tlayout L;
-  assert_int_equal(sq_tlayout_make(ctx, &c, &L), SEQCL_OK);
-  seqcl_ctx_close(ctx);
+  const sq_tlayout L = threads_layout();
   for (int i = 0; i < L.nparams; i++) {
     const sq_tparam *t = &L.p[i];
     double big = 0;
