@@ -77,7 +77,10 @@ sq_ref sq_graph_params(sq_graph *g);
 sq_ref sq_graph_grads(sq_graph *g);
 
 /* Loads one batch: src [N, S] ids, lens [N], tgt [N, T+1] ids (BOS first); a
- * negative id in tgt past a line's end marks an ignored label. */
+ * negative id in tgt past a line's end marks an ignored label. Padding costs
+ * no work (the graph packs the real tokens and, per decoder step, the lines
+ * with a label then or later); lines ordered by target length, longest
+ * first, make that last set exactly the lines still running. */
 seqcl_status sq_graph_set_batch(sq_graph *g, int N, const int32_t *src, const int32_t *lens,
                                 const int32_t *tgt);
 /* The same for a batch padded to its own longest lines: src [N, S], tgt
