@@ -272,14 +272,17 @@ static seqcl_status encoder_forward(sq_graph *g, int dropout) {
     SQ_TRY(sq_linear(ctx, N * S, He, g->A, F(g, g->enc_out), He, P(g, L->key_w), P(g, L->key_b),
                      F(g, g->pkeys), g->A));
   /* score "none": hfinal = [h_fwd_final ; h_bwd_final]; "final": s0 = the same
-   * (H_d = H_e): each direction's final states copied into its columns */
+   * (H_d = H_e): each line's state after its last token gathered straight
+   * into its direction's columns */
   sq_ref s0 = F(g, g->st);
+  const int top = g->layers - 1;
   for (int d = 0; d < g->ndir; d++) {
+    sq_ref hs = F(g, g->enc_hs[top][d]);
     if (g->none)
-      SQ_TRY(sq_embedding_device_ids(ctx, N, H, N, I(g, g->ident), F(g, g->hfin[d]),
+      SQ_TRY(sq_embedding_device_ids(ctx, N, H, g->ntok, I(g, g->fin), hs,
                                      F(g, g->hfinal + (size_t)d * H), He));
     if (L->cfg.init == SQ_INIT_FINAL)
-      SQ_TRY(sq_embedding_device_ids(ctx, N, H, N, I(g, g->ident), F(g, g->hfin[d]),
+      SQ_TRY(sq_embedding_device_ids(ctx, N, H, g->ntok, I(g, g->fin), hs,
                                      sq_ref_add(s0, (size_t)d * H), He));
   }
   if (L->cfg.init == SQ_INIT_BRIDGE) {

@@ -17,9 +17,6 @@
  * top one's) are drawn over the packed [ntok, cols] tensors: element e is
  * packed row e / cols. The attention reads the top layer's output unpacked
  * into batch-major enc_out [N,S,He], 0 at padding. */
-#include <stdlib.h>
-#include <string.h>
-
 #include "ops/ops.h"
 #include "train/graph_impl.h"
 
