@@ -7,7 +7,8 @@ an attention GRU with `seqcl train --text chars,words`, and evaluates greedy
 and beam search with `seqcl eval`, printing WER, PER and the wall times.
 
     examples/g2p/recipe.py --work /tmp/g2p                  # the default recipe
-    examples/g2p/recipe.py --work /tmp/g2p --long           # output over [s;c], 16 epochs
+    examples/g2p/recipe.py --work /tmp/g2p --enc-hidden 128 --dec-hidden 256 --epochs 16
+                                                            # another model or schedule
     examples/g2p/recipe.py --work /tmp/g2p --quick          # CI: a few hundred words
     examples/g2p/recipe.py --work /tmp/g2p --prepare-only   # data files only
 
@@ -43,18 +44,22 @@ ARPABET = set(
     "uh uw v w y z zh".split())
 
 # The recipe's defaults (README, "A real task"): a bidirectional 128-wide
-# encoder, a 256-wide decoder, additive attention, dropout 0.2, Adam 2e-3
-# with gradient clipping at 5, batch 64 from length-bucketed windows of 50
-# batches, 200 warm-up steps, the rate halved whenever validation exact match
-# (every half epoch) stops improving, down to 1e-4, and the best validation's
-# model kept; beam 5.
+# encoder, a 256-wide decoder, additive attention of 256, the output layer
+# over [s_t ; c_t], dropout 0.2, Adam 2e-3 with gradient clipping at 5, batch
+# 64 from length-bucketed windows of 50 batches, 200 warm-up steps, the rate
+# halved after three validations (every half epoch) without a better exact
+# match (one validation of 1 500 words moves by about a point, so patience 1
+# halved the rate on noise), down to 1e-4, the best validation's model kept;
+# 16 epochs; beam 5. The model and schedule options below change them.
 DEFAULTS = dict(embed=64, enc_hidden=128, dec_hidden=256, attn=256, dropout=0.2, lr=2e-3,
-                clip=5.0, batch=64, epochs=8, beam=5, bucket=50, warmup=200, lr_decay=0.5,
-                min_lr=1e-4, layers=1, output="state", decay_patience=1)
-# --long: the output layer over [s_t ; c_t], 16 epochs, and the rate halved
-# only after three validations without improvement (one validation of 1 500
-# words moves by about a point, so patience 1 halved the rate on noise)
-LONG = dict(DEFAULTS, output="state_context", epochs=16, decay_patience=3)
+                clip=5.0, batch=64, epochs=16, beam=5, bucket=50, warmup=200, lr_decay=0.5,
+                min_lr=1e-4, layers=1, output="state_context", decay_patience=3)
+# What the command line may change (checked here; seqcl checks the rest)
+MODEL_OPTIONS = [("embed", int, "embedding width"), ("enc_hidden", int, "encoder width per direction"),
+                 ("dec_hidden", int, "decoder width"), ("attn", int, "attention width"),
+                 ("layers", int, "encoder layers"), ("output", str, "the output layer's input"),
+                 ("dropout", float, "dropout"), ("lr", float, "Adam's rate"),
+                 ("decay_patience", int, "validations without improvement before halving")]
 QUICK = dict(embed=16, enc_hidden=32, dec_hidden=48, attn=32, dropout=0.1, lr=1e-2, clip=5.0,
              batch=32, steps=300, beam=3, words=400, bucket=4, warmup=20, lr_decay=0.5,
              min_lr=1e-3, layers=1, output="state", decay_patience=1)
@@ -173,18 +178,31 @@ def main():
     ap.add_argument("--seqcl", default=None, help="the seqcl binary (default: on PATH, else build/cli/seqcl)")
     ap.add_argument("--lexicon", default=LEXICON)
     ap.add_argument("--quick", action="store_true", help="a few hundred words and steps (CI)")
-    ap.add_argument("--long", action="store_true",
-                    help="the output layer over [s;c], 16 epochs, decay patience 3")
     ap.add_argument("--prepare-only", action="store_true")
     ap.add_argument("--epochs", type=float, default=None, help="training epochs (default %g)" % DEFAULTS["epochs"])
     ap.add_argument("--steps", type=int, default=None, help="training steps (instead of --epochs)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--beam", type=int, default=None)
     ap.add_argument("--device", default=None, help="seqcl --device (default: SEQCL_DEVICE, else auto)")
+    model = ap.add_argument_group("model and schedule (default: the recipe's)")
+    for key, kind, what in MODEL_OPTIONS:
+        model.add_argument("--" + key.replace("_", "-"), type=kind, default=None,
+                           choices=["state", "state_context"] if key == "output" else None,
+                           help="%s (default %s)" % (what, DEFAULTS[key]))
     args = ap.parse_args()
-    if args.quick and args.long:
-        sys.exit("recipe: --quick and --long do not go together")
-    h = dict(QUICK if args.quick else LONG if args.long else DEFAULTS)
+    h = dict(QUICK if args.quick else DEFAULTS)
+    for key, kind, what in MODEL_OPTIONS:
+        value = getattr(args, key)
+        if value is None:
+            continue
+        least = 0 if key == "decay_patience" else 1
+        if kind is int and value < least:
+            sys.exit("recipe: --%s must be at least %d" % (key.replace("_", "-"), least))
+        if key == "dropout" and not 0 <= value < 1:
+            sys.exit("recipe: --dropout must be in [0, 1)")
+        if key == "lr" and not value > 0:
+            sys.exit("recipe: --lr must be positive")
+        h[key] = value
     if args.beam:
         h["beam"] = args.beam
     sizes = prepare(args)

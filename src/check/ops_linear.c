@@ -185,6 +185,15 @@ static const char *const gemm_shapes[] = {
     "M=40,N=33,K=100,tb=1,int=1,beta=1,frozen=1",
     "M=64,N=63,K=65,tb=1,batch=2,frozen=1",
     "M=64,N=100,K=33,tb=1,pad=2,half=1,frozen=1",
+    /* the backward's products read in place (host: gemm_direct.c): C = A B
+     * with few rows (row blocks of 8 with a tail, a 16-column strip, beta)
+     * and with many rows but few columns (rows split across threads); C =
+     * A^T B over several chunks of 256 k with row and column tails, padded,
+     * and integer-exact through the chunks */
+    "M=61,N=531,K=1537,alpha=-0.5,beta=0.5",
+    "M=300,N=70,K=129,pad=2,alpha=0.75,beta=1",
+    "M=37,N=45,K=600,ta=1,beta=0.5,pad=2",
+    "M=20,N=24,K=700,ta=1,int=1,beta=1",
     NULL};
 static const char *const gemm_quick[] = {"M=7,N=13,K=37,tb=1", "M=20,N=24,K=100,int=1,beta=1",
                                          "M=1,N=77,K=259,tb=1,pad=1,beta=0.5", NULL};

@@ -39,7 +39,8 @@ enum {
   SQ_ABL_ARGMAX = 1u << 3,      /* argmax without a softmax over the vocabulary */
   SQ_ABL_NO_SYNC = 1u << 4,     /* finished flags read every few steps, not every step */
   /* the own GEMM kernel: the device's small-GEMM kernel (OpenCL), the
-   * AVX-512 nn.Linear-layout product (host); off: CLBlast, OpenBLAS */
+   * AVX-512 nn.Linear-layout product and the backward's in-place products
+   * (host, gemm_direct.c); off: CLBlast, OpenBLAS */
   SQ_ABL_SMALL_GEMM = 1u << 5,
   SQ_ABL_THREADS = 1u << 6, /* host work split across the cores (off: one thread) */
   SQ_ABL_FUSED_GREEDY = 1u << 8, /* argmax and the EOS bookkeeping in one launch */

@@ -14,8 +14,9 @@
  *
  * With more rows (beyond own_max_rows() in host_linear.c) a product over a
  * frozen buffer's weights reads B packed once into panels of 16 columns
- * (sq_gemm_nt_panels): blocks of 8 rows x 32 columns broadcast A and load B
- * in the order they use it, with no lane folding; each element is one float
+ * (sq_gemm_nt_panels): blocks of 8 rows x 32 columns (gemm_block8.h, shared
+ * with the backward's products of gemm_direct.c) broadcast A and load B in
+ * the order they use it, with no lane folding; each element is one float
  * sum of fused products in k order (the bits OpenBLAS's kernels give where
  * they do not split K).
  *
@@ -29,6 +30,8 @@
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <stdint.h>
+
+#include "backend/host/gemm_block8.h"
 
 #define NT_TARGET __attribute__((target("avx512f")))
 
@@ -136,58 +139,16 @@ void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
 
 /* ---- the packed-weight product (sq_gemm_nt_panels) ---- */
 
-/* 8 rows of A x 32 columns (two panels; `two` = 0: 16 columns, one panel) of
- * C: 16 accumulators, per k two loads of B, eight broadcasts of A and
- * sixteen fused multiply-adds. Rows past mr point at row 0 again (computed,
- * never stored); columns past the edge are masked off in the stores (m0, m1).
- * Always inlined into the two wrappers below, where `two` is a constant. */
-#define PK_ROW(i)                                            \
-  {                                                          \
-    const __m512 x = _mm512_set1_ps(a##i[k]);                \
-    c##i##0 = _mm512_fmadd_ps(x, y0, c##i##0);               \
-    if (two) c##i##1 = _mm512_fmadd_ps(x, y1, c##i##1);      \
-  }
-#define PK_STORE(i)                                                              \
-  if (mr > i) {                                                                  \
-    float *ci = c + (size_t)(i) * (size_t)ldc;                                   \
-    __m512 v0 = _mm512_mul_ps(va, c##i##0), v1 = _mm512_mul_ps(va, c##i##1);     \
-    if (beta != 0.0f) {                                                          \
-      v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), v0);               \
-      if (two) v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), v1); \
-    }                                                                            \
-    _mm512_mask_storeu_ps(ci, m0, v0);                                           \
-    if (two) _mm512_mask_storeu_ps(ci + 16, m1, v1);                             \
-  }
-static inline __attribute__((always_inline)) NT_TARGET void panel8(
-    const int two, int mr, int K, const float *a, int lda, const float *p0, const float *p1,
-    __mmask16 m0, __mmask16 m1, float alpha, float beta, float *c, int ldc) {
-  const float *a0 = a, *a1 = a + (mr > 1 ? (size_t)lda : 0), *a2 = a + (mr > 2 ? 2 * (size_t)lda : 0);
-  const float *a3 = a + (mr > 3 ? 3 * (size_t)lda : 0), *a4 = a + (mr > 4 ? 4 * (size_t)lda : 0);
-  const float *a5 = a + (mr > 5 ? 5 * (size_t)lda : 0), *a6 = a + (mr > 6 ? 6 * (size_t)lda : 0);
-  const float *a7 = a + (mr > 7 ? 7 * (size_t)lda : 0);
-  const __m512 z = _mm512_setzero_ps();
-  __m512 c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
-  __m512 c40 = z, c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z;
-  for (int k = 0; k < K; k++) {
-    const __m512 y0 = _mm512_load_ps(p0 + 16 * (size_t)k);
-    const __m512 y1 = two ? _mm512_load_ps(p1 + 16 * (size_t)k) : z;
-    PK_ROW(0) PK_ROW(1) PK_ROW(2) PK_ROW(3) PK_ROW(4) PK_ROW(5) PK_ROW(6) PK_ROW(7)
-  }
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  PK_STORE(0) PK_STORE(1) PK_STORE(2) PK_STORE(3) PK_STORE(4) PK_STORE(5) PK_STORE(6) PK_STORE(7)
-}
+/* 8 rows of A x 32 columns (two panels; one past N - 16 columns): the
+ * blocks of gemm_block8.h over packed B. */
 static NT_TARGET void panel8x32(int mr, int K, const float *a, int lda, const float *p0,
                                 const float *p1, __mmask16 m0, __mmask16 m1, float alpha,
                                 float beta, float *c, int ldc) {
-  panel8(1, mr, K, a, lda, p0, p1, m0, m1, alpha, beta, c, ldc);
+  sq_block8(1, 0, 0, 0, mr, K, a, lda, p0, p1, 16, m0, m1, alpha, beta, c, ldc);
 }
 static NT_TARGET void panel8x16(int mr, int K, const float *a, int lda, const float *p0,
                                 __mmask16 m0, float alpha, float beta, float *c, int ldc) {
-  panel8(0, mr, K, a, lda, p0, p0, m0, 0, alpha, beta, c, ldc);
-}
-
-static inline __mmask16 lanes(int n) {
-  return n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1u) : (__mmask16)0;
+  sq_block8(0, 0, 0, 0, mr, K, a, lda, p0, p0, 16, m0, 0, alpha, beta, c, ldc);
 }
 
 /* Row chunks of A outside (as many rows as fill 128 KB, so the chunk stays in
@@ -204,7 +165,7 @@ static NT_TARGET void panels_f32(int M, int N, int K, float alpha, const float *
     const int i1 = M - i0 < chunk ? M : i0 + chunk;
     for (int j = 0; j < N; j += 32) {
       const float *p0 = first + (size_t)(j / 16) * panel;
-      const __mmask16 m0 = lanes(N - j), m1 = lanes(N - j - 16);
+      const __mmask16 m0 = sq_lanes16(N - j), m1 = sq_lanes16(N - j - 16);
       for (int i = i0; i < i1; i += 8) {
         const int mr = i1 - i < 8 ? i1 - i : 8;
         const float *ai = a + (size_t)i * (size_t)lda;
@@ -223,7 +184,7 @@ static NT_TARGET void pack_avx512(int N, int K, const float *b, int ldb, float *
   const __m512i rows = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(ldb));
   for (int p = 0; p < (N + 15) / 16; p++) {
-    const __mmask16 m = lanes(N - 16 * p);
+    const __mmask16 m = sq_lanes16(N - 16 * p);
     const float *bp = b + (size_t)p * 16 * (size_t)ldb;
     float *out = panels + (size_t)p * (size_t)K * 16;
     for (int k = 0; k < K; k++)
