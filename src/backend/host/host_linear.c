@@ -52,7 +52,8 @@ static int own_max_rows(void) {
 
 /* Where gemm_direct.c's products beat OpenBLAS 0.3.21's AVX-512 kernels
  * (one core of an AMD family 26 CPU, its packing included; own / OpenBLAS
- * time): C = A B with few rows of A (the backward's per-step
+ * time with the operands in cache, bench/RESULTS.md for them coming from
+ * L3): C = A B with few rows of A (the backward's per-step
  * [rows, 3H] x [3H, H] products: 0.52 at 8 rows, 0.79 at 24, 0.96 at 64,
  * 1.04 at 128, [rows, 1536] x [1536, 512]) or few columns (0.85-0.95 up to
  * 256 columns at 800 x 768 rows), and C = A^T B with few rows or columns of
