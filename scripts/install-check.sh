@@ -40,8 +40,12 @@ echo "installed: pkg-config --cflags --libs seqcl: $flags"
 # shellcheck disable=SC2086
 "$cc" -std=c11 -Wall -Wextra -Werror examples/c/decode.c $flags -o "$stage/decode"
 # The program must find the staged library, not one installed elsewhere.
-LD_LIBRARY_PATH="$dest$libdir" ldd "$stage/decode" | grep -q "libseqcl.so.* => $dest$libdir/" ||
-  { echo "install-check: decode does not resolve libseqcl.so into $dest$libdir" >&2; exit 1; }
+# (ldd's output is read whole first: `ldd | grep -q` under pipefail fails
+# whenever grep exits before ldd has written everything.)
+resolved=$(LD_LIBRARY_PATH="$dest$libdir" ldd "$stage/decode")
+grep -q "libseqcl.so.* => $dest$libdir/" <<<"$resolved" ||
+  { echo "install-check: decode does not resolve libseqcl.so into $dest$libdir:" >&2
+    echo "$resolved" >&2; exit 1; }
 LD_LIBRARY_PATH="$dest$libdir" python3 tests/examples/check_c_example.py "$stage/decode" "$root"
 
 # seqcl-uninstalled.pc: the source tree's include/ and the build's library.
