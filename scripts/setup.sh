@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential meson ninja-build pkg-config python3
 ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd mesa-opencl-icd oclgrind clinfo
-libopenblas-dev libjansson-dev libcmocka-dev python3-numpy python3-pytest"
+libopenblas-dev libjansson-dev libcmocka-dev python3-numpy python3-pytest python3-nltk"
 
 missing=""
 for p in $PACKAGES; do
