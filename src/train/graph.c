@@ -96,6 +96,8 @@ seqcl_status sq_graph_create(seqcl_ctx *ctx, const sq_tlayout *L, int max_n, int
   TAKE(denc_x, N * S * g->D);
   TAKE(pkeys, N * S * (g->A > 0 ? g->A : 1));
   TAKE(dpkeys, N * S * (g->A > 0 ? g->A : 1));
+  TAKE(pkp, (N * S + 1) * (g->A > 0 ? g->A : 1));
+  TAKE(dpkp, N * S * (g->A > 0 ? g->A : 1));
   TAKE(hfinal, N * g->He);
   TAKE(dpre, N * g->Hd);
   TAKE(X, (size_t)T * N * g->Xw);
@@ -266,11 +268,8 @@ seqcl_status sq_graph_set_batch_shape(sq_graph *g, int N, int S, int T, const in
 static seqcl_status encoder_forward(sq_graph *g, int dropout) {
   seqcl_ctx *ctx = g->ctx;
   const sq_tlayout *L = &g->L;
-  const int N = g->N, S = g->S, H = g->H, He = g->He;
+  const int N = g->N, H = g->H, He = g->He;
   SQ_TRY(sq_genc_forward(g, dropout));
-  if (L->cfg.score == SQ_SCORE_ADDITIVE)
-    SQ_TRY(sq_linear(ctx, N * S, He, g->A, F(g, g->enc_out), He, P(g, L->key_w), P(g, L->key_b),
-                     F(g, g->pkeys), g->A));
   /* score "none": hfinal = [h_fwd_final ; h_bwd_final]; "final": s0 = the same
    * (H_d = H_e): each line's state after its last token gathered straight
    * into its direction's columns */
@@ -532,10 +531,6 @@ seqcl_status sq_graph_backward(sq_graph *g) {
     if (L->query_b != (size_t)-1)
       SQ_TRY(sq_bias_grad(ctx, TR, qw, F(g, g->dqp), qw, Gr(g, L->query_b)));
   }
-  if (kind == SQ_SCORE_ADDITIVE)
-    SQ_TRY(sq_linear_bwd(ctx, N * S, He, g->A, F(g, g->enc_out), He, P(g, L->key_w),
-                         F(g, g->dpkeys), g->A, F(g, g->denc_out), He, 1.0f, Gr(g, L->key_w),
-                         Popt(g, L->key_b).buf ? Gr(g, L->key_b) : sq_none()));
   /* the initial state: ds = dL/ds_0 */
   for (int d = 0; d < g->ndir; d++) SQ_TRY(sq_fill(ctx, F(g, g->enc_dh[d]), (size_t)N * H, 0.0f));
   if (L->cfg.init == SQ_INIT_BRIDGE) {

@@ -16,7 +16,11 @@
  * Dropout masks of the encoder (the embedding, each layer's output but the
  * top one's) are drawn over the packed [ntok, cols] tensors: element e is
  * packed row e / cols. The attention reads the top layer's output unpacked
- * into batch-major enc_out [N,S,He], 0 at padding. */
+ * into batch-major enc_out [N,S,He], 0 at padding. Additive attention's
+ * keys are projected over the packed top-layer output too (the real tokens
+ * only: a batch of 4-20-token lines pads 40 % of N x S) and gathered into
+ * batch-major pkeys; their gradient is gathered back into packed order for
+ * the projection's backward. */
 #include "ops/ops.h"
 #include "train/graph_impl.h"
 
@@ -147,6 +151,13 @@ seqcl_status sq_genc_forward(sq_graph *g, int dropout) {
                            F(g, g->lout[l]), He));
   }
   SQ_TRY(gather(g, N * S, He, ntok + 1, g->unpack, F(g, g->lout[top]), F(g, g->enc_out), He));
+  if (L->cfg.score == SQ_SCORE_ADDITIVE) { /* padding reads pkp's zero row: masked anyway */
+    const int A = g->A;
+    SQ_TRY(sq_linear(ctx, ntok, He, A, F(g, g->lout[top]), He, P(g, L->key_w), P(g, L->key_b),
+                     F(g, g->pkp), A));
+    SQ_TRY(sq_fill(ctx, F(g, g->pkp + (size_t)ntok * A), (size_t)A, 0.0f));
+    SQ_TRY(gather(g, N * S, A, ntok + 1, g->unpack, F(g, g->pkp), F(g, g->pkeys), A));
+  }
   /* each line's final state per direction: the state after its last token */
   for (int d = 0; d < g->ndir; d++)
     SQ_TRY(gather(g, N, H, ntok, g->fin, F(g, g->enc_hs[top][d]), F(g, g->hfin[d]), H));
@@ -230,6 +241,14 @@ seqcl_status sq_genc_backward(sq_graph *g) {
   const int N = g->N, H = g->H, He = g->He, ntok = g->ntok, top = g->layers - 1;
   /* the attention's and the keys' gradient, packed; the final states' in rank order */
   SQ_TRY(gather(g, ntok, He, N * g->S, g->pack, F(g, g->denc_out), F(g, g->dlout[top]), He));
+  if (g->L.cfg.score == SQ_SCORE_ADDITIVE) {
+    const sq_tlayout *L = &g->L;
+    const int A = g->A;
+    SQ_TRY(gather(g, ntok, A, N * g->S, g->pack, F(g, g->dpkeys), F(g, g->dpkp), A));
+    SQ_TRY(sq_linear_bwd(ctx, ntok, He, A, F(g, g->lout[top]), He, P(g, L->key_w), F(g, g->dpkp),
+                         A, F(g, g->dlout[top]), He, 1.0f, Gr(g, L->key_w),
+                         Popt(g, L->key_b).buf ? Gr(g, L->key_b) : sq_none()));
+  }
   for (int l = top; l >= 0; l--) {
     for (int d = 0; d < g->ndir; d++)
       SQ_TRY(l == top ? gather(g, N, H, N, g->order, F(g, g->enc_dh[d]), F(g, g->enc_dhr[d]), H)

@@ -31,6 +31,10 @@ struct sq_graph {
   /* enc_out/denc_out: the top layer's output batch-major [N,S,He] (0 at
    * padding), as the attention reads it */
   size_t enc_out, denc_out, denc_x, pkeys, dpkeys, hfinal, dpre;
+  /* additive: the keys projected over the packed tokens (pkp [ntok+1,A], a
+   * zero row last, gathered into batch-major pkeys) and their gradient
+   * gathered back (dpkp [ntok,A]) */
+  size_t pkp, dpkp;
   size_t X, qp, alpha, u, sv, gi, gh, st, sp, logits, dlogits, dS, ds, dX, dgi, dgh, dqp, loss;
   /* int32 offsets into ib */
   size_t lens, dec_in, labels, pred;
@@ -85,7 +89,7 @@ static inline sq_ref Popt(sq_graph *g, size_t off) {
 
 /* graph_encoder.c: the packing of this batch's sources (after src_h and
  * lens_h are set), the encoder forward (embedding, layers, enc_out, pkeys,
- * hfin / hfinal) and its backward from denc_out and enc_dh. */
+ * hfin / hfinal) and its backward from denc_out, dpkeys and enc_dh. */
 seqcl_status sq_genc_set_batch(sq_graph *g);
 seqcl_status sq_genc_forward(sq_graph *g, int dropout);
 seqcl_status sq_genc_backward(sq_graph *g);

@@ -267,8 +267,8 @@ static void gemm_integer_exact(void **state) {
  * (host_packed.c). Checked, for a whole frozen buffer and for a range: the
  * copy is made, the product agrees with double within the K-term dot-product
  * bound of the gemm check, a write beside B keeps the copy, a write over B
- * and an Adam step over the range drop it and the next product sees the new
- * values, B reaching outside the range is not packed, and a failed
+ * drops it, an Adam step over the range packs it again at once, and the next
+ * product sees the new values, B reaching outside the range is not packed, and a failed
  * allocation is an error. Shapes: N not a multiple of the 16-column panels, M
  * not of the 8-row blocks, B with a row stride beyond K, B at an offset, alpha
  * and beta. */
@@ -317,7 +317,7 @@ static void gemm_frozen_packed(void **state) {
       /* an Adam step over the range changes B and drops the copy */
       TH_OK(sq_adam_update(ctx, N * LDB, sq_at(bb, OFF), sq_at(bg, 0), sq_at(bm, 0),
                            sq_at(bm, N * LDB), 0.9f, 0.999f, 1e-8f, 0.05f, 1.0f));
-      assert_int_equal(sq_host_packed_fresh(bb), 0);
+      assert_int_equal(sq_host_packed_fresh(bb), 1); /* packed again at once */
       TH_OK(sq_read(ctx, sq_at(bb, 0), b, sizeof b));
     }
   }
@@ -338,6 +338,67 @@ static void gemm_frozen_packed(void **state) {
 #endif
   sq_buf_free(ba);
   sq_buf_free(bb);
+  sq_buf_free(bc);
+  sq_buf_free(bg);
+  sq_buf_free(bm);
+}
+
+/* C = A B with B [K, N] a weight (training's dX = dY W): read through
+ * panels of W's columns (sq_gemm_pack_kn) with the same bits as the direct
+ * product over the same values in a buffer that is not frozen (both sum each
+ * element's fused products in k order), within the dot-product bound of
+ * double; an Adam step packs the copy again at once and the next product
+ * reads the new values. N is not a multiple of the panels (the column split
+ * across two threads starts inside B), B has a row stride beyond N and an
+ * offset. */
+static void gemm_frozen_packed_kn(void **state) {
+  seqcl_ctx *ctx = *state;
+  enum { M = 61, N = 83, K = 45, LDB = 90, OFF = 3 };
+  th_rng r = th_seed(12);
+  static float a[M * K], b[OFF + K * LDB], direct[M * N], c[M * N], gr[K * LDB];
+  th_fill(&r, a, M * K, 1.0f);
+  th_fill(&r, b, OFF + K * LDB, 1.0f);
+  th_fill(&r, gr, K * LDB, 1.0f);
+  sq_buf *ba = th_buf(ctx, M * K, a), *bb = th_buf(ctx, OFF + K * LDB, b);
+  sq_buf *bplain = th_buf(ctx, OFF + K * LDB, b); /* never frozen: read in place */
+  sq_buf *bc = th_buf(ctx, M * N, NULL), *bg = th_buf(ctx, K * LDB, gr);
+  sq_buf *bm = th_buf(ctx, 2 * K * LDB, NULL);
+  TH_OK(sq_fill(ctx, sq_at(bm, 0), 2 * K * LDB, 0.0f));
+  sq_ctx_set_ablated(ctx, 0);
+  sq_freeze(ctx, sq_at(bb, OFF), K * LDB);
+  for (int round = 0; round < 2; round++) {
+    TH_OK(sq_gemm(ctx, 0, 0, M, N, K, 1.0f, sq_at(ba, 0), K, 0, sq_at(bplain, OFF), LDB, 0, 0.0f,
+                  sq_at(bc, 0), N, 0, 1));
+    TH_OK(sq_read(ctx, sq_at(bc, 0), direct, sizeof direct));
+    assert_null(bplain->packed);
+    TH_OK(sq_gemm(ctx, 0, 0, M, N, K, 1.0f, sq_at(ba, 0), K, 0, sq_at(bb, OFF), LDB, 0, 0.0f,
+                  sq_at(bc, 0), N, 0, 1));
+    TH_OK(sq_read(ctx, sq_at(bc, 0), c, sizeof c));
+    if (!bb->packed) skip(); /* no AVX-512F */
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) {
+        double s = 0, m = 0;
+        for (int k = 0; k < K; k++) {
+          s += (double)a[i * K + k] * b[OFF + k * LDB + j];
+          m += fabs((double)a[i * K + k] * b[OFF + k * LDB + j]);
+        }
+        if (fabs(c[i * N + j] - s) > 2.0 * (K + 2) * 0x1p-24 * m)
+          fail_msg("round %d C[%d,%d] = %.9g, want %.9g", round, i, j, c[i * N + j], s);
+        if (memcmp(&c[i * N + j], &direct[i * N + j], sizeof(float)))
+          fail_msg("round %d C[%d,%d]: packed %.9g, direct %.9g", round, i, j, c[i * N + j],
+                   direct[i * N + j]);
+      }
+    if (round == 0) { /* an Adam step over B */
+      TH_OK(sq_adam_update(ctx, K * LDB, sq_at(bb, OFF), sq_at(bg, 0), sq_at(bm, 0),
+                           sq_at(bm, K * LDB), 0.9f, 0.999f, 1e-8f, 0.05f, 1.0f));
+      assert_int_equal(sq_host_packed_fresh(bb), 1);
+      TH_OK(sq_read(ctx, sq_at(bb, 0), b, sizeof b));
+      TH_OK(sq_write(ctx, sq_at(bplain, 0), b, sizeof b));
+    }
+  }
+  sq_buf_free(ba);
+  sq_buf_free(bb);
+  sq_buf_free(bplain);
   sq_buf_free(bc);
   sq_buf_free(bg);
   sq_buf_free(bm);
@@ -418,5 +479,6 @@ SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx,
       cmocka_unit_test(rows_argmax_logsoftmax_ce_embedding),
       cmocka_unit_test(gemm_integer_exact),
       cmocka_unit_test(gemm_frozen_packed),
+      cmocka_unit_test(gemm_frozen_packed_kn),
       cmocka_unit_test(vector_math_accuracy),
       cmocka_unit_test(sum_squares_exact))

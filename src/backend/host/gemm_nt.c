@@ -30,6 +30,7 @@
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "backend/host/gemm_block8.h"
 
@@ -151,15 +152,34 @@ static NT_TARGET void panel8x16(int mr, int K, const float *a, int lda, const fl
   sq_block8(0, 0, 0, 0, mr, K, a, lda, p0, p0, 16, m0, 0, alpha, beta, c, ldc);
 }
 
-/* Row chunks of A outside (as many rows as fill 128 KB, so the chunk stays in
- * L2 while every panel passes it), pairs of panels inside them, row blocks of
- * 8 innermost (the two panels, 2 x K x 64 bytes, stay in L1 meanwhile). With
- * decode's few rows the chunk is all of A. */
+/* The bytes of A a row chunk of the packed product holds: half of L2 (the
+ * pair of panels streaming past it takes 2 x K x 64 bytes more), at most
+ * 512 KB, 256 KB where the size is not known. Every chunk streams all of B
+ * from L3 again, so a larger chunk reads B fewer times: at [64, 1536] x
+ * [1536, 768] with B from L3, 128 KB chunks (16 rows) ran at 155 GFLOP/s and
+ * 512 KB ones (all 64 rows) at 202 on one Zen 5 core (1 MB L2). Asked once. */
+static size_t chunk_bytes(void) {
+  static atomic_long known = -1; /* a race only repeats the same answer */
+  long k = atomic_load(&known);
+  if (k < 0) {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    k = l2 > 0 ? l2 / 2 : 256 * 1024;
+    if (k > 512 * 1024) k = 512 * 1024;
+    if (k < 64 * 1024) k = 64 * 1024;
+    atomic_store(&known, k);
+  }
+  return (size_t)k;
+}
+
+/* Row chunks of A outside (chunk_bytes() of them, so the chunk stays in L2
+ * while every panel passes it), pairs of panels inside them, row blocks of
+ * 8 innermost (the two panels, 2 x K x 64 bytes, stay in L1 or L2
+ * meanwhile). With decode's few rows the chunk is all of A. */
 static NT_TARGET void panels_f32(int M, int N, int K, float alpha, const float *a, int lda,
                                  const float *panels, int n0, float beta, float *c, int ldc) {
   const size_t panel = (size_t)K * 16;
   const float *first = panels + (size_t)(n0 / 16) * panel;
-  int chunk = (int)((size_t)(128 * 1024 / sizeof(float)) / (size_t)K) / 8 * 8;
+  int chunk = (int)((chunk_bytes() / sizeof(float)) / (size_t)K) / 8 * 8;
   if (chunk < 8) chunk = 8;
   for (int i0 = 0; i0 < M; i0 += chunk) {
     const int i1 = M - i0 < chunk ? M : i0 + chunk;
@@ -190,6 +210,17 @@ static NT_TARGET void pack_avx512(int N, int K, const float *b, int ldb, float *
     for (int k = 0; k < K; k++)
       _mm512_store_ps(out + 16 * (size_t)k,
                       _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows, bp + k, 4));
+  }
+}
+
+/* Panels of B's columns for C = A B (B [K, N]): each k a masked copy of 16. */
+static NT_TARGET void pack_kn_avx512(int K, int N, const float *b, int ldb, float *panels) {
+  for (int p = 0; p < (N + 15) / 16; p++) {
+    const __mmask16 m = sq_lanes16(N - 16 * p);
+    const float *bp = b + (size_t)p * 16;
+    float *out = panels + (size_t)p * (size_t)K * 16;
+    for (int k = 0; k < K; k++)
+      _mm512_store_ps(out + 16 * (size_t)k, _mm512_maskz_loadu_ps(m, bp + (size_t)k * (size_t)ldb));
   }
 }
 
@@ -234,6 +265,21 @@ void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
 #endif
 
 size_t sq_gemm_panels_floats(int N, int K) { return (size_t)((N + 15) / 16) * 16 * (size_t)K; }
+
+void sq_gemm_pack_kn(int K, int N, const float *b, int ldb, float *panels) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (sq_gemm_nt_available()) {
+    pack_kn_avx512(K, N, b, ldb, panels);
+    return;
+  }
+#endif
+  for (int p = 0; p < (N + 15) / 16; p++)
+    for (int k = 0; k < K; k++)
+      for (int j = 0; j < 16; j++) {
+        const int n = p * 16 + j;
+        panels[((size_t)p * K + k) * 16 + j] = n < N ? b[(size_t)k * (size_t)ldb + n] : 0.0f;
+      }
+}
 
 void sq_gemm_pack(int N, int K, const float *b, int ldb, float *panels) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

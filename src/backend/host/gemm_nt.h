@@ -28,6 +28,11 @@ void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
  * size of the packed copy; sq_gemm_pack writes it (64-byte aligned panels). */
 size_t sq_gemm_panels_floats(int N, int K);
 void sq_gemm_pack(int N, int K, const float *b, int ldb, float *panels);
+/* The same panels for C = A B with B stored [K, N] (row k at b + k ldb): the
+ * backward's dX = dY W. Panel p's row k is B's row k, columns 16p..16p+15,
+ * so sq_gemm_nt_panels then computes A B, with the same bits as
+ * sq_gemm_nn (gemm_direct.h) reading B in place. */
+void sq_gemm_pack_kn(int K, int N, const float *b, int ldb, float *panels);
 
 /* C[M, N] = alpha A B^T + beta C with B given as panels (sq_gemm_pack of the
  * whole B; columns n0..n0+N of it, n0 a multiple of 16); only when

@@ -34,15 +34,20 @@ seqcl_status sq_host_scratch(sq_backend *be, size_t n, float **out);
 
 /* Weights ranges (host_packed.c): the freeze slot; whether B [N, K] (row
  * stride ldb) lies in its buffer's weights range; its packed copy (sq_gemm_pack's
- * panels), made on first use and packed again after a write over it;
+ * panels; kn = 1: B stored [K, N], sq_gemm_pack_kn's panels for C = A B),
+ * made on first use and packed again after a write over it;
  * drop_range marks the copies that overlap count floats from off stale (what
  * a write over them does); free frees them all (the buffer's end). */
 typedef struct sq_host_packed sq_host_packed;
 void sq_host_freeze(sq_backend *be, sq_ref at, size_t count);
 int sq_host_packable(sq_ref B, int N, int K, int ldb);
-seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb,
+seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb, int kn,
                                 const float **out);
 void sq_host_packed_drop_range(sq_buf *buf, size_t off, size_t count);
+/* Packs buf's stale copies again now, across the pool (after an Adam step:
+ * every copy is read again by the next step's products, and packing them
+ * one by one there runs on one core while the other waits). */
+void sq_host_packed_refresh(sq_backend *be, sq_buf *buf);
 void sq_host_packed_free(sq_buf *buf);
 /* How many of buf's packed copies hold its current values (for the tests). */
 int sq_host_packed_fresh(sq_buf *buf);

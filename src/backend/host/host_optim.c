@@ -131,5 +131,6 @@ seqcl_status sq_host_adam(sq_backend *be, size_t count, sq_ref pr, sq_ref gr, sq
     sq_pool_for(be, n, 20.0 * n, adam_range, &part);
     at += (size_t)n;
   }
+  sq_host_packed_refresh(be, pr.buf);
   return SEQCL_OK;
 }

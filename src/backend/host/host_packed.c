@@ -19,6 +19,7 @@
 
 #include "backend/host/gemm_nt.h"
 #include "backend/host/host.h"
+#include "backend/host/pool.h"
 #include "core/ctx.h"
 #include "core/fault.h"
 
@@ -26,6 +27,7 @@ struct sq_host_packed {
   struct sq_host_packed *next;
   size_t off, end; /* B's first float in the buffer, one past its last */
   int N, K, ldb;
+  int kn;    /* B stored [K, N] (sq_gemm_pack_kn, for C = A B), else [N, K] */
   int stale; /* written over since it was packed */
   float *panels;
 };
@@ -34,6 +36,11 @@ static pthread_mutex_t packed_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The floats B [N, K] with row stride ldb covers, from its first. */
 static size_t extent(int N, int K, int ldb) { return (size_t)(N - 1) * (size_t)ldb + (size_t)K; }
+
+static void pack(const sq_host_packed *p, const float *b) {
+  if (p->kn) sq_gemm_pack_kn(p->K, p->N, b, p->ldb, p->panels);
+  else sq_gemm_pack(p->N, p->K, b, p->ldb, p->panels);
+}
 
 /* Unlinks and frees every copy of buf. */
 static void free_all(sq_buf *buf) {
@@ -73,15 +80,16 @@ void sq_host_packed_drop_range(sq_buf *buf, size_t off, size_t count) {
   pthread_mutex_unlock(&packed_lock);
 }
 
-seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb,
+seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb, int kn,
                                 const float **out) {
   *out = NULL;
   seqcl_status st = SEQCL_OK;
   pthread_mutex_lock(&packed_lock);
   sq_host_packed *p = B.buf->packed;
-  while (p && !(p->off == B.off && p->N == N && p->K == K && p->ldb == ldb)) p = p->next;
+  while (p && !(p->off == B.off && p->N == N && p->K == K && p->ldb == ldb && p->kn == kn))
+    p = p->next;
   if (p && p->stale) { /* the same memory, the new values */
-    sq_gemm_pack(N, K, sq_host_f32(B), ldb, p->panels);
+    pack(p, sq_host_f32(B));
     p->stale = 0;
   } else if (!p) {
     const size_t n = sq_gemm_panels_floats(N, K);
@@ -95,14 +103,58 @@ seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb,
                    "a %d x %d weight",
                    n * sizeof(float), N, K);
     } else {
-      *p = (sq_host_packed){B.buf->packed, B.off, B.off + extent(N, K, ldb), N, K, ldb, 0, mem};
-      sq_gemm_pack(N, K, sq_host_f32(B), ldb, p->panels);
+      const size_t end = B.off + (kn ? extent(K, N, ldb) : extent(N, K, ldb));
+      *p = (sq_host_packed){B.buf->packed, B.off, end, N, K, ldb, kn, 0, mem};
+      pack(p, sq_host_f32(B));
       B.buf->packed = p;
     }
   }
   pthread_mutex_unlock(&packed_lock);
   if (p) *out = p->panels;
   return st;
+}
+
+/* Panels [lo, hi) of the copies in a refresh job (numbered copy after copy). */
+enum { REFRESH_MAX = 64 };
+typedef struct refresh_job {
+  sq_host_packed *copy[REFRESH_MAX];
+  int first[REFRESH_MAX + 1]; /* copy i's panels are first[i] .. first[i + 1] - 1 */
+  int n;
+  const float *base;
+} refresh_job;
+
+static void refresh_panels(void *arg, int lo, int hi) {
+  const refresh_job *j = arg;
+  int i = 0;
+  while (j->first[i + 1] <= lo) i++;
+  for (int at = lo; at < hi; i++) {
+    const sq_host_packed *p = j->copy[i];
+    const int p0 = at - j->first[i], p1 = (hi < j->first[i + 1] ? hi : j->first[i + 1]) - j->first[i];
+    const int n0 = 16 * p0, n = (16 * p1 < p->N ? 16 * p1 : p->N) - n0;
+    const float *b = j->base + p->off;
+    float *out = p->panels + (size_t)p0 * 16 * (size_t)p->K;
+    if (p->kn) sq_gemm_pack_kn(p->K, n, b + n0, p->ldb, out);
+    else sq_gemm_pack(n, p->K, b + (size_t)n0 * (size_t)p->ldb, p->ldb, out);
+    at = j->first[i] + p1;
+  }
+}
+
+void sq_host_packed_refresh(sq_backend *be, sq_buf *buf) {
+  if (!buf->packed) return;
+  pthread_mutex_lock(&packed_lock);
+  refresh_job j = {.n = 0, .base = sq_host_f32(sq_at(buf, 0))};
+  double floats = 0;
+  for (sq_host_packed *p = buf->packed; p; p = p->next) {
+    if (!p->stale) continue;
+    if (j.n == REFRESH_MAX) break; /* the rest: packed by the product that reads them */
+    j.copy[j.n] = p;
+    j.first[j.n + 1] = j.first[j.n] + (p->N + 15) / 16;
+    floats += (double)p->N * p->K;
+    j.n++;
+  }
+  sq_pool_for(be, j.first[j.n], floats, refresh_panels, &j);
+  for (int i = 0; i < j.n; i++) j.copy[i]->stale = 0;
+  pthread_mutex_unlock(&packed_lock);
 }
 
 int sq_host_packed_fresh(sq_buf *buf) {
