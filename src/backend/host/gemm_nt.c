@@ -266,6 +266,16 @@ void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
 
 size_t sq_gemm_panels_floats(int N, int K) { return (size_t)((N + 15) / 16) * 16 * (size_t)K; }
 
+/* The panels in plain C: B's element (n, k) at b[n ns + k ks]. */
+static void pack_scalar(int N, int K, const float *b, size_t ns, size_t ks, float *panels) {
+  for (int p = 0; p < (N + 15) / 16; p++)
+    for (int k = 0; k < K; k++)
+      for (int j = 0; j < 16; j++) {
+        const int n = p * 16 + j;
+        panels[((size_t)p * K + k) * 16 + j] = n < N ? b[(size_t)n * ns + (size_t)k * ks] : 0.0f;
+      }
+}
+
 void sq_gemm_pack_kn(int K, int N, const float *b, int ldb, float *panels) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (sq_gemm_nt_available()) {
@@ -273,12 +283,7 @@ void sq_gemm_pack_kn(int K, int N, const float *b, int ldb, float *panels) {
     return;
   }
 #endif
-  for (int p = 0; p < (N + 15) / 16; p++)
-    for (int k = 0; k < K; k++)
-      for (int j = 0; j < 16; j++) {
-        const int n = p * 16 + j;
-        panels[((size_t)p * K + k) * 16 + j] = n < N ? b[(size_t)k * (size_t)ldb + n] : 0.0f;
-      }
+  pack_scalar(N, K, b, 1, (size_t)ldb, panels);
 }
 
 void sq_gemm_pack(int N, int K, const float *b, int ldb, float *panels) {
@@ -289,10 +294,5 @@ void sq_gemm_pack(int N, int K, const float *b, int ldb, float *panels) {
     return;
   }
 #endif
-  for (int p = 0; p < (N + 15) / 16; p++)
-    for (int k = 0; k < K; k++)
-      for (int j = 0; j < 16; j++) {
-        const int n = p * 16 + j;
-        panels[((size_t)p * K + k) * 16 + j] = n < N ? b[(size_t)n * (size_t)ldb + k] : 0.0f;
-      }
+  pack_scalar(N, K, b, (size_t)ldb, 1, panels);
 }
