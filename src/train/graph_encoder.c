@@ -21,6 +21,9 @@
  * only: a batch of 4-20-token lines pads 40 % of N x S) and gathered into
  * batch-major pkeys; their gradient is gathered back into packed order for
  * the projection's backward. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "ops/ops.h"
 #include "train/graph_impl.h"
 
@@ -114,19 +117,38 @@ typedef struct dir_tasks {
   sq_graph *g;
   int l;
   seqcl_status st[2];
+  /* a failed task's message (messages are per thread: the task may have run
+   * on a worker), raised again on the caller's thread by tasks_status */
+  char *msg[2];
 } dir_tasks;
+
+static void task_done(dir_tasks *j, int d, seqcl_status st) {
+  j->st[d] = st;
+  if (st != SEQCL_OK) j->msg[d] = strdup(seqcl_last_message());
+}
+
+static seqcl_status tasks_status(dir_tasks *j) {
+  seqcl_status st = SEQCL_OK;
+  for (int d = 0; d < j->g->ndir; d++) {
+    if (j->st[d] != SEQCL_OK && st == SEQCL_OK)
+      st = sq_fail(j->g->ctx, j->st[d], "%s",
+                   j->msg[d] ? j->msg[d] : "(the failure's message: out of host memory)");
+    free(j->msg[d]);
+  }
+  return st;
+}
 
 static void forward_dir_task(void *arg, int d) {
   dir_tasks *j = arg;
-  j->st[d] = layer_forward_dir(j->g, j->l, d);
+  task_done(j, d, layer_forward_dir(j->g, j->l, d));
 }
 
 /* Layer l: both directions, then its output [fwd ; rev] in forward order. */
 static seqcl_status layer_forward(sq_graph *g, int l) {
   const int ntok = g->ntok, H = g->H, He = g->He;
-  dir_tasks j = {g, l, {SEQCL_OK, SEQCL_OK}};
+  dir_tasks j = {g, l, {SEQCL_OK, SEQCL_OK}, {NULL, NULL}};
   sq_run_tasks(g->ctx, g->ndir, forward_dir_task, &j);
-  for (int d = 0; d < g->ndir; d++) SQ_TRY(j.st[d]);
+  SQ_TRY(tasks_status(&j));
   sq_ref out = F(g, g->lout[l]);
   if (g->ndir == 1) SQ_TRY(sq_copy(g->ctx, out, F(g, g->enc_hs[l][0]), (size_t)ntok * H));
   else {
@@ -210,7 +232,7 @@ static seqcl_status layer_backward_dir(sq_graph *g, int l, int d) {
 
 static void backward_dir_task(void *arg, int d) {
   dir_tasks *j = arg;
-  j->st[d] = layer_backward_dir(j->g, j->l, d);
+  task_done(j, d, layer_backward_dir(j->g, j->l, d));
 }
 
 /* Layer l: both directions (as tasks), then dL/d(its input) into dlout[l-1]
@@ -221,9 +243,9 @@ static seqcl_status layer_backward(sq_graph *g, int l) {
   const sq_tlayout *L = &g->L;
   const int G = g->G, In = layer_in(g, l), ntok = g->ntok;
   sq_ref din = F(g, l ? g->dlout[l - 1] : g->denc_x);
-  dir_tasks j = {g, l, {SEQCL_OK, SEQCL_OK}};
+  dir_tasks j = {g, l, {SEQCL_OK, SEQCL_OK}, {NULL, NULL}};
   sq_run_tasks(ctx, g->ndir, backward_dir_task, &j);
-  for (int d = 0; d < g->ndir; d++) SQ_TRY(j.st[d]);
+  SQ_TRY(tasks_status(&j));
   if (g->ndir == 2) {
     SQ_TRY(sq_gemm(ctx, 0, 0, ntok, In, G, 1.0f, F(g, g->enc_dgi[1]), G, 0,
                    P(g, L->enc_wih[l][1]), In, 0, 0.0f, F(g, g->enc_dxrev), In, 0, 1));

@@ -5,8 +5,9 @@
  * each element of C is one float sum of fused products in k order, whatever
  * the blocking around it.
  *
- * Where A and B are read (all four flags constants, so each use compiles
- * its own loop; full = 1 says mr = 8):
+ * rows = 4 computes rows 0-3 only (mr <= 4: a product's last rows at half
+ * the cost). Where A and B are read (all the flags constants, so each use
+ * compiles its own loop; full = 1 says mr = 8):
  *   at = 0: row i of the block is a + i lda, its k-th element a[i lda + k];
  *   at = 1: A is stored transposed ([K, M]): the element is a[k lda + i];
  *   direct = 0: B is a pair of packed panels (p0, p1: 16 floats per k,
@@ -24,7 +25,7 @@
 #define B8_TARGET __attribute__((target("avx512f")))
 
 #define B8_ROW(i, v)                                         \
-  {                                                          \
+  if (i < rows) {                                            \
     const __m512 x = _mm512_set1_ps(v);                      \
     c##i##0 = _mm512_fmadd_ps(x, y0, c##i##0);               \
     if (two) c##i##1 = _mm512_fmadd_ps(x, y1, c##i##1);      \
@@ -46,7 +47,8 @@
     if (two) _mm512_mask_storeu_ps(ci + 16, m1, v1);                             \
   }
 static inline __attribute__((always_inline)) B8_TARGET void sq_block8(
-    const int two, const int at, const int direct, const int full, int mr, int K, const float *a, int lda,
+    const int rows, const int two, const int at, const int direct, const int full, int mr, int K,
+    const float *a, int lda,
     const float *p0, const float *p1, size_t bstep, __mmask16 m0, __mmask16 m1, float alpha,
     float beta, float *c, int ldc) {
   /* at = 0: one pointer per row; at = 1: rows are neighbouring elements */

@@ -37,10 +37,10 @@ static B8_TARGET void nn_f32(int M, int N, int K, float alpha, const float *a, i
         const float *ai = a + (size_t)i * (size_t)lda;
         float *ci = c + (size_t)i * (size_t)ldc + j;
         if (N - j > 16)
-          sq_block8(1, 0, 1, 0, mr, K, ai, lda, bj, bj + 16, (size_t)ldb, m0, m1, alpha, beta, ci,
+          sq_block8(8, 1, 0, 1, 0, mr, K, ai, lda, bj, bj + 16, (size_t)ldb, m0, m1, alpha, beta, ci,
                     ldc);
         else
-          sq_block8(0, 0, 1, 0, mr, K, ai, lda, bj, bj, (size_t)ldb, m0, 0, alpha, beta, ci, ldc);
+          sq_block8(8, 0, 0, 1, 0, mr, K, ai, lda, bj, bj, (size_t)ldb, m0, 0, alpha, beta, ci, ldc);
       }
     }
   }
@@ -55,10 +55,10 @@ static inline __attribute__((always_inline)) B8_TARGET void tn_rows(const int fu
   for (int j = 0; j < N; j += 32) {
     const __mmask16 m0 = sq_lanes16(N - j), m1 = sq_lanes16(N - j - 16);
     if (N - j > 16)
-      sq_block8(1, 1, 1, full, mr, kc, a, lda, b + j, b + j + 16, (size_t)ldb, m0, m1, alpha,
+      sq_block8(8, 1, 1, 1, full, mr, kc, a, lda, b + j, b + j + 16, (size_t)ldb, m0, m1, alpha,
                 beta, c + j, ldc);
     else
-      sq_block8(0, 1, 1, full, mr, kc, a, lda, b + j, b + j, (size_t)ldb, m0, 0, alpha, beta,
+      sq_block8(8, 0, 1, 1, full, mr, kc, a, lda, b + j, b + j, (size_t)ldb, m0, 0, alpha, beta,
                 c + j, ldc);
   }
 }

@@ -141,15 +141,22 @@ void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
 /* ---- the packed-weight product (sq_gemm_nt_panels) ---- */
 
 /* 8 rows of A x 32 columns (two panels; one past N - 16 columns): the
- * blocks of gemm_block8.h over packed B. */
+ * blocks of gemm_block8.h over packed B; the last 1-4 rows of a product in
+ * the 4-row block. */
 static NT_TARGET void panel8x32(int mr, int K, const float *a, int lda, const float *p0,
                                 const float *p1, __mmask16 m0, __mmask16 m1, float alpha,
                                 float beta, float *c, int ldc) {
-  sq_block8(1, 0, 0, 0, mr, K, a, lda, p0, p1, 16, m0, m1, alpha, beta, c, ldc);
+  if (mr <= 4)
+    sq_block8(4, 1, 0, 0, 0, mr, K, a, lda, p0, p1, 16, m0, m1, alpha, beta, c, ldc);
+  else
+    sq_block8(8, 1, 0, 0, 0, mr, K, a, lda, p0, p1, 16, m0, m1, alpha, beta, c, ldc);
 }
 static NT_TARGET void panel8x16(int mr, int K, const float *a, int lda, const float *p0,
                                 __mmask16 m0, float alpha, float beta, float *c, int ldc) {
-  sq_block8(0, 0, 0, 0, mr, K, a, lda, p0, p0, 16, m0, 0, alpha, beta, c, ldc);
+  if (mr <= 4)
+    sq_block8(4, 0, 0, 0, 0, mr, K, a, lda, p0, p0, 16, m0, 0, alpha, beta, c, ldc);
+  else
+    sq_block8(8, 0, 0, 0, 0, mr, K, a, lda, p0, p0, 16, m0, 0, alpha, beta, c, ldc);
 }
 
 /* The bytes of A a row chunk of the packed product holds: half of L2 (the
