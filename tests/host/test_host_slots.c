@@ -347,13 +347,13 @@ static void gemm_frozen_packed(void **state) {
  * panels of W's columns (sq_gemm_pack_kn) with the same bits as the direct
  * product over the same values in a buffer that is not frozen (both sum each
  * element's fused products in k order), within the dot-product bound of
- * double; an Adam step packs the copy again at once and the next product
- * reads the new values. N is not a multiple of the panels (the column split
- * across two threads starts inside B), B has a row stride beyond N and an
- * offset. */
+ * double; an Adam step packs the copies again at once and the next
+ * products read the new values. N is not a multiple of the panels (the
+ * column split across two threads starts inside B), B has a row stride
+ * beyond N and an offset. */
 static void gemm_frozen_packed_kn(void **state) {
   seqcl_ctx *ctx = *state;
-  enum { M = 61, N = 83, K = 45, LDB = 90, OFF = 3 };
+  enum { M = 61, N = 83, K = 1000, LDB = 90, OFF = 3 }; /* K: the refresh splits */
   th_rng r = th_seed(12);
   static float a[M * K], b[OFF + K * LDB], direct[M * N], c[M * N], gr[K * LDB];
   th_fill(&r, a, M * K, 1.0f);
@@ -366,32 +366,41 @@ static void gemm_frozen_packed_kn(void **state) {
   TH_OK(sq_fill(ctx, sq_at(bm, 0), 2 * K * LDB, 0.0f));
   sq_ctx_set_ablated(ctx, 0);
   sq_freeze(ctx, sq_at(bb, OFF), K * LDB);
+  /* three copies of column ranges of B (3 + 2 + 6 panels, listed newest
+   * first): the refresh after Adam packs their 11 panels across the pool in
+   * one job, which with two threads splits inside the last copy (K makes the
+   * work large enough to split) */
+  static const int col0[3] = {0, 17, 40}, cols[3] = {N, 20, 33};
   for (int round = 0; round < 2; round++) {
-    TH_OK(sq_gemm(ctx, 0, 0, M, N, K, 1.0f, sq_at(ba, 0), K, 0, sq_at(bplain, OFF), LDB, 0, 0.0f,
-                  sq_at(bc, 0), N, 0, 1));
-    TH_OK(sq_read(ctx, sq_at(bc, 0), direct, sizeof direct));
-    assert_null(bplain->packed);
-    TH_OK(sq_gemm(ctx, 0, 0, M, N, K, 1.0f, sq_at(ba, 0), K, 0, sq_at(bb, OFF), LDB, 0, 0.0f,
-                  sq_at(bc, 0), N, 0, 1));
-    TH_OK(sq_read(ctx, sq_at(bc, 0), c, sizeof c));
-    if (!bb->packed) skip(); /* no AVX-512F */
-    for (int i = 0; i < M; i++)
-      for (int j = 0; j < N; j++) {
-        double s = 0, m = 0;
-        for (int k = 0; k < K; k++) {
-          s += (double)a[i * K + k] * b[OFF + k * LDB + j];
-          m += fabs((double)a[i * K + k] * b[OFF + k * LDB + j]);
+    for (int v = 0; v < 3; v++) {
+      const int n = cols[v], off = OFF + col0[v];
+      TH_OK(sq_gemm(ctx, 0, 0, M, n, K, 1.0f, sq_at(ba, 0), K, 0, sq_at(bplain, off), LDB, 0,
+                    0.0f, sq_at(bc, 0), n, 0, 1));
+      TH_OK(sq_read(ctx, sq_at(bc, 0), direct, sizeof(float) * M * n));
+      assert_null(bplain->packed);
+      TH_OK(sq_gemm(ctx, 0, 0, M, n, K, 1.0f, sq_at(ba, 0), K, 0, sq_at(bb, off), LDB, 0, 0.0f,
+                    sq_at(bc, 0), n, 0, 1));
+      TH_OK(sq_read(ctx, sq_at(bc, 0), c, sizeof(float) * M * n));
+      if (!bb->packed) skip(); /* no AVX-512F */
+      for (int i = 0; i < M; i++)
+        for (int j = 0; j < n; j++) {
+          double s = 0, m = 0;
+          for (int k = 0; k < K; k++) {
+            s += (double)a[i * K + k] * b[off + k * LDB + j];
+            m += fabs((double)a[i * K + k] * b[off + k * LDB + j]);
+          }
+          if (fabs(c[i * n + j] - s) > 2.0 * (K + 2) * 0x1p-24 * m)
+            fail_msg("round %d copy %d C[%d,%d] = %.9g, want %.9g", round, v, i, j, c[i * n + j],
+                     s);
+          if (memcmp(&c[i * n + j], &direct[i * n + j], sizeof(float)))
+            fail_msg("round %d copy %d C[%d,%d]: packed %.9g, direct %.9g", round, v, i, j,
+                     c[i * n + j], direct[i * n + j]);
         }
-        if (fabs(c[i * N + j] - s) > 2.0 * (K + 2) * 0x1p-24 * m)
-          fail_msg("round %d C[%d,%d] = %.9g, want %.9g", round, i, j, c[i * N + j], s);
-        if (memcmp(&c[i * N + j], &direct[i * N + j], sizeof(float)))
-          fail_msg("round %d C[%d,%d]: packed %.9g, direct %.9g", round, i, j, c[i * N + j],
-                   direct[i * N + j]);
-      }
+    }
     if (round == 0) { /* an Adam step over B */
       TH_OK(sq_adam_update(ctx, K * LDB, sq_at(bb, OFF), sq_at(bg, 0), sq_at(bm, 0),
                            sq_at(bm, K * LDB), 0.9f, 0.999f, 1e-8f, 0.05f, 1.0f));
-      assert_int_equal(sq_host_packed_fresh(bb), 1);
+      assert_int_equal(sq_host_packed_fresh(bb), 3);
       TH_OK(sq_read(ctx, sq_at(bb, 0), b, sizeof b));
       TH_OK(sq_write(ctx, sq_at(bplain, 0), b, sizeof b));
     }
