@@ -113,6 +113,7 @@ int cli_open_model(const char *cmd, const char *device, const char *dir, const c
 }
 
 void cli_model_run_free(cli_model_run *m) {
+  for (int j = 0; j < m->count; j++) seqcl_model_free(m->extra[j]);
   seqcl_model_free(m->model);
   seqcl_ctx_close(m->ctx);
   sq_vocab_free(m->sv);

@@ -84,6 +84,9 @@ typedef struct cli_model_run {
   sq_vocab *sv, *tv;
   seqcl_ctx *ctx;
   seqcl_model *model;
+  /* an ensemble's other models (cli_open_models), count of them */
+  seqcl_model *extra[SEQCL_ENSEMBLE_MAX - 1];
+  int count;
 } cli_model_run;
 void cli_model_run_free(cli_model_run *m);
 /* The flat view of token lines the library takes. */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_ensemble.h"
 #include "cli_model.h"
 #include "cli_progress.h"
 #include "cli_text.h"
@@ -17,14 +18,20 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: seqcl decode --model DIR --src FILE [--out FILE] [--max-steps N] [--beam K]\n"
+          "usage: seqcl decode --model DIR [--model DIR ...] --src FILE [--out FILE]\n"
+          "                    [--max-steps N] [--beam K]\n"
           "                    [--length-penalty A] [--nbest N] [--batch-size B]\n"
           "                    [--alignments FILE.safetensors] [--svg OUT.svg [--line I]]\n"
           "                    [--text chars|words|SRC,TGT] [--src-vocab F] [--tgt-vocab F]\n"
           "                    [--precision f32|bf16|f16] [--device SEL]\n\n"
           "Writes one line per source line: the produced ids after BOS and before the first\n"
           "EOS (possibly an empty line).\n\n"
-          "  --model DIR            model directory (config.json + model.safetensors)\n"
+          "  --model DIR            model directory (config.json + model.safetensors);\n"
+          "                         given again (up to 16), the models decode together as\n"
+          "                         an ensemble: each step chooses by the mean of their\n"
+          "                         probabilities (the same vocabularies, BOS and EOS;\n"
+          "                         text through the first folder's vocabularies; no\n"
+          "                         --alignments, --svg or attention figures)\n"
           "  --src FILE             source lines ('-' = standard input)\n"
           "  --out FILE             output file (default: standard output)\n"
           "  --max-steps N          decoder steps per line, EOS step included\n"
@@ -66,7 +73,9 @@ static void help(FILE *f) {
 }
 
 typedef struct dec_args {
-  const char *model, *src, *out, *device, *src_vocab, *tgt_vocab, *align, *svg, *text;
+  cli_models models;
+  const char *model; /* models.dirs[0] */
+  const char *src, *out, *device, *src_vocab, *tgt_vocab, *align, *svg, *text;
   const char *precision;
   cli_text tx;
   const char *svg_name, *line_name; /* the spellings given: --svg/--heatmap, --line/--heatmap-line */
@@ -83,6 +92,8 @@ static const char cmd[] = "decode";
 static int more_option(void *user, int argc, char **argv, int *i) {
   dec_args *a = user;
   const char *o = argv[*i], *v;
+  const int r = cli_models_take(cmd, &a->models, argc, argv, i);
+  if (r) return r;
   const int svg = !strcmp(o, "--svg") || !strcmp(o, "--heatmap");
   if (!svg && strcmp(o, "--line") && strcmp(o, "--heatmap-line")) return 0;
   if (!(v = cli_value(cmd, argc, argv, i))) return CLI_USAGE;
@@ -98,7 +109,7 @@ static int more_option(void *user, int argc, char **argv, int *i) {
 static int parse(int argc, char **argv, dec_args *a) {
   a->beam = 1;
   a->line = 1;
-  const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
+  const cli_opt opts[] = {CLI_STR("--src", &a->src),
                           CLI_STR("--out", &a->out), CLI_STR("--device", &a->device),
                           CLI_STR("--precision", &a->precision),
                           CLI_STR("--src-vocab", &a->src_vocab),
@@ -112,6 +123,7 @@ static int parse(int argc, char **argv, dec_args *a) {
                           {0}};
   int rc = cli_options(cmd, opts, help, 1, argc, argv, more_option, a);
   if (rc) return rc;
+  a->model = a->models.dirs[0];
   if (!a->model || !a->src) return cli_usage_error(cmd, "--model and --src are required (see --help)");
   if (cli_text_parse(cmd, a->text, &a->tx)) return CLI_USAGE;
   if (a->nbest > a->beam)
@@ -121,6 +133,10 @@ static int parse(int argc, char **argv, dec_args *a) {
     return cli_usage_error(cmd,
                            "--length-penalty only ranks beam hypotheses; with --beam 1 (greedy) "
                            "it would be ignored: give --beam K > 1");
+  if (a->models.count > 1 && (a->align || a->svg))
+    return cli_usage_error(cmd, "%s: an ensemble of %d models has one attention per model; "
+                           "decode with one --model for alignments",
+                           a->align ? "--alignments" : a->svg_name, a->models.count);
   if (a->line_given && !a->svg)
     return cli_usage_error(cmd, "%s chooses the line %s draws; give %s too", a->line_name,
                            strcmp(a->line_name, "--line") ? "--heatmap" : "--svg",
@@ -242,17 +258,20 @@ static int run(const dec_args *a) {
   }
   if ((rc = cli_text_vocabs(cmd, &a->tx, a->src_vocab, a->tgt_vocab, a->model, &m.sv, &m.tv)))
     goto done;
+  if ((rc = cli_models_check(cmd, &a->models, &a->tx, a->src_vocab, a->tgt_vocab, &m.cfg, m.sv,
+                             m.tv)))
+    goto done;
   if ((rc = cli_read_side(cmd, &a->tx, a->src, &m.cfg, 0, m.sv, 0, 0, &src))) goto done;
   if (a->svg && (size_t)a->line > src.count) {
     rc = cli_usage_error(cmd, "%s %ld: %s has only %zu lines", a->line_name ? a->line_name : "--line",
                          a->line, a->src, src.count);
     goto done;
   }
-  if ((rc = cli_open_model(cmd, a->device, a->model, a->precision, &m.ctx, &m.model))) goto done;
+  if ((rc = cli_open_models(cmd, a->device, &a->models, a->precision, &m))) goto done;
   seqcl_seqs s = cli_seqs(&src);
   seqcl_decode_options o = options_of(a);
-  /* -v alone asks for no alignments a fixed-context model does not have */
-  if (m.cfg.score == SQ_SCORE_NONE) o.want_alignments = a->align || a->svg;
+  /* -v alone asks for no alignments a fixed-context model or an ensemble does not have */
+  if (m.cfg.score == SQ_SCORE_NONE || m.count) o.want_alignments = a->align || a->svg;
   streamer w = {NULL, a, m.tv, 0};
   if (streams(a->out)) {
     w.f = !a->out || !strcmp(a->out, "-") ? stdout : fopen(a->out, "w");
@@ -267,7 +286,9 @@ static int run(const dec_args *a) {
   cli_progress_start(&bar, cmd, "lines");
   seqcl_model_set_progress(m.model, cli_progress_update, &bar);
   cli_interrupt_install();
-  st = seqcl_model_decode(m.model, &s, &o, &res);
+  seqcl_model *models[SEQCL_ENSEMBLE_MAX];
+  const int count = cli_models_of(&m, models);
+  st = seqcl_ensemble_decode(models, count, &s, &o, &res);
   cli_progress_end(&bar);
   if (w.f && w.f != stdout) fclose(w.f);
   if (cli_stopped_by_sigint(st)) {
@@ -298,6 +319,8 @@ static int run(const dec_args *a) {
     cli_attn_stats(res, &src, &as);
     if (res->alignments)
       cli_attn_stats_print(stderr, "seqcl decode: attention ", &as);
+    else if (count > 1)
+      fprintf(stderr, "seqcl decode: attention: n/a (an ensemble of %d models)\n", count);
     else
       cli_attn_stats_print_none(stderr, "seqcl decode: attention ");
   }

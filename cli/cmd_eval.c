@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_ensemble.h"
 #include "cli_model.h"
 #include "cli_text.h"
 #include "model/metrics.h"
@@ -14,7 +15,8 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: seqcl eval --model DIR --src FILE --ref FILE [--beam K] [--length-penalty A]\n"
+          "usage: seqcl eval --model DIR [--model DIR ...] --src FILE --ref FILE [--beam K]\n"
+          "                  [--length-penalty A]\n"
           "                  [--max-steps N] [--batch-size B] [--src-vocab F] [--tgt-vocab F]\n"
           "                  [--text chars|words|SRC,TGT] [--metric exact,ter,bleu,attention]\n"
           "                  [--precision f32|bf16|f16] [--device SEL]\n"
@@ -30,7 +32,9 @@ static void help(FILE *f) {
           "         entropy over valid decoder steps (nats, and divided by ln of the\n"
           "         source length) and the invariants: each step's weights sum to 1\n"
           "         (worst |sum - 1|, tolerance 1e-5), padding weights are 0, all finite\n\n"
-          "  --model DIR        decode --src with this model (as seqcl decode does)\n"
+          "  --model DIR        decode --src with this model (as seqcl decode does);\n"
+          "                     given again (up to 16): with the models as an ensemble,\n"
+          "                     as seqcl decode does (no attention metric)\n"
           "  --src FILE         source lines ('-' = standard input)\n"
           "  --ref FILE         reference lines: ids (words with --tgt-vocab) as decode\n"
           "                     writes them; with --model a leading BOS id and a trailing\n"
@@ -46,7 +50,7 @@ static void help(FILE *f) {
           "  --beam K, --length-penalty A, --max-steps N, --batch-size B,\n"
           "  --src-vocab F, --tgt-vocab F, --precision P, --device SEL   as in seqcl decode\n"
           "  --metric LIST      which metrics to print (default exact,ter,bleu, and\n"
-          "                     attention with --model)\n"
+          "                     attention with one --model)\n"
           "  -h, --help         this text\n\n"
           "Prints one line per metric (two for attention) to standard output. Exit status: 0 success,\n"
           "1 device/runtime failure, 2 bad usage or input (a message names the file\n"
@@ -56,7 +60,9 @@ static void help(FILE *f) {
 enum { M_EXACT = 1, M_TER = 2, M_BLEU = 4, M_ATTENTION = 8 };
 
 typedef struct eval_args {
-  const char *model, *src, *ref, *hyp, *device, *src_vocab, *tgt_vocab, *text, *precision;
+  cli_models models;
+  const char *model; /* models.dirs[0] */
+  const char *src, *ref, *hyp, *device, *src_vocab, *tgt_vocab, *text, *precision;
   long beam, max_steps, batch;
   double lp;
   int lp_given;
@@ -90,6 +96,8 @@ static int parse_metrics(const char *v, unsigned *out) {
 static int more_option(void *user, int argc, char **argv, int *i) {
   eval_args *a = user;
   const char *v;
+  const int r = cli_models_take(cmd, &a->models, argc, argv, i);
+  if (r) return r;
   if (strcmp(argv[*i], "--metric")) return 0;
   if (!(v = cli_value(cmd, argc, argv, i))) return CLI_USAGE;
   return parse_metrics(v, &a->metrics) ? CLI_USAGE : CLI_TAKEN;
@@ -98,7 +106,7 @@ static int more_option(void *user, int argc, char **argv, int *i) {
 static int parse(int argc, char **argv, eval_args *a) {
   a->beam = 1;
   a->metrics = 0; /* the default is set once --hyp/--model are known */
-  const cli_opt opts[] = {CLI_STR("--model", &a->model), CLI_STR("--src", &a->src),
+  const cli_opt opts[] = {CLI_STR("--src", &a->src),
                           CLI_STR("--ref", &a->ref), CLI_STR("--hyp", &a->hyp),
                           CLI_STR("--device", &a->device), CLI_STR("--src-vocab", &a->src_vocab),
                           CLI_STR("--tgt-vocab", &a->tgt_vocab), CLI_STR("--text", &a->text),
@@ -110,10 +118,15 @@ static int parse(int argc, char **argv, eval_args *a) {
                           {0}};
   int rc = cli_options(cmd, opts, help, 1, argc, argv, more_option, a);
   if (rc) return rc;
+  a->model = a->models.dirs[0];
   if (!a->ref) return cli_usage_error(cmd, "--ref is required (see --help)");
   if (cli_text_parse(cmd, a->text, &a->tx)) return CLI_USAGE;
   /* attention needs the decoder's alignments: a --model run's own */
-  if (!a->metrics) a->metrics = M_EXACT | M_TER | M_BLEU | (a->hyp ? 0 : M_ATTENTION);
+  if (!a->metrics)
+    a->metrics = M_EXACT | M_TER | M_BLEU | (a->hyp || a->models.count > 1 ? 0 : M_ATTENTION);
+  if (a->models.count > 1 && (a->metrics & M_ATTENTION))
+    return cli_usage_error(cmd, "--metric attention: an ensemble of %d models has one attention "
+                           "per model; evaluate one --model for it", a->models.count);
   if (a->hyp && (a->metrics & M_ATTENTION))
     return cli_usage_error(cmd, "--metric attention measures the alignments of a decoding: give "
                                 "--model DIR and --src FILE instead of --hyp");
@@ -182,7 +195,7 @@ static int decode(const eval_args *a, cli_model_run *m, seqcl_decode_result **re
   int rc = CLI_OK;
   if ((rc = cli_read_side(cmd, &a->tx, a->src, &m->cfg, 0, m->sv, 0, 0, &src)))
     goto done;
-  if ((rc = cli_open_model(cmd, a->device, a->model, a->precision, &m->ctx, &m->model))) goto done;
+  if ((rc = cli_open_models(cmd, a->device, &a->models, a->precision, m))) goto done;
   seqcl_seqs s = cli_seqs(&src);
   seqcl_decode_options o;
   seqcl_decode_options_init(&o);
@@ -191,7 +204,9 @@ static int decode(const eval_args *a, cli_model_run *m, seqcl_decode_result **re
   o.length_penalty = a->lp;
   o.batch_size = (int)a->batch;
   o.want_alignments = (a->metrics & M_ATTENTION) && m->cfg.score != SQ_SCORE_NONE;
-  if ((st = seqcl_model_decode(m->model, &s, &o, res)) != SEQCL_OK) rc = cli_fail(cmd, st);
+  seqcl_model *models[SEQCL_ENSEMBLE_MAX];
+  const int count = cli_models_of(m, models);
+  if ((st = seqcl_ensemble_decode(models, count, &s, &o, res)) != SEQCL_OK) rc = cli_fail(cmd, st);
   else cli_attn_stats(*res, &src, as);
 done:
   sq_seqs_free(&src);
@@ -222,6 +237,9 @@ static int run(const eval_args *a) {
     if ((rc = cli_read_config(cmd, a->model, &mr.cfg))) goto done;
     fixed_context = mr.cfg.score == SQ_SCORE_NONE;
     if ((rc = cli_text_vocabs(cmd, &a->tx, a->src_vocab, a->tgt_vocab, a->model, &mr.sv, &mr.tv)))
+      goto done;
+    if ((rc = cli_models_check(cmd, &a->models, &a->tx, a->src_vocab, a->tgt_vocab, &mr.cfg, mr.sv,
+                               mr.tv)))
       goto done;
     /* the references before the decoding: a bad file fails at once */
     if ((rc = cli_read_side(cmd, &a->tx, a->ref, &mr.cfg, 1, mr.tv, SQ_TOKENS_EMPTY_OK, 0, &ref)))

@@ -347,3 +347,118 @@ def load_model(model_dir, dtype=torch.float64):
 def save_model(model, out_dir, dtype="f32"):
     """Writes a Seq2Seq as a seqcl model directory."""
     export_pytorch.save_model_dir(out_dir, model.cfg, dict(model.state_dict()), dtype)
+
+
+# -- ensembles (seqcl_ensemble_decode) ----------------------------------------
+
+def mixture_logp(logits_list):
+    """log of the mean of the models' probabilities: the step distribution of
+    an ensemble (SPEC §4, "Ensembles")."""
+    lp = torch.stack([torch.log_softmax(l, dim=-1) for l in logits_list])
+    return torch.logsumexp(lp, dim=0) - math.log(len(logits_list))
+
+
+@torch.no_grad()
+def ensemble_greedy(models, src_lines, max_steps=None):
+    """Greedy decoding of an ensemble: each step's token is the argmax (lowest
+    id on a tie) of mixture_logp over the models' logits; finished lines keep
+    emitting EOS. -> (output lines, near-ties [(line, step, gap)], smallest
+    top-2 gap)."""
+    N = len(src_lines)
+    if max_steps is None:
+        max_steps = 2 * max(len(l) for l in src_lines) + 10
+    enc = [m.encode(src_lines) for m in models]
+    states = [e[2] for e in enc]
+    eos = models[0].eos_id
+    tokens = torch.full((N,), models[0].bos_id, dtype=torch.long)
+    finished = [False] * N
+    produced = [[] for _ in range(N)]
+    ties, min_gap = [], float("inf")
+    for step in range(1, max_steps + 1):
+        if all(finished):
+            break
+        logits = []
+        for j, m in enumerate(models):
+            keys, valid, _, final = enc[j]
+            lg, states[j], _ = m.decoder.step(tokens, states[j], keys, valid, final)
+            logits.append(lg)
+        logp = mixture_logp(logits)
+        nxt = []
+        for n in range(N):
+            if finished[n]:
+                nxt.append(eos)
+                continue
+            gap = _top2_gap(logp[n])
+            min_gap = min(min_gap, gap)
+            if gap < NEAR_TIE:
+                ties.append((n, step, gap))
+            tok = _argmax_lowest(logp[n])
+            nxt.append(tok)
+            if tok == eos:
+                finished[n] = True
+            else:
+                produced[n].append(tok)
+        tokens = torch.tensor(nxt, dtype=torch.long)
+    return produced, ties, min_gap
+
+
+@torch.no_grad()
+def ensemble_beam_search(models, src_line, beam, length_penalty=0.0, max_steps=None):
+    """Seq2Seq.beam_search's rules over mixture_logp: every hypothesis keeps
+    one decoder state per model. -> (tokens before EOS, score of the chosen
+    hypothesis (sum log p / L^A), near-ties [(step, gap)], smallest gap)."""
+    if max_steps is None:
+        max_steps = 2 * len(src_line) + 10
+    enc = [m.encode([src_line]) for m in models]
+    bos, eos = models[0].bos_id, models[0].eos_id
+    live = [([], 0.0, [e[2][0] for e in enc])]
+    finished = []
+    ties, min_gap = [], float("inf")
+    for step in range(1, max_steps + 1):
+        k = len(live)
+        last = torch.tensor([h[0][-1] if h[0] else bos for h in live], dtype=torch.long)
+        logits, new_states = [], []
+        for j, m in enumerate(models):
+            keys, valid, _, final = enc[j]
+            states = torch.stack([h[2][j] for h in live])
+            lg, ns, _ = m.decoder.step(last, states, keys.expand(k, -1, -1),
+                                       valid.expand(k, -1), final.expand(k, -1))
+            logits.append(lg)
+            new_states.append(ns)
+        logp = mixture_logp(logits)
+        cands, all_scores = [], []
+        for i, h in enumerate(live):
+            row = logp[i].tolist()
+            order = sorted(range(len(row)), key=lambda v: (-row[v], v))
+            for v in order[:beam]:
+                cands.append((h[1] + row[v], v, i))
+            all_scores.extend(h[1] + x for x in row)
+        cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+        keep = beam - len(finished)
+        all_scores.sort(reverse=True)
+        if len(all_scores) > keep:
+            gap = all_scores[keep - 1] - all_scores[keep]
+            min_gap = min(min_gap, gap)
+            if gap < NEAR_TIE:
+                ties.append((step, gap))
+        new_live = []
+        for score, v, i in cands[:keep]:
+            hyp = (live[i][0] + [v], score, [ns[i] for ns in new_states])
+            (finished if v == eos else new_live).append(hyp)
+        live = new_live
+        if len(finished) >= beam or not live:
+            break
+    pool = finished if finished else live
+
+    def normalised(h):
+        return h[1] / (len(h[0]) ** length_penalty) if length_penalty else h[1]
+
+    ranked = sorted(range(len(pool)), key=lambda j: (-normalised(pool[j]), j))
+    if len(ranked) > 1:
+        gap = normalised(pool[ranked[0]]) - normalised(pool[ranked[1]])
+        min_gap = min(min_gap, gap)
+        if gap < NEAR_TIE:
+            ties.append((-1, gap))
+    best = pool[ranked[0]]
+    toks = best[0][:-1] if best[0] and best[0][-1] == eos else best[0]
+    return toks, normalised(best), ties, min_gap

@@ -53,7 +53,7 @@ ARPABET = set(
 # 16 epochs; beam 5. The model and schedule options below change them.
 DEFAULTS = dict(embed=64, enc_hidden=128, dec_hidden=256, attn=256, dropout=0.2, lr=2e-3,
                 clip=5.0, batch=64, epochs=16, beam=5, bucket=50, warmup=200, lr_decay=0.5,
-                min_lr=1e-4, layers=1, output="state_context", decay_patience=3)
+                min_lr=1e-4, layers=1, output="state_context", decay_patience=3, ensemble=1)
 # What the command line may change (checked here; seqcl checks the rest)
 MODEL_OPTIONS = [("embed", int, "embedding width"), ("enc_hidden", int, "encoder width per direction"),
                  ("dec_hidden", int, "decoder width"), ("attn", int, "attention width"),
@@ -62,7 +62,7 @@ MODEL_OPTIONS = [("embed", int, "embedding width"), ("enc_hidden", int, "encoder
                  ("decay_patience", int, "validations without improvement before halving")]
 QUICK = dict(embed=16, enc_hidden=32, dec_hidden=48, attn=32, dropout=0.1, lr=1e-2, clip=5.0,
              batch=32, steps=300, beam=3, words=400, bucket=4, warmup=20, lr_decay=0.5,
-             min_lr=1e-3, layers=1, output="state", decay_patience=1)
+             min_lr=1e-3, layers=1, output="state", decay_patience=1, ensemble=2)
 
 
 def find_lexicon(path):
@@ -158,8 +158,11 @@ def run(cmd, log=None):
     return out.stdout, dt
 
 
-def evaluate(seqcl, model, work, beam, device):
-    cmd = [seqcl, "eval", "--model", model, "--text", "chars,words",
+def evaluate(seqcl, models, work, beam, device):
+    cmd = [seqcl, "eval"]
+    for m in models:
+        cmd += ["--model", m]
+    cmd += ["--text", "chars,words",
            "--src", os.path.join(work, "test.words"), "--ref", os.path.join(work, "test.phones"),
            "--metric", "exact,ter", "--batch-size", "256"]
     if beam > 1:
@@ -182,6 +185,9 @@ def main():
     ap.add_argument("--epochs", type=float, default=None, help="training epochs (default %g)" % DEFAULTS["epochs"])
     ap.add_argument("--steps", type=int, default=None, help="training steps (instead of --epochs)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--ensemble", type=int, default=None,
+                    help="models trained (seeds SEED, SEED+100, ...) and decoded together "
+                         "(default %d)" % DEFAULTS["ensemble"])
     ap.add_argument("--beam", type=int, default=None)
     ap.add_argument("--device", default=None, help="seqcl --device (default: SEQCL_DEVICE, else auto)")
     model = ap.add_argument_group("model and schedule (default: the recipe's)")
@@ -204,6 +210,10 @@ def main():
         h[key] = value
     if args.beam:
         h["beam"] = args.beam
+    if args.ensemble is not None:
+        if not 1 <= args.ensemble <= 16:
+            sys.exit("recipe: --ensemble must be in [1, 16]")
+        h["ensemble"] = args.ensemble
     sizes = prepare(args)
     if args.prepare_only:
         return
@@ -225,31 +235,47 @@ def main():
     cfg = os.path.join(args.work, "config.json")
     with open(cfg, "w") as f:
         f.write(config(h))
-    model = os.path.join(args.work, "model")
     w = lambda name: os.path.join(args.work, name)
-    cmd = [seqcl, "train", "--text", "chars,words", "--src", w("train.words"), "--tgt", w("train.phones"),
-           "--valid-src", w("valid.words"), "--valid-tgt", w("valid.phones"), "--config", cfg,
-           "--save", model, "--overwrite"] + length + [
-           "--batch-size", str(h["batch"]), "--bucket", str(h["bucket"]),
-           "--lr", repr(h["lr"]), "--warmup", str(h["warmup"]), "--lr-decay", repr(h["lr_decay"]),
-           "--min-lr", repr(h["min_lr"]), "--decay-patience", str(h["decay_patience"]),
-           "--keep-best", "exact",
-           "--clip", repr(h["clip"]), "--dropout", repr(h["dropout"]),
-           "--seed", str(args.seed), "--valid-every", every, "--checkpoint-every", every]
-    if args.device:
-        cmd += ["--device", args.device]
-    with open(w("train.log"), "w") as log:
-        out, train_s = run(cmd, log)
-    print(out, end="")
-    wer_g, per_g, dec_g = evaluate(seqcl, model, args.work, 1, args.device)
-    wer_b, per_b, dec_b = evaluate(seqcl, model, args.work, h["beam"], args.device)
+    members, train_s = [], 0.0
+    for k in range(h["ensemble"]):
+        # member k: folder model (k = 0) or model.K+1, seed SEED + 100 k, so
+        # that the ensembles of seeds 1, 2, 3 share no member and member 0 is
+        # the single model of that seed
+        model = w("model" if k == 0 else "model.%d" % (k + 1))
+        seed = args.seed + 100 * k
+        cmd = [seqcl, "train", "--text", "chars,words", "--src", w("train.words"), "--tgt", w("train.phones"),
+               "--valid-src", w("valid.words"), "--valid-tgt", w("valid.phones"), "--config", cfg,
+               "--save", model, "--overwrite"] + length + [
+               "--batch-size", str(h["batch"]), "--bucket", str(h["bucket"]),
+               "--lr", repr(h["lr"]), "--warmup", str(h["warmup"]), "--lr-decay", repr(h["lr_decay"]),
+               "--min-lr", repr(h["min_lr"]), "--decay-patience", str(h["decay_patience"]),
+               "--keep-best", "exact",
+               "--clip", repr(h["clip"]), "--dropout", repr(h["dropout"]),
+               "--seed", str(seed), "--valid-every", every, "--checkpoint-every", every]
+        if args.device:
+            cmd += ["--device", args.device]
+        with open(w("train.log" if k == 0 else "train.%d.log" % (k + 1)), "w") as log:
+            out, dt = run(cmd, log)
+        print(out, end="")
+        members.append((model, seed, dt))
+        train_s += dt
+    steps = getattr(run, "steps", steps)
+    where = "%d (%.1f epochs)" % (steps, steps / steps_per_epoch)
+    rows = []
+    if len(members) > 1:
+        for model, seed, dt in members:
+            wer, per, dec = evaluate(seqcl, [model], args.work, 1, args.device)
+            rows.append(("seqcl, %s (seed %d)" % (os.path.basename(model), seed), "%.0f" % dt,
+                         "greedy", wer, per, dec))
+    name = "seqcl" if len(members) == 1 else "seqcl, ensemble of %d" % len(members)
+    for beam in (1, h["beam"]):
+        wer, per, dec = evaluate(seqcl, [m[0] for m in members], args.work, beam, args.device)
+        rows.append((name, "%.0f" % train_s, "greedy" if beam == 1 else "beam %d" % beam,
+                     wer, per, dec))
     print("\n| system | steps | train s | decode | WER % | PER % | decode s |")
     print("|---|---|---|---|---|---|---|")
-    steps = getattr(run, "steps", steps)
-    print("| seqcl | %d (%.1f epochs) | %.0f | greedy | %.2f | %.2f | %.2f |" %
-          (steps, steps / steps_per_epoch, train_s, wer_g, per_g, dec_g))
-    print("| seqcl | %d (%.1f epochs) | %.0f | beam %d | %.2f | %.2f | %.2f |" %
-          (steps, steps / steps_per_epoch, train_s, h["beam"], wer_b, per_b, dec_b))
+    for r in rows:
+        print("| %s | %s | %s | %s | %.2f | %.2f | %.2f |" % (r[0], where, r[1], r[2], r[3], r[4], r[5]))
 
 
 if __name__ == "__main__":

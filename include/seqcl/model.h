@@ -202,6 +202,22 @@ seqcl_status seqcl_model_decode(seqcl_model *model, const seqcl_seqs *src,
                                 const seqcl_decode_options *opts, seqcl_decode_result **out);
 void seqcl_decode_result_free(seqcl_decode_result *r); /* accepts NULL */
 
+#define SEQCL_ENSEMBLE_MAX 16 /* models one ensemble decode takes */
+
+/* Decoding with an ensemble: models[0..count) (1 <= count <= 16, loaded on
+ * one context) read the same source ids and score the same hypotheses; each
+ * step chooses (greedy) or ranks (beam) by the log of the mean of the
+ * models' probabilities, log((1/count) sum_j softmax(logits_j)), so beam
+ * scores are log-probabilities of that mixture. Every model must have the
+ * first one's vocabulary sizes, bos_id and eos_id (SEQCL_ERR_INVALID_ARGUMENT
+ * naming the model otherwise); the widths, layers, attention and precision
+ * may differ. Alignments are refused for count > 1 (each model has its own).
+ * count 1 is seqcl_model_decode. Each step reads every model's logits back
+ * to the host, so a count-model ensemble costs a little more than count
+ * decodes. Progress is reported through models[0]'s hook. */
+seqcl_status seqcl_ensemble_decode(seqcl_model *const *models, int count, const seqcl_seqs *src,
+                                   const seqcl_decode_options *opts, seqcl_decode_result **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -147,6 +147,8 @@ _API = {
     "seqcl_forward_result_free": (None, [P(ForwardResult)]),
     "seqcl_decode_options_init": (None, [P(DecodeOptions)]),
     "seqcl_model_decode": (c_int, [c_void_p, P(Seqs), P(DecodeOptions), P(P(DecodeResult))]),
+    "seqcl_ensemble_decode": (c_int, [P(c_void_p), c_int, P(Seqs), P(DecodeOptions),
+                                      P(P(DecodeResult))]),
     "seqcl_decode_result_free": (None, [P(DecodeResult)]),
     "seqcl_train_files_options_init": (None, [P(TrainFilesOptions)]),
     "seqcl_train_files": (c_int, [c_void_p, P(TrainFilesOptions), P(TrainFilesResult)]),

@@ -269,14 +269,20 @@ class Model:
     # ---- decoding ------------------------------------------------------------
 
     def decode(self, src, beam=1, max_steps=None, length_penalty=0.0, nbest=1, batch_size=64,
-               alignments=True, scores=None):
+               alignments=True, scores=None, ensemble=()):
         """Decodes each source line (SPEC §1 greedy, §4 beam search).
 
         src: a list of id sequences (lists, int arrays, tensors), a 2-D int
         array, or a list of strings split on spaces through src.vocab.
         scores=None computes scores where the beam path runs (beam > 1 or
         nbest > 1); scores=True runs it at beam 1 too (same tokens as greedy,
-        SPEC §4). Returns Decoded (tokens, scores, alignments)."""
+        SPEC §4). ensemble: other Models on this one's Context, of the same
+        vocabularies, decoding together with it (seqcl_ensemble_decode: each
+        step by the mean of the models' probabilities; no alignments then).
+        Returns Decoded (tokens, scores, alignments)."""
+        if ensemble:
+            return self._decode_ensemble(src, list(ensemble), beam, max_steps, length_penalty,
+                                         nbest, batch_size, scores)
         # The options struct is built once per distinct set of arguments and
         # reused: a one-line decode is a few milliseconds, and every Python
         # step on the way to the C call counts against it.
@@ -297,6 +303,28 @@ class Model:
                        "seqcl_model_decode")
             try:
                 return self._decoded(res.contents, packed, text, nbest, alignments)
+            finally:
+                L.seqcl_decode_result_free(res)
+
+    def _decode_ensemble(self, src, others, beam, max_steps, length_penalty, nbest, batch_size,
+                         scores):
+        for m in others:
+            if not isinstance(m, Model):
+                raise InvalidArgumentError("ensemble: %r is not a seqcl.Model" % (m,))
+            if m.ctx is not self.ctx:
+                raise InvalidArgumentError("ensemble: every model must be on this model's Context")
+        opts_ref, nbest = self._decode_options(beam, max_steps, length_penalty, nbest,
+                                               batch_size, False, scores)
+        packed, text = self._pack_src(src)
+        models = [self] + others
+        handles = (ctypes.c_void_p * len(models))(*[m._handle() for m in models])
+        L = _lib.lib()
+        res = ctypes.POINTER(_lib.DecodeResult)()
+        with self.ctx._lock:
+            _lib.check(L.seqcl_ensemble_decode(handles, len(models), packed.ref, opts_ref,
+                                               ctypes.byref(res)), "seqcl_ensemble_decode")
+            try:
+                return self._decoded(res.contents, packed, text, nbest, False)
             finally:
                 L.seqcl_decode_result_free(res)
 

@@ -10,7 +10,14 @@
  * The host reads only the per-sentence done flags, every CHECK_EVERY steps,
  * and at the end the finished table, the live rows and the history, from
  * which it rebuilds each hypothesis by following parents. Alignments are kept
- * per step and row, unreordered, and followed the same way. */
+ * per step and row, unreordered, and followed the same way.
+ *
+ * An ensemble (M > 1 models, ensemble.c) runs the same search: each model
+ * keeps its own encoding, decoder state and logits, the step's log-probabilities
+ * are their combination (sq_ensemble_combine), written where one model's
+ * logits would be (beam_topk's log-softmax of log-probabilities that already
+ * sum to 1 changes them by float rounding only), and every model's state is
+ * reordered by the same parents. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +40,22 @@ typedef struct ending {
   int order; /* finished: when it finished; live: rank order */
 } ending;
 
+/* One model's share of a batch: its encoding (e1 once per sentence, e
+ * repeated K times), decoder workspace, the spare state buffer the reordered
+ * rows go to and, in an ensemble, its own logits. */
+typedef struct beam_member {
+  sq_encoded e1, e;
+  sq_dec_ws ws;
+  sq_buf *h_alt, *logits;
+} beam_member;
+
 typedef struct beam_state {
-  int n, K, R, S, V, Hd, max_steps, want_align;
+  int n, K, R, S, V, max_steps, want_align, M;
+  beam_member *mb;    /* [M] */
+  sq_buf **ens_logits; /* [M] (M > 1): mb[j].logits */
+  float *ens_scratch, *ens_out;
   /* device */
-  sq_buf *ids, *logits, *alpha, *h_alt;
+  sq_buf *ids, *logits, *alpha;
   sq_buf *vals, *toks, *cum, *live, *parent, *tok_hist, *par_hist;
   sq_buf *fin_lp, *fin_step, *fin_par, *fin_count, *done;
   /* host copies read at the end */
@@ -46,10 +65,21 @@ typedef struct beam_state {
 } beam_state;
 
 static void beam_free(beam_state *b) {
-  sq_buf *bufs[] = {b->ids,    b->logits, b->alpha,    b->h_alt,    b->vals,    b->toks,
-                    b->cum,    b->live,   b->parent,   b->tok_hist, b->par_hist, b->fin_lp,
-                    b->fin_step, b->fin_par, b->fin_count, b->done};
+  sq_buf *bufs[] = {b->ids,      b->logits,   b->alpha,   b->vals,      b->toks,
+                    b->cum,      b->live,     b->parent,  b->tok_hist,  b->par_hist,
+                    b->fin_lp,   b->fin_step, b->fin_par, b->fin_count, b->done};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sq_buf_free(bufs[i]);
+  for (int j = 0; b->mb && j < b->M; j++) {
+    sq_buf_free(b->mb[j].h_alt);
+    sq_buf_free(b->mb[j].logits);
+    sq_dec_ws_free(&b->mb[j].ws);
+    sq_encoded_free(&b->mb[j].e);
+    sq_encoded_free(&b->mb[j].e1);
+  }
+  free(b->mb);
+  free(b->ens_logits);
+  free(b->ens_scratch);
+  free(b->ens_out);
   free(b->tok_hist_h);
   free(b->par_hist_h);
   free(b->live_h);
@@ -104,13 +134,25 @@ static seqcl_status backtrack(seqcl_ctx *ctx, const beam_state *b, const ending 
   return SEQCL_OK;
 }
 
-static seqcl_status beam_alloc(seqcl_ctx *ctx, beam_state *b) {
+static seqcl_status beam_alloc(seqcl_model *const *ms, beam_state *b) {
+  seqcl_ctx *ctx = ms[0]->ctx;
   const size_t R = (size_t)b->R, T = (size_t)b->max_steps, K = (size_t)b->K, n = (size_t)b->n;
-  const size_t i4 = sizeof(int32_t), f4 = sizeof(float);
+  const size_t i4 = sizeof(int32_t), f4 = sizeof(float), RV = R * b->V;
   SQ_TRY(sq_buf_alloc(ctx, R * i4, &b->ids));
-  SQ_TRY(sq_buf_alloc(ctx, R * b->V * f4, &b->logits));
+  SQ_TRY(sq_buf_alloc(ctx, RV * f4, &b->logits));
   if (b->want_align) SQ_TRY(sq_buf_alloc(ctx, T * R * b->S * f4, &b->alpha));
-  SQ_TRY(sq_buf_alloc(ctx, R * b->Hd * f4, &b->h_alt));
+  for (int j = 0; j < b->M; j++) {
+    SQ_TRY(sq_buf_alloc(ctx, R * ms[j]->cfg.dec_hidden * f4, &b->mb[j].h_alt));
+    if (b->M > 1) SQ_TRY(sq_buf_alloc(ctx, RV * f4, &b->mb[j].logits));
+  }
+  if (b->M > 1) {
+    b->ens_logits = malloc((size_t)b->M * sizeof *b->ens_logits);
+    b->ens_scratch = malloc((size_t)b->M * RV * f4);
+    b->ens_out = malloc(RV * f4);
+    if (!b->ens_logits || !b->ens_scratch || !b->ens_out)
+      return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "beam search: out of host memory");
+    for (int j = 0; j < b->M; j++) b->ens_logits[j] = b->mb[j].logits;
+  }
   SQ_TRY(sq_buf_alloc(ctx, R * K * f4, &b->vals));
   SQ_TRY(sq_buf_alloc(ctx, R * K * i4, &b->toks));
   SQ_TRY(sq_buf_alloc(ctx, R * f4, &b->cum));
@@ -153,19 +195,27 @@ static seqcl_status beam_start(seqcl_model *m, beam_state *b) {
   return sq_fill_i32(ctx, sq_at(b->done, 0), n, 0);
 }
 
-static seqcl_status beam_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, beam_state *b,
-                              int t) {
-  seqcl_ctx *ctx = m->ctx;
+static seqcl_status beam_step(seqcl_model *const *ms, beam_state *b, size_t first, int t) {
+  seqcl_ctx *ctx = ms[0]->ctx;
   const size_t R = (size_t)b->R;
   sq_ref alpha = b->want_align ? sq_at(b->alpha, (size_t)t * R * b->S) : sq_none();
-  SQ_TRY(sq_dec_step(m, e, ws, sq_at(b->ids, 0), NULL, alpha, sq_at(b->logits, 0), 1));
+  for (int j = 0; j < b->M; j++) {
+    beam_member *mb = &b->mb[j];
+    SQ_TRY(sq_dec_step(ms[j], &mb->e, &mb->ws, sq_at(b->ids, 0), NULL, j ? sq_none() : alpha,
+                       sq_at(b->M > 1 ? mb->logits : b->logits, 0), 1));
+  }
+  if (b->M > 1) {
+    SQ_TRY(sq_ensemble_combine(ctx, b->M, b->ens_logits, b->R, b->V, b->ens_scratch, b->ens_out,
+                               first, b->K, t));
+    SQ_TRY(sq_write(ctx, sq_at(b->logits, 0), b->ens_out, R * b->V * sizeof(float)));
+  }
   SQ_TRY(sq_beam_topk(ctx, b->R, b->V, sq_at(b->logits, 0), b->V, b->K, sq_at(b->vals, 0),
                       sq_at(b->toks, 0)));
   sq_beam_args a = {.n = b->n,
                     .K = b->K,
                     .step = t,
                     .max_steps = b->max_steps,
-                    .eos = m->cfg.eos_id,
+                    .eos = ms[0]->cfg.eos_id,
                     .vals = sq_at(b->vals, 0),
                     .tok = sq_at(b->toks, 0),
                     .cum = sq_at(b->cum, 0),
@@ -181,11 +231,14 @@ static seqcl_status beam_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws
                     .done = sq_at(b->done, 0)};
   SQ_TRY(sq_beam_select(ctx, &a));
   /* the surviving rows' states, gathered into the spare buffer, which becomes ws->h */
-  SQ_TRY(sq_gather_rows(ctx, b->R, b->Hd, sq_at(ws->h, 0), sq_at(b->parent, 0),
-                        sq_at(b->h_alt, 0)));
-  sq_buf *h = ws->h;
-  ws->h = b->h_alt;
-  b->h_alt = h;
+  for (int j = 0; j < b->M; j++) {
+    beam_member *mb = &b->mb[j];
+    SQ_TRY(sq_gather_rows(ctx, b->R, ms[j]->cfg.dec_hidden, sq_at(mb->ws.h, 0),
+                          sq_at(b->parent, 0), sq_at(mb->h_alt, 0)));
+    sq_buf *h = mb->ws.h;
+    mb->ws.h = mb->h_alt;
+    mb->h_alt = h;
+  }
   return SEQCL_OK;
 }
 
@@ -240,33 +293,37 @@ static int collect(const beam_state *b, int s, int eos, double A) {
   return count;
 }
 
-static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int n, int K,
-                        double A, int max_steps, int slots, seqcl_hypothesis *hyps,
-                        int *hyp_counts, float **line_align, sq_encoded *e1, sq_encoded *e,
-                        sq_dec_ws *ws, beam_state *b) {
-  seqcl_ctx *ctx = m->ctx;
-  const int eos = m->cfg.eos_id;
+static seqcl_status run(seqcl_model *const *ms, const seqcl_seqs *src, size_t first, int n,
+                        int K, double A, int max_steps, int slots, seqcl_hypothesis *hyps,
+                        int *hyp_counts, float **line_align, beam_state *b) {
+  seqcl_ctx *ctx = ms[0]->ctx;
+  const int eos = ms[0]->cfg.eos_id;
   if (K > SQ_BEAM_MAX_K)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
                    "beam search: beam size %d exceeds the limit of %d", K, SQ_BEAM_MAX_K);
-  SQ_TRY(sq_encode(m, src, first, n, e1));
-  SQ_TRY(sq_encoded_repeat(m, e1, K, e));
-  sq_encoded_free(e1);
+  for (int j = 0; j < b->M; j++) {
+    beam_member *mb = &b->mb[j];
+    SQ_TRY(sq_encode(ms[j], src, first, n, &mb->e1));
+    SQ_TRY(sq_encoded_repeat(ms[j], &mb->e1, K, &mb->e));
+    sq_encoded_free(&mb->e1);
+  }
+  const sq_encoded *e = &b->mb[0].e;
   b->n = n;
   b->K = K;
   b->R = n * K;
   b->S = e->S;
-  b->V = m->cfg.tgt_vocab;
-  b->Hd = m->cfg.dec_hidden;
+  b->V = ms[0]->cfg.tgt_vocab;
   b->max_steps = max_steps;
   b->want_align = line_align != NULL;
-  SQ_TRY(beam_alloc(ctx, b));
-  SQ_TRY(sq_dec_ws_init(m, b->R, ws));
-  SQ_TRY(sq_dec_start(m, e, ws));
-  SQ_TRY(beam_start(m, b));
+  SQ_TRY(beam_alloc(ms, b));
+  for (int j = 0; j < b->M; j++) {
+    SQ_TRY(sq_dec_ws_init(ms[j], b->R, &b->mb[j].ws));
+    SQ_TRY(sq_dec_start(ms[j], &b->mb[j].e, &b->mb[j].ws));
+  }
+  SQ_TRY(beam_start(ms[0], b));
   int ran = 0;
   while (ran < max_steps) {
-    SQ_TRY(beam_step(m, e, ws, b, ran));
+    SQ_TRY(beam_step(ms, b, first, ran));
     ran++;
     if (ran % CHECK_EVERY == 0 && ran < max_steps) {
       int all;
@@ -288,21 +345,17 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
   return SEQCL_OK;
 }
 
-seqcl_status sq_decode_beam(seqcl_model *m, const seqcl_seqs *src, size_t first, int n, int K,
-                            double length_penalty, int max_steps, int slots,
+seqcl_status sq_decode_beam(seqcl_model *const *ms, int M, const seqcl_seqs *src, size_t first,
+                            int n, int K, double length_penalty, int max_steps, int slots,
                             seqcl_hypothesis *hyps, int *hyp_counts, float **line_align) {
-  sq_encoded e1, e;
-  sq_dec_ws ws;
   beam_state b;
-  memset(&e1, 0, sizeof e1);
-  memset(&e, 0, sizeof e);
-  memset(&ws, 0, sizeof ws);
   memset(&b, 0, sizeof b);
-  seqcl_status st = run(m, src, first, n, K, length_penalty, max_steps, slots, hyps, hyp_counts,
-                        line_align, &e1, &e, &ws, &b);
+  b.M = M;
+  b.mb = calloc((size_t)M, sizeof *b.mb);
+  seqcl_status st = b.mb ? run(ms, src, first, n, K, length_penalty, max_steps, slots, hyps,
+                               hyp_counts, line_align, &b)
+                         : sq_fail(ms[0]->ctx, SEQCL_ERR_OUT_OF_MEMORY,
+                                   "beam search: out of host memory");
   beam_free(&b);
-  sq_dec_ws_free(&ws);
-  sq_encoded_free(&e);
-  sq_encoded_free(&e1);
   return st;
 }

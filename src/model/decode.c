@@ -1,5 +1,7 @@
-/* seqcl_model_decode: splits the lines into batches, runs the greedy loop or
- * beam search on each, and assembles ids, scores and alignments [N, T, S]. */
+/* seqcl_model_decode and seqcl_ensemble_decode: split the lines into
+ * batches, run the greedy loop or beam search on each (over one model, or
+ * every model of an ensemble), and assemble ids, scores and alignments
+ * [N, T, S]. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,20 +113,21 @@ static seqcl_status check_finite(seqcl_ctx *ctx, const seqcl_seqs *src,
   return SEQCL_OK;
 }
 
-seqcl_status seqcl_model_decode(seqcl_model *m, const seqcl_seqs *src,
-                                const seqcl_decode_options *opts, seqcl_decode_result **out) {
-  if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_decode: out is NULL");
-  *out = NULL;
-  if (!m || !src)
-    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_decode: NULL argument");
+/* The models ms[0..M) were checked to read the same ids (check_ensemble). */
+static seqcl_status decode_models(seqcl_model *const *ms, int M, const seqcl_seqs *src,
+                                  const seqcl_decode_options *opts, seqcl_decode_result **out) {
+  seqcl_model *m = ms[0];
   seqcl_ctx *ctx = m->ctx;
-  sq_clear_message();
   seqcl_decode_options o;
   if (opts)
     o = *opts;
   else
     seqcl_decode_options_init(&o);
   SQ_TRY(check_options(ctx, &o));
+  if (o.want_alignments && M > 1)
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "decode: alignments were asked for, but an ensemble of %d models has one "
+                   "attention per model: decode with one model for alignments", M);
   if (o.want_alignments && m->cfg.score == SQ_SCORE_NONE)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
                    "decode: alignments were asked for, but the model's attention.score is "
@@ -155,10 +158,11 @@ seqcl_status seqcl_model_decode(seqcl_model *m, const seqcl_seqs *src,
     const int n = (int)(N - first < bs ? N - first : bs);
     float **la = line_align ? line_align + first : NULL;
     if (use_beam) {
-      st = sq_decode_beam(m, src, first, n, o.beam, o.length_penalty, max_steps, slots,
+      st = sq_decode_beam(ms, M, src, first, n, o.beam, o.length_penalty, max_steps, slots,
                           r->hyps + first * slots, r->hyp_counts + first, la);
     } else {
-      st = sq_decode_greedy(m, src, first, n, max_steps, r->hyps + first, la);
+      st = M > 1 ? sq_decode_ensemble_greedy(ms, M, src, first, n, max_steps, r->hyps + first)
+                 : sq_decode_greedy(m, src, first, n, max_steps, r->hyps + first, la);
       for (int i = 0; i < n; i++) r->hyp_counts[first + i] = 1;
     }
     /* checked per batch, so that lines handed out early are never garbage */
@@ -179,4 +183,55 @@ seqcl_status seqcl_model_decode(seqcl_model *m, const seqcl_seqs *src,
   }
   *out = r;
   return SEQCL_OK;
+}
+
+seqcl_status seqcl_model_decode(seqcl_model *m, const seqcl_seqs *src,
+                                const seqcl_decode_options *opts, seqcl_decode_result **out) {
+  if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_decode: out is NULL");
+  *out = NULL;
+  if (!m || !src)
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_model_decode: NULL argument");
+  sq_clear_message();
+  return decode_models(&m, 1, src, opts, out);
+}
+
+/* Every model must read the source ids and write the target ids the first
+ * one does: the same vocabulary sizes, BOS and EOS, on the same context. */
+static seqcl_status check_ensemble(seqcl_model *const *ms, int M) {
+  const sq_config *c0 = &ms[0]->cfg;
+  for (int j = 1; j < M; j++) {
+    const sq_config *c = &ms[j]->cfg;
+    if (ms[j]->ctx != ms[0]->ctx)
+      return sq_fail(ms[0]->ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                     "seqcl_ensemble_decode: model %d was loaded on another context than model 1",
+                     j + 1);
+    if (c->src_vocab != c0->src_vocab || c->tgt_vocab != c0->tgt_vocab ||
+        c->bos_id != c0->bos_id || c->eos_id != c0->eos_id)
+      return sq_fail(ms[0]->ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                     "seqcl_ensemble_decode: model %d does not read and write the ids model 1 "
+                     "does (src_vocab_size %d / %d, tgt_vocab_size %d / %d, bos_id %d / %d, "
+                     "eos_id %d / %d)",
+                     j + 1, c->src_vocab, c0->src_vocab, c->tgt_vocab, c0->tgt_vocab, c->bos_id,
+                     c0->bos_id, c->eos_id, c0->eos_id);
+  }
+  return SEQCL_OK;
+}
+
+seqcl_status seqcl_ensemble_decode(seqcl_model *const *models, int count, const seqcl_seqs *src,
+                                   const seqcl_decode_options *opts, seqcl_decode_result **out) {
+  if (!out) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_ensemble_decode: out is NULL");
+  *out = NULL;
+  if (!models || !src)
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_ensemble_decode: NULL argument");
+  if (count < 1 || count > SEQCL_ENSEMBLE_MAX)
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT,
+                   "seqcl_ensemble_decode: %d models; an ensemble has 1 to %d", count,
+                   SEQCL_ENSEMBLE_MAX);
+  for (int j = 0; j < count; j++)
+    if (!models[j])
+      return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "seqcl_ensemble_decode: model %d is NULL",
+                     j + 1);
+  sq_clear_message();
+  SQ_TRY(check_ensemble(models, count));
+  return decode_models(models, count, src, opts, out);
 }

@@ -59,6 +59,27 @@ static seqcl_status check_last_logits(seqcl_model *m, size_t first, int n, int r
   return st;
 }
 
+seqcl_status sq_greedy_hypothesis(seqcl_ctx *ctx, const int32_t *hist, int ran, int n, int i,
+                                  int eos, seqcl_hypothesis *h) {
+  int steps = ran, finished = 0;
+  for (int t = 0; t < ran; t++)
+    if (hist[(size_t)t * n + i] == eos) {
+      steps = t + 1;
+      finished = 1;
+      break;
+    }
+  const size_t len = (size_t)(finished ? steps - 1 : steps);
+  h->ids = malloc((len ? len : 1) * sizeof(int32_t));
+  if (!h->ids) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "greedy decoding: out of memory");
+  for (size_t t = 0; t < len; t++) h->ids[t] = hist[t * n + i];
+  h->len = len;
+  h->finished = finished;
+  h->steps = steps;
+  h->logprob = NAN; /* the greedy loops never read probabilities back */
+  h->score = NAN;
+  return SEQCL_OK;
+}
+
 static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int n, int max_steps,
                         seqcl_hypothesis *hyps, float **line_align, sq_encoded *e, sq_dec_ws *ws,
                         greedy_bufs *b) {
@@ -116,23 +137,8 @@ static seqcl_status run(seqcl_model *m, const seqcl_seqs *src, size_t first, int
     SQ_TRY(sq_read(ctx, sq_at(b->alpha, 0), b->alpha_host, (size_t)ran * n * S * sizeof(float)));
   }
   for (int i = 0; i < n; i++) {
-    seqcl_hypothesis *h = &hyps[i];
-    int steps = ran, finished = 0;
-    for (int t = 0; t < ran; t++)
-      if (b->hist_host[(size_t)t * n + i] == eos) {
-        steps = t + 1;
-        finished = 1;
-        break;
-      }
-    const size_t len = (size_t)(finished ? steps - 1 : steps);
-    h->ids = malloc((len ? len : 1) * sizeof(int32_t));
-    if (!h->ids) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "greedy decoding: out of memory");
-    for (size_t t = 0; t < len; t++) h->ids[t] = b->hist_host[t * n + i];
-    h->len = len;
-    h->finished = finished;
-    h->steps = steps;
-    h->logprob = NAN; /* the greedy loop never reads probabilities back */
-    h->score = NAN;
+    SQ_TRY(sq_greedy_hypothesis(ctx, b->hist_host, ran, n, i, eos, &hyps[i]));
+    const int steps = hyps[i].steps;
     if (line_align) {
       const int L = e->lens_host[i];
       float *a = malloc((size_t)steps * L * sizeof(float));

@@ -134,8 +134,26 @@ seqcl_status sq_check_seqs(seqcl_ctx *ctx, const seqcl_seqs *s, int vocab, size_
  * hypothesis (row stride = its own source length). */
 seqcl_status sq_decode_greedy(seqcl_model *m, const seqcl_seqs *src, size_t first, int n,
                               int max_steps, seqcl_hypothesis *hyps, float **line_align);
-seqcl_status sq_decode_beam(seqcl_model *m, const seqcl_seqs *src, size_t first, int n, int K,
-                            double length_penalty, int max_steps, int slots,
+/* Beam search over M models at once (M = 1: one model; M > 1: an ensemble,
+ * ensemble.c, which takes no alignments). */
+seqcl_status sq_decode_beam(seqcl_model *const *ms, int M, const seqcl_seqs *src, size_t first,
+                            int n, int K, double length_penalty, int max_steps, int slots,
                             seqcl_hypothesis *hyps, int *hyp_counts, float **line_align);
+/* Line i's hypothesis of a greedy batch of n rows from the token history hist
+ * [ran, n] (row-major by step): the tokens up to its first EOS. */
+seqcl_status sq_greedy_hypothesis(seqcl_ctx *ctx, const int32_t *hist, int ran, int n, int i,
+                                  int eos, seqcl_hypothesis *h);
+
+/* Reads the logits [R, V] of each of the M models (logits[j], with the output
+ * bias) into scratch [M, R, V] and writes out [R, V] = the log of the mean of
+ * their probabilities. SEQCL_ERR_NON_FINITE names the model, line (first + r
+ * / K, counted from 1), step and id of a logit that is not finite. */
+seqcl_status sq_ensemble_combine(seqcl_ctx *ctx, int M, sq_buf *const *logits, int R, int V,
+                                 float *scratch, float *out, size_t first, int K, int step);
+/* Greedy decoding of lines first..first+n-1 with the M (>= 2) models of an
+ * ensemble, each step's token the argmax of the combination, on the host. */
+seqcl_status sq_decode_ensemble_greedy(seqcl_model *const *ms, int M, const seqcl_seqs *src,
+                                       size_t first, int n, int max_steps,
+                                       seqcl_hypothesis *hyps);
 
 #endif

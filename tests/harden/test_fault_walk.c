@@ -7,6 +7,7 @@
  *   forward   open + load + teacher-forced forward + write the result file
  *   decode    open + load + greedy decode + beam decode (nbest, alignments) +
  *             write the alignments file
+ *   ensemble  open + load two models + their greedy and beam (nbest) decode
  *   train     open + two Adam steps from token files with validation, saving
  *   reverse   open + two steps of the reversal task + evaluation, saving
  *   cli-*     the seqcl binary itself (forward, beam decode) with
@@ -127,6 +128,35 @@ done:
   seqcl_decode_result_free(greedy);
   seqcl_decode_result_free(beam);
   seqcl_model_free(m);
+  seqcl_ctx_close(ctx);
+  sq_seqs_free(&src);
+  return st;
+}
+
+static seqcl_status wl_ensemble(const seqcl_device_info *dev, const char *out) {
+  (void)out;
+  seqcl_status st;
+  seqcl_ctx *ctx = NULL;
+  seqcl_model *m[2] = {NULL, NULL};
+  seqcl_decode_result *greedy = NULL, *beam = NULL;
+  sq_seqs src = {0};
+  TRY(read_pair(&src, NULL));
+  TRY(seqcl_ctx_open_info(dev, &ctx));
+  TRY(seqcl_model_load(ctx, hu_join(root, "model"), &m[0]));
+  TRY(seqcl_model_load(ctx, hu_join(root, "model2"), &m[1]));
+  seqcl_seqs s = view(&src);
+  seqcl_decode_options o;
+  seqcl_decode_options_init(&o);
+  o.batch_size = 3;
+  TRY(seqcl_ensemble_decode(m, 2, &s, &o, &greedy));
+  o.beam = 3;
+  o.nbest = 2;
+  TRY(seqcl_ensemble_decode(m, 2, &s, &o, &beam));
+done:
+  seqcl_decode_result_free(greedy);
+  seqcl_decode_result_free(beam);
+  seqcl_model_free(m[0]);
+  seqcl_model_free(m[1]);
   seqcl_ctx_close(ctx);
   sq_seqs_free(&src);
   return st;
@@ -333,6 +363,7 @@ static void walk_all(const char *name, workload_fn fn) {
   }
 WALK_TEST(test_forward, "forward", wl_forward)
 WALK_TEST(test_decode, "decode", wl_decode)
+WALK_TEST(test_ensemble, "ensemble", wl_ensemble)
 WALK_TEST(test_train_files, "train", wl_train)
 WALK_TEST(test_train_reverse, "reverse", wl_reverse)
 
@@ -364,6 +395,7 @@ static int setup(void **state) {
   if (hu_mkdtemp(root, sizeof root, "fault")) return -1;
   snprintf(outdir, sizeof outdir, "%s/out", root);
   if (hu_make_model_dir(hu_join(root, "model"), NULL, 11, NULL, 0, 0.0f)) return -1;
+  if (hu_make_model_dir(hu_join(root, "model2"), NULL, 12, NULL, 0, 0.0f)) return -1;
   hu_write_text(root, "src.txt", hu_src_text);
   hu_write_text(root, "tgt.txt", hu_tgt_text);
   devices = hu_devices(&ndevices);
@@ -382,6 +414,7 @@ int main(int argc, char **argv) {
   if (argc > 1) cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_forward),     cmocka_unit_test(test_decode),
+      cmocka_unit_test(test_ensemble),
       cmocka_unit_test(test_train_files), cmocka_unit_test(test_train_reverse),
       cmocka_unit_test(test_cli),
   };

@@ -136,3 +136,29 @@ def test_precision(ctx, precision):
         seqcl.Model.load(d, ctx, precision="fp8")
     half.close()
     full.close()
+
+
+def test_ensemble(ctx):
+    """Model.decode(ensemble=...) against PyTorch's ensemble decoding
+    (tests/golden/ensemble, make_ensemble_golden.py): the ids of the first
+    two and of all three members, greedy and beam 3; scores within 1e-4."""
+    d = os.path.join(GOLDEN, "ensemble")
+    with open(os.path.join(d, "members.txt")) as f:
+        members = [seqcl.Model.load(os.path.join(GOLDEN, n.strip()), ctx) for n in f if n.strip()]
+    src = read_lines(os.path.join(d, "src.txt"))
+    for n in (2, 3):
+        first, others = members[0], members[1:n]
+        got = first.decode(src, max_steps=10, ensemble=others)
+        assert got.tokens == read_lines(os.path.join(d, "%d_greedy.txt" % n))
+        assert got.alignments is None
+        got = first.decode(src, beam=3, max_steps=10, ensemble=others)
+        assert got.tokens == read_lines(os.path.join(d, "%d_beam3.txt" % n))
+        with open(os.path.join(d, "%d_beam3_scores.txt" % n)) as f:
+            want = np.array([float(x) for x in f])
+        assert np.all(np.abs(got.scores - want) <= 1e-4 * np.maximum(1.0, np.abs(want)))
+    # a member of other vocabularies is refused, naming it
+    other = seqcl.Model.load(os.path.join(GOLDEN, "bi1_dot_bridge_state"), ctx)
+    with pytest.raises(seqcl.InvalidArgumentError, match="model 2"):
+        members[0].decode(src, ensemble=[other])
+    with pytest.raises(seqcl.InvalidArgumentError, match="not a seqcl.Model"):
+        members[0].decode(src, ensemble=["nope"])
