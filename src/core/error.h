@@ -25,6 +25,13 @@ seqcl_status sq_fail_wrap(seqcl_ctx *ctx, seqcl_status status, const char *fmt, 
 /* Clears the thread's message (used at the start of public calls that may succeed). */
 void sq_clear_message(void);
 
+/* While on (per thread), failures set only the thread's message, not the
+ * context's: tasks running at once on one context (sq_run_tasks) would
+ * otherwise write the context's message from several threads; the caller
+ * raises a failed task's message again on its own thread. Returns the
+ * previous setting. */
+int sq_message_private(int on);
+
 /* Propagate a failure: SQ_TRY(expr) returns the status of expr when it is not OK. */
 #define SQ_TRY(expr)                                                                 \
   do {                                                                               \

@@ -44,6 +44,7 @@ int seqcl_status_is_input_error(seqcl_status status) {
 }
 
 static _Thread_local char tl_message[SQ_MSG_MAX];
+static _Thread_local int tl_private; /* sq_message_private */
 
 const char *seqcl_last_message(void) { return tl_message; }
 
@@ -53,8 +54,14 @@ static void finish_truncated(char *buf, size_t cap, int written) {
   if (written >= 0 && (size_t)written >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4);
 }
 
+int sq_message_private(int on) {
+  const int was = tl_private;
+  tl_private = on;
+  return was;
+}
+
 static void publish(seqcl_ctx *ctx) {
-  if (ctx) {
+  if (ctx && !tl_private) {
     size_t n = strlen(tl_message);
     if (n >= sizeof ctx->message) n = sizeof ctx->message - 1;
     memcpy(ctx->message, tl_message, n);

@@ -75,12 +75,26 @@ seqcl_status sq_finish(seqcl_ctx *ctx) {
   return OPS(ctx)->finish(BE(ctx));
 }
 
+/* A task with its failures kept to its own thread's message. */
+typedef struct private_task {
+  void (*fn)(void *arg, int task);
+  void *arg;
+} private_task;
+
+static void run_private(void *arg, int task) {
+  const private_task *t = arg;
+  const int was = sq_message_private(1);
+  t->fn(t->arg, task);
+  sq_message_private(was);
+}
+
 void sq_run_tasks(seqcl_ctx *ctx, int n, void (*fn)(void *arg, int task), void *arg) {
+  private_task t = {fn, arg};
   if (ctx && ctx->be && ctx->be->ops->run_tasks) {
-    ctx->be->ops->run_tasks(ctx->be, n, fn, arg);
+    ctx->be->ops->run_tasks(ctx->be, n, run_private, &t);
     return;
   }
-  for (int i = 0; i < n; i++) fn(arg, i);
+  for (int i = 0; i < n; i++) run_private(&t, i);
 }
 
 int sq_halfwidth_supported(seqcl_ctx *ctx) {

@@ -29,7 +29,10 @@ seqcl_status sq_fill_i32(seqcl_ctx *ctx, sq_ref dst, size_t count, int32_t value
 seqcl_status sq_finish(seqcl_ctx *ctx);
 /* fn(arg, i) for every i < n, at the same time where the backend can (its
  * run_tasks, backend.h), else in order; fn must not fail (it keeps its
- * status for the caller). */
+ * status for the caller). A failure inside a task sets only the message of
+ * the thread it ran on (sq_message_private), so that tasks failing at once
+ * never write the context's message together: the task keeps that message
+ * (seqcl_last_message() on its thread) and the caller raises it again. */
 void sq_run_tasks(seqcl_ctx *ctx, int n, void (*fn)(void *arg, int task), void *arg);
 /* Reduced precision: whether ctx's backend keeps 16-bit copies of weights for
  * its products, and giving buf (whose floats are already rounded to width)

@@ -1,7 +1,8 @@
 /* The host worker pool (src/backend/host/pool.c): every task of a job runs
  * exactly once, whatever the task count, from nested calls and from several
  * application threads at once; sq_pool_for covers its range exactly once;
- * the split arithmetic. Run with SEQCL_THREADS=3 (meson.build), so the pool
+ * the split arithmetic; sq_run_tasks keeps failing tasks' messages off the
+ * context's. Run with SEQCL_THREADS=3 (meson.build), so the pool
  * has two workers even on a one-core machine. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -9,6 +10,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +20,10 @@
 #include "../common/test_main.h"
 #include "backend/host/host_threads.h"
 #include "backend/host/pool.h"
+#include "core/error.h"
+#include "ops/ops.h"
+
+#include <seqcl/seqcl.h>
 
 enum { MAX_TASKS = 300 };
 
@@ -148,7 +154,44 @@ static void split_arithmetic(void **state) {
   assert_int_equal(sq_pool_parts(NULL, 0, 1e9), 1);
 }
 
-SQ_TEST_MAIN(NULL, NULL,
+/* Tasks of sq_run_tasks that fail, with one thread per task (3: at once on
+ * the pool) and fewer (2: one after the other on the caller): each task's
+ * failure is its own thread's message, the context's message stays what the
+ * caller last set, and the caller's next failure is published again. */
+typedef struct failing_tasks {
+  seqcl_ctx *ctx;
+  char msg[3][64];
+} failing_tasks;
+
+static void failing_task(void *arg, int t) {
+  failing_tasks *j = arg;
+  sq_fail(j->ctx, SEQCL_ERR_INVALID_ARGUMENT, "task %d failed", t);
+  snprintf(j->msg[t], sizeof j->msg[t], "%s", seqcl_last_message());
+}
+
+static void tasks_keep_messages_private(void **state) {
+  (void)state;
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  for (int n = 2; n <= 3; n++) {
+    failing_tasks j;
+    memset(&j, 0, sizeof j);
+    j.ctx = ctx;
+    sq_fail(ctx, SEQCL_ERR_IO, "before the tasks");
+    sq_run_tasks(ctx, n, failing_task, &j);
+    assert_string_equal(seqcl_ctx_message(ctx), "before the tasks");
+    for (int t = 0; t < n; t++) {
+      char want[64];
+      snprintf(want, sizeof want, "task %d failed", t);
+      assert_string_equal(j.msg[t], want);
+    }
+    sq_fail(ctx, SEQCL_ERR_IO, "after the tasks");
+    assert_string_equal(seqcl_ctx_message(ctx), "after the tasks");
+  }
+  seqcl_ctx_close(ctx);
+}
+
+SQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(tasks_keep_messages_private),
       cmocka_unit_test(every_task_once),       cmocka_unit_test(nested_calls_run_inline),
       cmocka_unit_test(concurrent_callers),    cmocka_unit_test(jobs_after_idle),
       cmocka_unit_test(pool_for_covers_range), cmocka_unit_test(split_arithmetic))
