@@ -14,15 +14,17 @@ const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
   return argv[++*i];
 }
 
-int cli_take(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int argc, char **argv,
-             int *i) {
+/* cli_take, also telling which entry of opts took the argument (*which). */
+static int take(const char *cmd, const cli_opt *table, void (*help)(FILE *), int argc,
+                char **argv, int *i, int *which) {
   const char *o = argv[*i];
   if (cli_is_help(o)) {
     help(stdout);
     return -1;
   }
-  for (; opts->name; opts++) {
+  for (const cli_opt *opts = table; opts->name; opts++) {
     if (strcmp(o, opts->name)) continue;
+    *which = (int)(opts - table);
     if (!opts->str && !opts->num && !opts->dbl) { /* a flag */
       *opts->seen = 1;
       return CLI_TAKEN;
@@ -39,11 +41,29 @@ int cli_take(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int arg
   return 0;
 }
 
+int cli_take(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int argc, char **argv,
+             int *i) {
+  int which;
+  return take(cmd, opts, help, argc, argv, i, &which);
+}
+
+/* An option with a value given twice would have its first value ignored:
+ * like an option that changes nothing, that is a mistake to report. */
+enum { MAX_TABLE = 64 };
+
 int cli_options(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int first, int argc,
                 char **argv, cli_more_fn more, void *user) {
+  const char *given[MAX_TABLE] = {0}; /* the value each table entry took */
   for (int i = first; i < argc; i++) {
     const char *o = argv[i]; /* more may take a value after it */
-    int r = cli_take(cmd, opts, help, argc, argv, &i);
+    int which = -1;
+    int r = take(cmd, opts, help, argc, argv, &i, &which);
+    if (r == CLI_TAKEN && which >= 0 && which < MAX_TABLE && i > 0 && argv[i] != o) {
+      if (given[which])
+        return cli_usage_error(cmd, "%s given twice ('%s', then '%s'): give it once", o,
+                               given[which], argv[i]);
+      given[which] = argv[i];
+    }
     if (!r && more) r = more(user, argc, argv, &i);
     if (r == CLI_TAKEN) continue;
     if (r) return r;

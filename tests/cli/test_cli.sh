@@ -150,6 +150,13 @@ group_errors() {
   run_case "--line without --svg" 2 "--line|--svg" -- decode --model "$gold" \
     --src "$gold/src.txt" --line 2 --out o3.txt
   absent o3.txt
+  # an option given twice would have its first value ignored
+  run_case "--beam given twice" 2 "--beam given twice|'3', then '1'" -- decode --model "$gold" \
+    --src "$gold/src.txt" --beam 3 --beam=1 --out o4.txt
+  absent o4.txt
+  run_case "train --lr given twice" 2 "--lr given twice" -- train --task reverse --lr 0.01 \
+    --steps 2 --lr 0.02 --save r_twice
+  absent r_twice
   run_case "check --shape Q=3" 2 "Q|masked_softmax" -- check --op masked_softmax --shape Q=3
   run_case "forward without BOS" 2 "tgt2_nobos.txt:1|BOS" -- forward --model "$gold" \
     --src src2.txt --tgt tgt2_nobos.txt --out f1.st
