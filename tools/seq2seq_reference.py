@@ -126,6 +126,48 @@ def _argmax_lowest(row):
     return int(torch.nonzero(row == best)[0, 0])
 
 
+def _beam_candidates(live, logp, beam, n_finished, step, ties):
+    """One beam step's ranking (SPEC §4): each live hypothesis (tokens, sum
+    log p, ...) extended by its `beam` best tokens, the candidates ranked by
+    sum log p (descending), ties to the lower token id, then the earlier
+    hypothesis; -> (the kept candidates (score, token, hypothesis index), the
+    gap between the last kept and the first dropped candidate over all
+    tokens, inf when none is dropped), near-ties appended to ties."""
+    cands, all_scores = [], []
+    for i, h in enumerate(live):
+        row = logp[i].tolist()
+        order = sorted(range(len(row)), key=lambda v: (-row[v], v))
+        for v in order[:beam]:
+            cands.append((h[1] + row[v], v, i))
+        all_scores.extend(h[1] + x for x in row)
+    cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+    keep = beam - n_finished
+    all_scores.sort(reverse=True)
+    gap = float("inf")
+    if len(all_scores) > keep:
+        gap = all_scores[keep - 1] - all_scores[keep]
+        if gap < NEAR_TIE:
+            ties.append((step, gap))
+    return cands[:keep], gap
+
+
+def _beam_choice(pool, length_penalty, ties):
+    """The answer among the finished (else the live) hypotheses: the highest
+    sum log p / L^A, ties to the earlier one; -> (it, its score, the gap to
+    the runner-up), a near-tie appended to ties as step -1."""
+    def normalised(h):
+        return h[1] / (len(h[0]) ** length_penalty) if length_penalty else h[1]
+
+    ranked = sorted(range(len(pool)), key=lambda j: (-normalised(pool[j]), j))
+    gap = float("inf")
+    if len(ranked) > 1:
+        gap = normalised(pool[ranked[0]]) - normalised(pool[ranked[1]])
+        if gap < NEAR_TIE:
+            ties.append((-1, gap))
+    best = pool[ranked[0]]
+    return best, normalised(best), gap
+
+
 class Seq2Seq(nn.Module):
     """The seqcl model. attention_biases = (key, query, energy) presence for
     additive, (query,) for general."""
@@ -289,42 +331,18 @@ class Seq2Seq(nn.Module):
             logits, new_states, w = self.decoder.step(
                 last, states, keys.expand(k, -1, -1), valid.expand(k, -1), final.expand(k, -1))
             logp = torch.log_softmax(logits, dim=-1)
-            cands = []
-            all_scores = []
-            for i, h in enumerate(live):
-                row = logp[i].tolist()
-                order = sorted(range(len(row)), key=lambda v: (-row[v], v))
-                for v in order[:beam]:
-                    cands.append((h[1] + row[v], v, i))
-                all_scores.extend(h[1] + x for x in row)
-            cands.sort(key=lambda c: (-c[0], c[1], c[2]))
-            keep = beam - len(finished)
-            all_scores.sort(reverse=True)
-            if len(all_scores) > keep:
-                gap = all_scores[keep - 1] - all_scores[keep]
-                min_gap = min(min_gap, gap)
-                if gap < NEAR_TIE:
-                    ties.append((step, gap))
+            kept, gap = _beam_candidates(live, logp, beam, len(finished), step, ties)
+            min_gap = min(min_gap, gap)
             new_live = []
-            for score, v, i in cands[:keep]:
+            for score, v, i in kept:
                 toks, _, _, rows = live[i]
                 hyp = (toks + [v], score, new_states[i], rows + [w[i] if w is not None else None])
                 (finished if v == self.eos_id else new_live).append(hyp)
             live = new_live
             if len(finished) >= beam or not live:
                 break
-        pool = finished if finished else live
-
-        def normalised(h):
-            return h[1] / (len(h[0]) ** length_penalty) if length_penalty else h[1]
-
-        ranked = sorted(range(len(pool)), key=lambda j: (-normalised(pool[j]), j))
-        if len(ranked) > 1:
-            gap = normalised(pool[ranked[0]]) - normalised(pool[ranked[1]])
-            min_gap = min(min_gap, gap)
-            if gap < NEAR_TIE:
-                ties.append((-1, gap))
-        best = pool[ranked[0]]
+        best, _, gap = _beam_choice(finished if finished else live, length_penalty, ties)
+        min_gap = min(min_gap, gap)
         toks = best[0][:-1] if best[0] and best[0][-1] == self.eos_id else best[0]
         return toks, torch.stack(best[3]) if self.has_alignments() else None, ties, min_gap
 
@@ -425,40 +443,16 @@ def ensemble_beam_search(models, src_line, beam, length_penalty=0.0, max_steps=N
                                        valid.expand(k, -1), final.expand(k, -1))
             logits.append(lg)
             new_states.append(ns)
-        logp = mixture_logp(logits)
-        cands, all_scores = [], []
-        for i, h in enumerate(live):
-            row = logp[i].tolist()
-            order = sorted(range(len(row)), key=lambda v: (-row[v], v))
-            for v in order[:beam]:
-                cands.append((h[1] + row[v], v, i))
-            all_scores.extend(h[1] + x for x in row)
-        cands.sort(key=lambda c: (-c[0], c[1], c[2]))
-        keep = beam - len(finished)
-        all_scores.sort(reverse=True)
-        if len(all_scores) > keep:
-            gap = all_scores[keep - 1] - all_scores[keep]
-            min_gap = min(min_gap, gap)
-            if gap < NEAR_TIE:
-                ties.append((step, gap))
+        kept, gap = _beam_candidates(live, mixture_logp(logits), beam, len(finished), step, ties)
+        min_gap = min(min_gap, gap)
         new_live = []
-        for score, v, i in cands[:keep]:
+        for score, v, i in kept:
             hyp = (live[i][0] + [v], score, [ns[i] for ns in new_states])
             (finished if v == eos else new_live).append(hyp)
         live = new_live
         if len(finished) >= beam or not live:
             break
-    pool = finished if finished else live
-
-    def normalised(h):
-        return h[1] / (len(h[0]) ** length_penalty) if length_penalty else h[1]
-
-    ranked = sorted(range(len(pool)), key=lambda j: (-normalised(pool[j]), j))
-    if len(ranked) > 1:
-        gap = normalised(pool[ranked[0]]) - normalised(pool[ranked[1]])
-        min_gap = min(min_gap, gap)
-        if gap < NEAR_TIE:
-            ties.append((-1, gap))
-    best = pool[ranked[0]]
+    best, score, gap = _beam_choice(finished if finished else live, length_penalty, ties)
+    min_gap = min(min_gap, gap)
     toks = best[0][:-1] if best[0] and best[0][-1] == eos else best[0]
-    return toks, normalised(best), ties, min_gap
+    return toks, score, ties, min_gap

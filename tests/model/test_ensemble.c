@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "../common/test_lines.h"
 #include "../common/test_main.h"
 #include "../harden/harden_util.h"
 #include "model/tokens.h"
@@ -28,35 +29,7 @@
 #include <seqcl/seqcl.h>
 
 #define DIR GOLDEN_DIR "/ensemble"
-#define MAXTOK 512
-#define MAXLINES 16
 #define MAX_STEPS 10 /* ensemble.json's max_steps */
-
-typedef struct lines {
-  int32_t ids[MAXTOK];
-  size_t off[MAXLINES + 1];
-  size_t n;
-} lines;
-
-static void read_lines(const char *path, lines *l) {
-  FILE *f = fopen(path, "r");
-  if (!f) fail_msg("cannot open %s", path);
-  char buf[1024];
-  l->n = 0;
-  l->off[0] = 0;
-  size_t k = 0;
-  while (fgets(buf, sizeof buf, f) && l->n < MAXLINES) {
-    char *p = buf, *end;
-    for (long v; (v = strtol(p, &end, 10)), end != p; p = end) l->ids[k++] = (int32_t)v;
-    l->off[++l->n] = k;
-  }
-  fclose(f);
-}
-
-static seqcl_seqs view(const lines *l) {
-  seqcl_seqs s = {l->n, l->ids, l->off};
-  return s;
-}
 
 static int read_scores(const char *path, double *out, int cap) {
   FILE *f = fopen(path, "r");
@@ -115,8 +88,8 @@ static void expect_golden(const seqcl_decode_result *r, int count, const char *k
   }
   if (!strcmp(kind, "greedy")) return;
   snprintf(path, sizeof path, DIR "/%d_%s_scores.txt", count, kind);
-  double score[MAXLINES];
-  assert_int_equal(read_scores(path, score, MAXLINES), (int)want.n);
+  double score[TEST_LINES_MAX];
+  assert_int_equal(read_scores(path, score, TEST_LINES_MAX), (int)want.n);
   for (size_t i = 0; i < want.n; i++) {
     const double tol = 1e-4 * fmax(1.0, fabs(score[i]));
     if (fabs(r->scores[i] - score[i]) > tol)
@@ -145,7 +118,7 @@ static void on_device(const seqcl_device_info *d) {
   for (int j = 0; j < 3; j++) assert_int_equal(seqcl_model_load(ctx, names[j], &ms[j]), SEQCL_OK);
   lines src;
   read_lines(DIR "/src.txt", &src);
-  const seqcl_seqs s = view(&src);
+  const seqcl_seqs s = lines_view(&src);
 
   for (int count = 2; count <= 3; count++) {
     const struct {

@@ -20,40 +20,13 @@
 
 #include <cmocka.h>
 
+#include "../common/test_lines.h"
 #include "../common/test_main.h"
 #include "test_devices.h"
 
 #include <seqcl/seqcl.h>
 
 #define MODEL GOLDEN_DIR "/uni1_additive_zeros_state"
-#define MAXTOK 256
-#define MAXLINES 16
-
-typedef struct lines {
-  int32_t ids[MAXTOK];
-  size_t off[MAXLINES + 1];
-  size_t n;
-} lines;
-
-static void read_lines(const char *path, lines *l) {
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  char buf[1024];
-  l->n = 0;
-  l->off[0] = 0;
-  size_t k = 0;
-  while (fgets(buf, sizeof buf, f) && l->n < MAXLINES) {
-    char *p = buf, *end;
-    for (long v; (v = strtol(p, &end, 10)), end != p; p = end) l->ids[k++] = (int32_t)v;
-    l->off[++l->n] = k;
-  }
-  fclose(f);
-}
-
-static seqcl_seqs view(const lines *l) {
-  seqcl_seqs s = {l->n, l->ids, l->off};
-  return s;
-}
 
 static double max_abs(const float *x, size_t n) {
   double m = 0;
@@ -70,8 +43,8 @@ static void on_device(const seqcl_device_info *d) {
   lines src, tgt, cut;
   read_lines(MODEL "/src.txt", &src);
   read_lines(MODEL "/tgt.txt", &tgt);
-  seqcl_seqs s = view(&src), t = view(&tgt);
-  uint8_t keep[MAXTOK];
+  seqcl_seqs s = lines_view(&src), t = lines_view(&tgt);
+  uint8_t keep[TEST_LINES_TOKENS];
 
   /* keeping everything is the plain forward pass, bit for bit */
   seqcl_forward_result *plain = NULL, *r = NULL;
@@ -93,7 +66,7 @@ static void on_device(const seqcl_device_info *d) {
     for (size_t j = 0; j < kept; j++) cut.ids[k++] = src.ids[src.off[i] + j];
     cut.off[i + 1] = k;
   }
-  seqcl_seqs c = view(&cut);
+  seqcl_seqs c = lines_view(&cut);
   seqcl_forward_result *ref = NULL;
   assert_int_equal(seqcl_model_forward(m, &c, &t, 0, &ref), SEQCL_OK);
   assert_int_equal(seqcl_model_forward_masked(m, &s, keep, &t, 2, &r), SEQCL_OK);
