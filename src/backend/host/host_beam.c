@@ -49,8 +49,10 @@ static void topk_offer(const float *row, int v, int n, int K, float *bv, int *bi
 
 /* The K best of a row: blocks of 16 logits all below the K-th best so far are
  * passed over with one vector compare (at beam widths most blocks are, after
- * the first few); the others go through topk_offer one by one, so the result
- * is the one-by-one scan's exactly. */
+ * the first few); in the others only the logits not below it (NaN among them)
+ * go through topk_offer, in index order. The K-th best only rises once the
+ * slots are full, so a logit below it at the block's start would be turned
+ * away by topk_offer anyway: the result is the one-by-one scan's exactly. */
 SQ_HOT_CLONES
 static void row_topk(const float *row, int V, int K, float *bv, int *bi) {
   int full = 0, v = 0;
@@ -62,10 +64,41 @@ static void row_topk(const float *row, int V, int K, float *bv, int *bi) {
       int all = -1;
       for (int i = 0; i < SQ_VW16; i++) all &= below[i];
       if (all) continue;
+      for (int i = 0; i < SQ_VW16; i++)
+        if (!below[i]) topk_offer(row, v + i, 1, K, bv, bi, &full);
+      continue;
     }
     topk_offer(row, v, SQ_VW16, K, bv, bi, &full);
   }
   topk_offer(row, v, V - v, K, bv, bi, &full);
+}
+
+/* The row's maximum, NaN when any logit is NaN (as beam.cl): sixteen lanes'
+ * maxima, then across the lanes. The maximum of the same values in any order
+ * is the same number (a tie of -0 and +0 only changes the sign of a zero
+ * maximum, which the log-sum-exp below does not see). */
+SQ_HOT_CLONES
+static float row_max(const float *row, int V) {
+  sq_vf16 m = (sq_vf16){0} - INFINITY;
+  sq_vi16 nan = {0};
+  int v = 0;
+  for (; v + SQ_VW16 <= V; v += SQ_VW16) {
+    sq_vf16 x;
+    memcpy(&x, row + v, sizeof x);
+    m = sq_v16_select(x > m, x, m);
+    nan |= x != x;
+  }
+  float mx = -INFINITY;
+  int any_nan = 0;
+  for (int i = 0; i < SQ_VW16; i++) {
+    mx = m[i] > mx ? m[i] : mx;
+    any_nan |= nan[i] != 0;
+  }
+  for (; v < V; v++) {
+    mx = row[v] > mx ? row[v] : mx;
+    any_nan |= row[v] != row[v];
+  }
+  return any_nan ? NAN : mx;
 }
 
 /* log sum_v exp(x_v - mx) + mx with the 16-lane exp of host_math.h: sixteen
@@ -104,16 +137,9 @@ static void topk_rows(void *arg, int lo, int hi) {
       bv[i] = -INFINITY;
       bi[i] = -1;
     }
-    /* the row maximum on its own, a loop the compiler vectorises; a NaN
-     * logit makes it NaN (as beam.cl), so every value of the row is NaN and
-     * the decoder reports it */
-    float mx = -INFINITY;
-    int nan = 0;
-    for (int v = 0; v < V; v++) {
-      mx = row[v] > mx ? row[v] : mx;
-      nan |= row[v] != row[v];
-    }
-    if (nan) mx = NAN;
+    /* a NaN logit makes the maximum NaN (as beam.cl), so every value of the
+     * row is NaN and the decoder reports it */
+    const float mx = row_max(row, V);
     row_topk(row, V, K, bv, bi);
     const float lse = row_lse(row, V, mx);
     for (int i = 0; i < K; i++) {
