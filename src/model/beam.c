@@ -54,6 +54,7 @@ typedef struct beam_state {
   beam_member *mb;    /* [M] */
   sq_buf **ens_logits; /* [M] (M > 1): mb[j].logits */
   float *ens_scratch, *ens_out;
+  double *ens_work;
   /* device */
   sq_buf *ids, *logits, *alpha;
   sq_buf *vals, *toks, *cum, *live, *parent, *tok_hist, *par_hist;
@@ -80,6 +81,7 @@ static void beam_free(beam_state *b) {
   free(b->ens_logits);
   free(b->ens_scratch);
   free(b->ens_out);
+  free(b->ens_work);
   free(b->tok_hist_h);
   free(b->par_hist_h);
   free(b->live_h);
@@ -149,7 +151,8 @@ static seqcl_status beam_alloc(seqcl_model *const *ms, beam_state *b) {
     b->ens_logits = malloc((size_t)b->M * sizeof *b->ens_logits);
     b->ens_scratch = malloc((size_t)b->M * RV * f4);
     b->ens_out = malloc(RV * f4);
-    if (!b->ens_logits || !b->ens_scratch || !b->ens_out)
+    b->ens_work = malloc((size_t)b->M * b->V * sizeof(double));
+    if (!b->ens_logits || !b->ens_scratch || !b->ens_out || !b->ens_work)
       return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "beam search: out of host memory");
     for (int j = 0; j < b->M; j++) b->ens_logits[j] = b->mb[j].logits;
   }
@@ -205,8 +208,8 @@ static seqcl_status beam_step(seqcl_model *const *ms, beam_state *b, size_t firs
                        sq_at(b->M > 1 ? mb->logits : b->logits, 0), 1));
   }
   if (b->M > 1) {
-    SQ_TRY(sq_ensemble_combine(ctx, b->M, b->ens_logits, b->R, b->V, b->ens_scratch, b->ens_out,
-                               first, b->K, t));
+    SQ_TRY(sq_ensemble_combine(ctx, b->M, b->ens_logits, b->R, b->V, b->ens_scratch,
+                               b->ens_work, b->ens_out, first, b->K, t));
     SQ_TRY(sq_write(ctx, sq_at(b->logits, 0), b->ens_out, R * b->V * sizeof(float)));
   }
   SQ_TRY(sq_beam_topk(ctx, b->R, b->V, sq_at(b->logits, 0), b->V, b->K, sq_at(b->vals, 0),

@@ -17,13 +17,15 @@
 #include "model/seq2seq.h"
 
 seqcl_status sq_ensemble_combine(seqcl_ctx *ctx, int M, sq_buf *const *logits, int R, int V,
-                                 float *scratch, float *out, size_t first, int K, int step) {
+                                 float *scratch, double *work, float *out, size_t first, int K,
+                                 int step) {
   const size_t RV = (size_t)R * V;
   for (int j = 0; j < M; j++)
     SQ_TRY(sq_read(ctx, sq_at(logits[j], 0), scratch + (size_t)j * RV, RV * sizeof(float)));
-  double lse[SEQCL_ENSEMBLE_MAX];
+  double inv[SEQCL_ENSEMBLE_MAX], lse[SEQCL_ENSEMBLE_MAX];
   const double log_m = log((double)M);
   for (int r = 0; r < R; r++) {
+    /* each model's softmax: work[j V + v] = exp(z - max), inv[j] = 1 / its sum */
     for (int j = 0; j < M; j++) {
       const float *z = scratch + (size_t)j * RV + (size_t)r * V;
       double top = -INFINITY;
@@ -35,19 +37,27 @@ seqcl_status sq_ensemble_combine(seqcl_ctx *ctx, int M, sq_buf *const *logits, i
                          j + 1, first + (size_t)(r / K) + 1, step + 1, v, (double)z[v]);
         if (z[v] > top) top = z[v];
       }
-      double s = 0.0;
-      for (int v = 0; v < V; v++) s += exp((double)z[v] - top);
-      lse[j] = top + log(s);
+      double *e = work + (size_t)j * V, sum = 0.0;
+      for (int v = 0; v < V; v++) sum += e[v] = exp((double)z[v] - top);
+      inv[j] = 1.0 / sum;
+      lse[j] = top + log(sum);
     }
     for (int v = 0; v < V; v++) {
+      double p = 0.0;
+      for (int j = 0; j < M; j++) p += work[(size_t)j * V + v] * inv[j];
+      if (p > 0.0) {
+        out[(size_t)r * V + v] = (float)(log(p) - log_m);
+        continue;
+      }
+      /* every model's probability underflowed: the same sum, shifted */
       double top = -INFINITY, lp[SEQCL_ENSEMBLE_MAX];
       for (int j = 0; j < M; j++) {
         lp[j] = (double)scratch[(size_t)j * RV + (size_t)r * V + v] - lse[j];
         if (lp[j] > top) top = lp[j];
       }
-      double s = 0.0;
-      for (int j = 0; j < M; j++) s += exp(lp[j] - top);
-      out[(size_t)r * V + v] = (float)(top + log(s) - log_m);
+      double t = 0.0;
+      for (int j = 0; j < M; j++) t += exp(lp[j] - top);
+      out[(size_t)r * V + v] = (float)(top + log(t) - log_m);
     }
   }
   return SEQCL_OK;
@@ -66,6 +76,7 @@ typedef struct greedy_ens {
   sq_buf **logits; /* [M]: mb[j].logits, as sq_ensemble_combine takes them */
   int32_t *ids_host, *fin, *hist;
   float *scratch, *comb;
+  double *work;
 } greedy_ens;
 
 static seqcl_status run(seqcl_model *const *ms, int M, const seqcl_seqs *src, size_t first, int n,
@@ -87,7 +98,8 @@ static seqcl_status run(seqcl_model *const *ms, int M, const seqcl_seqs *src, si
   g->hist = malloc((size_t)max_steps * n * sizeof(int32_t));
   g->scratch = malloc((size_t)M * nV * sizeof(float));
   g->comb = malloc(nV * sizeof(float));
-  if (!g->ids_host || !g->fin || !g->hist || !g->scratch || !g->comb)
+  g->work = malloc((size_t)M * V * sizeof(double));
+  if (!g->ids_host || !g->fin || !g->hist || !g->scratch || !g->comb || !g->work)
     return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "ensemble decoding: out of host memory");
   for (int i = 0; i < n; i++) g->ids_host[i] = ms[0]->cfg.bos_id;
   int ran = 0, all = 0;
@@ -96,7 +108,8 @@ static seqcl_status run(seqcl_model *const *ms, int M, const seqcl_seqs *src, si
     for (int j = 0; j < M; j++)
       SQ_TRY(sq_dec_step(ms[j], &g->mb[j].e, &g->mb[j].ws, sq_at(g->ids, 0), g->ids_host,
                          sq_none(), sq_at(g->mb[j].logits, 0), 1));
-    SQ_TRY(sq_ensemble_combine(ctx, M, g->logits, n, V, g->scratch, g->comb, first, 1, ran));
+    SQ_TRY(sq_ensemble_combine(ctx, M, g->logits, n, V, g->scratch, g->work, g->comb, first, 1,
+                               ran));
     all = 1;
     for (int i = 0; i < n; i++) {
       /* as greedy_update: a finished row keeps emitting EOS; the lowest id wins a tie */
@@ -140,5 +153,6 @@ seqcl_status sq_decode_ensemble_greedy(seqcl_model *const *ms, int M, const seqc
   free(g.hist);
   free(g.scratch);
   free(g.comb);
+  free(g.work);
   return st;
 }

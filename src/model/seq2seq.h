@@ -146,10 +146,12 @@ seqcl_status sq_greedy_hypothesis(seqcl_ctx *ctx, const int32_t *hist, int ran, 
 
 /* Reads the logits [R, V] of each of the M models (logits[j], with the output
  * bias) into scratch [M, R, V] and writes out [R, V] = the log of the mean of
- * their probabilities. SEQCL_ERR_NON_FINITE names the model, line (first + r
- * / K, counted from 1), step and id of a logit that is not finite. */
+ * their probabilities (in double; work holds M V doubles). SEQCL_ERR_NON_FINITE
+ * names the model, line (first + r / K, counted from 1), step and id of a
+ * logit that is not finite. */
 seqcl_status sq_ensemble_combine(seqcl_ctx *ctx, int M, sq_buf *const *logits, int R, int V,
-                                 float *scratch, float *out, size_t first, int K, int step);
+                                 float *scratch, double *work, float *out, size_t first, int K,
+                                 int step);
 /* Greedy decoding of lines first..first+n-1 with the M (>= 2) models of an
  * ensemble, each step's token the argmax of the combination, on the host. */
 seqcl_status sq_decode_ensemble_greedy(seqcl_model *const *ms, int M, const seqcl_seqs *src,

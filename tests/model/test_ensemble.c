@@ -8,7 +8,10 @@
  *    twice gives that model's own outputs (a mixture of one distribution);
  *  - the refusals: no model, too many, a NULL member, a member of other
  *    vocabulary sizes, alignments; a member whose logits overflow fails the
- *    run with SEQCL_ERR_NON_FINITE naming the model and the line. */
+ *    run with SEQCL_ERR_NON_FINITE naming the model and the line;
+ *  - the mixture itself (sq_ensemble_combine) against a long double
+ *    log-sum-exp, tokens whose probability underflows double in every model
+ *    included (their log-probabilities stay finite). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +26,7 @@
 #include "../common/test_lines.h"
 #include "../common/test_main.h"
 #include "../harden/harden_util.h"
+#include "model/seq2seq.h"
 #include "model/tokens.h"
 #include "test_devices.h"
 
@@ -227,5 +231,50 @@ static void test_ensemble_non_finite(void **state) {
   hu_rmtree(root);
 }
 
+/* Rows of logits spanning 2000 nats (every model's probability of some
+ * tokens below double's smallest), seeded values elsewhere: each output
+ * within 1e-6 x max(1, |ref|) of log((1/M) sum_j softmax_j) in long double,
+ * computed shifted by the largest term. */
+static void test_mixture(void **state) {
+  (void)state;
+  enum { M = 3, R = 4, V = 37 };
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  float z[M][R * V], out[R * V], scratch[M * R * V];
+  double work[M * V];
+  sq_buf *bufs[M];
+  uint64_t rng = 2024;
+  for (int j = 0; j < M; j++) {
+    for (int i = 0; i < R * V; i++) {
+      rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+      z[j][i] = (float)((double)(rng >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+    }
+    for (int r = 0; r < R; r++) z[j][r * V + 5] = -800.0f - 300.0f * (float)j - 50.0f * (float)r;
+    z[j][V + 7] = 1000.0f; /* row 1: one token far ahead in every model */
+    assert_int_equal(sq_buf_alloc(ctx, sizeof z[j], &bufs[j]), SEQCL_OK);
+    assert_int_equal(sq_write(ctx, sq_at(bufs[j], 0), z[j], sizeof z[j]), SEQCL_OK);
+  }
+  assert_int_equal(sq_ensemble_combine(ctx, M, bufs, R, V, scratch, work, out, 0, 1, 0), SEQCL_OK);
+  for (int r = 0; r < R; r++) {
+    long double lse[M];
+    for (int j = 0; j < M; j++) {
+      long double top = -INFINITY, s = 0;
+      for (int v = 0; v < V; v++) top = fmaxl(top, z[j][r * V + v]);
+      for (int v = 0; v < V; v++) s += expl(z[j][r * V + v] - top);
+      lse[j] = top + logl(s);
+    }
+    for (int v = 0; v < V; v++) {
+      long double top = -INFINITY, s = 0;
+      for (int j = 0; j < M; j++) top = fmaxl(top, z[j][r * V + v] - lse[j]);
+      for (int j = 0; j < M; j++) s += expl(z[j][r * V + v] - lse[j] - top);
+      const double want = (double)(top + logl(s) - logl(M)), got = out[r * V + v];
+      if (!isfinite(got) || fabs(got - want) > 1e-6 * fmax(1.0, fabs(want)))
+        fail_msg("row %d, id %d: %.9g, want %.9g", r, v, got, want);
+    }
+  }
+  for (int j = 0; j < M; j++) sq_buf_free(bufs[j]);
+  seqcl_ctx_close(ctx);
+}
+
 SQ_TEST_MAIN(test_devices_setup, test_devices_teardown, cmocka_unit_test(test_ensemble_golden),
-             cmocka_unit_test(test_ensemble_non_finite))
+             cmocka_unit_test(test_ensemble_non_finite), cmocka_unit_test(test_mixture))
