@@ -68,12 +68,8 @@ int cli_open_models(const char *cmd, const char *device, const cli_models *ms,
                     const char *precision, cli_model_run *m) {
   int rc = cli_open_model(cmd, device, ms->dirs[0], precision, &m->ctx, &m->model);
   if (rc) return rc;
-  seqcl_model_options mo;
-  seqcl_model_options_init(&mo);
-  if (precision) seqcl_precision_parse(precision, &mo.precision); /* checked by cli_open_model */
   for (int j = 1; j < ms->count; j++) {
-    seqcl_status st = seqcl_model_load_with(m->ctx, ms->dirs[j], &mo, &m->extra[j - 1]);
-    if (st != SEQCL_OK) return cli_fail(cmd, st);
+    if ((rc = cli_load_model(cmd, m->ctx, ms->dirs[j], precision, &m->extra[j - 1]))) return rc;
     m->count = j;
   }
   return CLI_OK;

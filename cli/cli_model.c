@@ -58,7 +58,7 @@ int cli_options(const char *cmd, const cli_opt *opts, void (*help)(FILE *), int 
     const char *o = argv[i]; /* more may take a value after it */
     int which = -1;
     int r = take(cmd, opts, help, argc, argv, &i, &which);
-    if (r == CLI_TAKEN && which >= 0 && which < MAX_TABLE && i > 0 && argv[i] != o) {
+    if (r == CLI_TAKEN && which < MAX_TABLE && argv[i] != o) { /* a value was taken */
       if (given[which])
         return cli_usage_error(cmd, "%s given twice ('%s', then '%s'): give it once", o,
                                given[which], argv[i]);
@@ -113,23 +113,29 @@ int cli_read_tokens(const char *cmd, const char *path, const sq_config *cfg, int
   return CLI_OK;
 }
 
-int cli_open_model(const char *cmd, const char *device, const char *dir, const char *precision,
-                   seqcl_ctx **ctx, seqcl_model **model) {
+int cli_load_model(const char *cmd, seqcl_ctx *ctx, const char *dir, const char *precision,
+                   seqcl_model **model) {
   *model = NULL;
   seqcl_model_options mo;
   seqcl_model_options_init(&mo);
   if (precision && seqcl_precision_parse(precision, &mo.precision) != SEQCL_OK)
     return cli_usage_error(cmd, "--precision '%s': expected f32, bf16 or f16", precision);
+  seqcl_status st = seqcl_model_load_with(ctx, dir, &mo, model);
+  return st == SEQCL_OK ? CLI_OK : cli_fail(cmd, st);
+}
+
+int cli_open_model(const char *cmd, const char *device, const char *dir, const char *precision,
+                   seqcl_ctx **ctx, seqcl_model **model) {
+  *model = NULL;
+  seqcl_precision p;
+  if (precision && seqcl_precision_parse(precision, &p) != SEQCL_OK)
+    return cli_usage_error(cmd, "--precision '%s': expected f32, bf16 or f16", precision);
   int rc = cli_ctx_open(cmd, device, ctx);
-  if (rc != CLI_OK) return rc;
-  seqcl_status st = seqcl_model_load_with(*ctx, dir, &mo, model);
-  if (st != SEQCL_OK) {
-    rc = cli_fail(cmd, st);
+  if (rc == CLI_OK && (rc = cli_load_model(cmd, *ctx, dir, precision, model)) != CLI_OK) {
     seqcl_ctx_close(*ctx);
     *ctx = NULL;
-    return rc;
   }
-  return CLI_OK;
+  return rc;
 }
 
 void cli_model_run_free(cli_model_run *m) {

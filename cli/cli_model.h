@@ -75,6 +75,9 @@ int cli_read_tokens(const char *cmd, const char *path, const sq_config *cfg, int
  * precision (a --precision value: f32, bf16, f16; NULL: f32). */
 int cli_open_model(const char *cmd, const char *device, const char *dir, const char *precision,
                    seqcl_ctx **ctx, seqcl_model **model);
+/* Loads one more model on an open context at precision (as cli_open_model). */
+int cli_load_model(const char *cmd, seqcl_ctx *ctx, const char *dir, const char *precision,
+                   seqcl_model **model);
 /* What a model command holds between reading the model folder and exiting:
  * its config (cli_read_config), the vocabularies of its two sides (NULL: ids),
  * and once cli_open_model has run, the context and the model. Start from
