@@ -227,6 +227,85 @@ static void rows_argmax_logsoftmax_ce_embedding(void **state) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sq_buf_free(all[i]);
 }
 
+/* Is (v, i) ranked ahead of (bv, bi) in beam_topk's order: higher first, NaN
+ * below every number, lower id on ties, an empty slot (bi < 0) last. */
+static int ranked_ahead(float v, int i, float bv, int bi) {
+  if (bi < 0) return 1;
+  if (isnan(v) != isnan(bv)) return !isnan(v);
+  return (!isnan(v) && v > bv) || ((isnan(v) || v == bv) && i < bi);
+}
+
+/* beam_topk's ids against a plain insertion over every logit, on rows made to
+ * stress its shortcuts: values from a handful of levels (ties at the K-th
+ * place, across blocks of 16 and with the lanes' maxima), -inf runs, NaN in
+ * some rows, increasing rows (each logit a new best), V around the block
+ * width. Ids exact; values (rows without NaN) within the log-softmax
+ * tolerance of ops_beam.c's entry, 64 eps (|x| + |lse|) here. */
+static void beam_topk_against_insertion(void **state) {
+  seqcl_ctx *ctx = *state;
+  static const int Vs[] = {1, 5, 15, 16, 17, 33, 47, 256, 1000, 1031};
+  static const int Ks[] = {1, 2, 5, 16};
+  th_rng r = th_seed(29);
+  for (size_t vi = 0; vi < sizeof Vs / sizeof Vs[0]; vi++)
+    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+      enum { N = 12 };
+      const int V = Vs[vi], K = Ks[ki];
+      float *x = malloc((size_t)N * V * sizeof *x);
+      assert_non_null(x);
+      for (int n = 0; n < N; n++)
+        for (int v = 0; v < V; v++) {
+          float *xv = &x[(size_t)n * V + v];
+          const uint32_t u = th_u32(&r);
+          switch (n % 6) {
+          case 0: *xv = (float)(u % 4); break;                 /* ties everywhere */
+          case 1: *xv = u % 3 ? -INFINITY : (float)(u % 5); break;
+          case 2: *xv = (float)v * 0.5f; break;                /* increasing */
+          case 3: *xv = -(float)v; break;                      /* decreasing */
+          case 4: *xv = u % 97 == 0 ? NAN : 4.0f * th_unit(&r); break;
+          default: *xv = 4.0f * th_unit(&r); break;
+          }
+        }
+      sq_buf *bx = th_buf(ctx, (size_t)N * V, x), *bv = th_buf(ctx, (size_t)N * K, NULL);
+      sq_buf *bi = th_buf(ctx, (size_t)N * K, NULL);
+      TH_OK(sq_beam_topk(ctx, N, V, sq_at(bx, 0), V, K, sq_at(bv, 0), sq_at(bi, 0)));
+      float vals[N * 16];
+      int32_t ids[N * 16];
+      TH_OK(sq_read(ctx, sq_at(bv, 0), vals, (size_t)N * K * sizeof(float)));
+      TH_OK(sq_read(ctx, sq_at(bi, 0), ids, (size_t)N * K * sizeof(int32_t)));
+      for (int n = 0; n < N; n++) {
+        const float *row = x + (size_t)n * V;
+        float wv[16];
+        int wi[16];
+        for (int k = 0; k < K; k++) wi[k] = -1, wv[k] = -INFINITY;
+        for (int v = 0; v < V; v++) {
+          if (!ranked_ahead(row[v], v, wv[K - 1], wi[K - 1])) continue;
+          int pos = K - 1;
+          for (; pos > 0 && ranked_ahead(row[v], v, wv[pos - 1], wi[pos - 1]); pos--)
+            wv[pos] = wv[pos - 1], wi[pos] = wi[pos - 1];
+          wv[pos] = row[v];
+          wi[pos] = v;
+        }
+        double mx = -INFINITY, sum = 0.0;
+        int has_nan = 0;
+        for (int v = 0; v < V; v++) has_nan |= isnan(row[v]), mx = fmax(mx, row[v]);
+        for (int v = 0; v < V; v++) sum += exp(row[v] - mx);
+        const double lse = mx + log(sum);
+        for (int k = 0; k < K; k++) {
+          if (ids[n * K + k] != wi[k])
+            fail_msg("V %d K %d row %d slot %d: id %d, want %d", V, K, n, k, ids[n * K + k],
+                     wi[k]);
+          if (has_nan || wi[k] < 0 || row[wi[k]] == -INFINITY) continue;
+          check_close("beam_topk value", (size_t)(n * K + k), vals[n * K + k], row[wi[k]] - lse,
+                      64 * EPS * (fabs(row[wi[k]]) + fabs(lse)));
+        }
+      }
+      sq_buf_free(bx);
+      sq_buf_free(bv);
+      sq_buf_free(bi);
+      free(x);
+    }
+}
+
 /* Integer-filled GEMM (K max|a| max|b| <= 2^24) is exact, for every transpose
  * combination and with strided batches. */
 static void gemm_integer_exact(void **state) {
@@ -486,6 +565,7 @@ SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx,
       cmocka_unit_test(softmax_extreme_logits),
       cmocka_unit_test(attention_all_kinds),
       cmocka_unit_test(rows_argmax_logsoftmax_ce_embedding),
+      cmocka_unit_test(beam_topk_against_insertion),
       cmocka_unit_test(gemm_integer_exact),
       cmocka_unit_test(gemm_frozen_packed),
       cmocka_unit_test(gemm_frozen_packed_kn),

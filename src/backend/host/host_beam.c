@@ -47,38 +47,39 @@ static void topk_offer(const float *row, int v, int n, int K, float *bv, int *bi
   }
 }
 
-/* The K best of a row: blocks of 16 logits all below the K-th best so far are
- * passed over with one vector compare (at beam widths most blocks are, after
- * the first few); in the others only the logits not below it (NaN among them)
- * go through topk_offer, in index order. The K-th best only rises once the
- * slots are full, so a logit below it at the block's start would be turned
- * away by topk_offer anyway: the result is the one-by-one scan's exactly. */
+/* The K best of a row, given a bound `least` no higher than its K-th best number:
+ * only the logits not below max(least, the K-th best so far) go through
+ * topk_offer, in index order (a NaN fails `<` and is offered too); a block of
+ * 16 all below it is passed over with one vector compare. Every logit passed
+ * over is below the K best numbers, or ties the K-th with a higher index, so
+ * topk_offer would turn it away: the result is the one-by-one scan's exactly. */
 SQ_HOT_CLONES
-static void row_topk(const float *row, int V, int K, float *bv, int *bi) {
+static void row_topk(const float *row, int V, int K, float least, float *bv, int *bi) {
   int full = 0, v = 0;
   for (; v + SQ_VW16 <= V; v += SQ_VW16) {
-    if (full) {
-      sq_vf16 x;
-      memcpy(&x, row + v, sizeof x);
-      const sq_vi16 below = x < bv[K - 1];
-      int all = -1;
-      for (int i = 0; i < SQ_VW16; i++) all &= below[i];
-      if (all) continue;
-      for (int i = 0; i < SQ_VW16; i++)
-        if (!below[i]) topk_offer(row, v + i, 1, K, bv, bi, &full);
-      continue;
-    }
-    topk_offer(row, v, SQ_VW16, K, bv, bi, &full);
+    const float t = full && bv[K - 1] > least ? bv[K - 1] : least;
+    sq_vf16 x;
+    memcpy(&x, row + v, sizeof x);
+    const sq_vi16 below = x < t;
+    int all = -1;
+    for (int i = 0; i < SQ_VW16; i++) all &= below[i];
+    if (all) continue;
+    for (int i = 0; i < SQ_VW16; i++)
+      if (!below[i]) topk_offer(row, v + i, 1, K, bv, bi, &full);
   }
-  topk_offer(row, v, V - v, K, bv, bi, &full);
+  for (; v < V; v++)
+    if (!(row[v] < least)) topk_offer(row, v, 1, K, bv, bi, &full);
 }
 
 /* The row's maximum, NaN when any logit is NaN (as beam.cl): sixteen lanes'
  * maxima, then across the lanes. The maximum of the same values in any order
  * is the same number (a tie of -0 and +0 only changes the sign of a zero
- * maximum, which the log-sum-exp below does not see). */
+ * maximum, which the log-sum-exp below does not see). *least gets the K-th
+ * largest of the lanes' maxima over the full blocks (K <= 16 lanes): K
+ * different logits are at least that large, all of them numbers, so each of
+ * the row's K best numbers is too; -inf when the row has no full block. */
 SQ_HOT_CLONES
-static float row_max(const float *row, int V) {
+static float row_max(const float *row, int V, int K, float *least) {
   sq_vf16 m = (sq_vf16){0} - INFINITY;
   sq_vi16 nan = {0};
   int v = 0;
@@ -88,12 +89,20 @@ static float row_max(const float *row, int V) {
     m = sq_v16_select(x > m, x, m);
     nan |= x != x;
   }
-  float mx = -INFINITY;
+  float lanes[SQ_VW16], mx = -INFINITY;
   int any_nan = 0;
   for (int i = 0; i < SQ_VW16; i++) {
     mx = m[i] > mx ? m[i] : mx;
     any_nan |= nan[i] != 0;
+    /* insertion, largest first: sixteen numbers (-inf where no block) */
+    int pos = i;
+    while (pos > 0 && lanes[pos - 1] < m[i]) {
+      lanes[pos] = lanes[pos - 1];
+      pos--;
+    }
+    lanes[pos] = m[i];
   }
+  *least = lanes[K - 1];
   for (; v < V; v++) {
     mx = row[v] > mx ? row[v] : mx;
     any_nan |= row[v] != row[v];
@@ -139,8 +148,9 @@ static void topk_rows(void *arg, int lo, int hi) {
     }
     /* a NaN logit makes the maximum NaN (as beam.cl), so every value of the
      * row is NaN and the decoder reports it */
-    const float mx = row_max(row, V);
-    row_topk(row, V, K, bv, bi);
+    float least;
+    const float mx = row_max(row, V, K, &least);
+    row_topk(row, V, K, least, bv, bi);
     const float lse = row_lse(row, V, mx);
     for (int i = 0; i < K; i++) {
       j->vals[(size_t)r * K + i] = bi[i] >= 0 ? bv[i] - lse : -INFINITY;
