@@ -153,7 +153,10 @@ static void test_argmax(void **state) {
   for (int i = 0; i < V; i++) bias[i] = 0.25f * test_uniform();
   /* row 0: a tie between 17 and 900 -> 17; row 1: tie at 0 and V-1 -> 0;
    * row 2: the max in the last column; row 3: all equal -> 0;
-   * row 4: the max only in the ld padding (must be ignored); row 5: -inf everywhere but one */
+   * row 4: the max only in the ld padding (must be ignored); row 5: -inf everywhere but one;
+   * NaN counts as the largest value, its first occurrence winning (as torch.argmax):
+   * row 6: NaN at 300 and 600 after a larger number -> 300; row 7: NaN first -> 0;
+   * row 8: -0 at 40 before +0 at 41 above negatives -> 40 (equal values) */
   x[0 * ld + 17] = x[0 * ld + 900] = 5.0f;
   x[1 * ld + 0] = x[1 * ld + V - 1] = 5.0f;
   x[2 * ld + V - 1] = 5.0f;
@@ -162,6 +165,12 @@ static void test_argmax(void **state) {
   x[4 * ld + 500] = 3.0f;
   for (int v = 0; v < V; v++) x[5 * ld + v] = -INFINITY;
   x[5 * ld + 777] = -1e30f;
+  x[6 * ld + 10] = 50.0f;
+  x[6 * ld + 300] = x[6 * ld + 600] = NAN;
+  x[7 * ld + 0] = NAN;
+  for (int v = 0; v < V; v++) x[8 * ld + v] = -1.0f - test_uniform() * test_uniform();
+  x[8 * ld + 40] = -0.0f;
+  x[8 * ld + 41] = 0.0f;
   sq_buf *bx = upload(x, (size_t)N * ld), *bb = upload(bias, V), *bi = upload(NULL, N);
   int32_t ids[9];
   for (int with_bias = 0; with_bias < 2; with_bias++) {
@@ -172,6 +181,10 @@ static void test_argmax(void **state) {
       double bv = -INFINITY;
       for (int v = 0; v < V; v++) {
         double val = (double)(x[(size_t)n * ld + v] + (with_bias ? bias[v] : 0.0f));
+        if (isnan(val)) { /* the first NaN */
+          best = v;
+          break;
+        }
         if (val > bv) { /* strict: the lowest index wins a tie */
           bv = val;
           best = v;
@@ -187,6 +200,9 @@ static void test_argmax(void **state) {
       assert_int_equal(ids[3], 0);
       assert_int_equal(ids[4], 500);
       assert_int_equal(ids[5], 777);
+      assert_int_equal(ids[6], 300);
+      assert_int_equal(ids[7], 0);
+      assert_int_equal(ids[8], 40);
     }
   }
   free(x);

@@ -160,6 +160,70 @@ static void attention_all_kinds(void **state) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sq_buf_free(all[i]);
 }
 
+/* The host argmax's sixteen lanes against a plain scan (the first NaN, else
+ * the first index of the maximum) at widths around the lane count, with and
+ * without a bias, on rows of ties across lanes, -inf, NaN, -0 and +0. */
+static int plain_argmax(const float *x, const float *b, int V) {
+  int best = 0;
+  float bv = -INFINITY;
+  for (int v = 0; v < V; v++) {
+    const float val = b ? x[v] + b[v] : x[v];
+    if (val != val) return v;
+    if (val > bv) bv = val, best = v;
+  }
+  return best;
+}
+
+static void argmax_lanes_against_plain(void **state) {
+  seqcl_ctx *ctx = *state;
+  enum { ROWS = 10, VMAX = 1001 };
+  const int widths[] = {1, 2, 15, 16, 17, 31, 33, 64, 257, 1000, VMAX};
+  th_rng r = th_seed(29);
+  float *x = malloc(sizeof(float) * ROWS * VMAX), *bias = malloc(sizeof(float) * VMAX);
+  assert_non_null(x);
+  assert_non_null(bias);
+  for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+    const int V = widths[w];
+    th_fill(&r, x, (size_t)ROWS * V, 3);
+    th_fill(&r, bias, V, 1);
+    float *row = x;
+    /* 0: a tie in two lanes, the later lane holding the lower index */
+    row[V - 1] = row[V / 2] = 9.0f;
+    row = x + V;
+    /* 1: all equal; 2: all -inf; 3: -inf but the last */
+    for (int v = 0; v < V; v++) row[v] = 0.5f, row[V + v] = row[2 * V + v] = -INFINITY;
+    row[3 * V - 1] = -1e30f;
+    /* 4: NaN at 0; 5: NaN in the last place; 6: two NaN after the maximum */
+    x[4 * V] = NAN;
+    x[6 * V - 1] = NAN;
+    x[6 * V + 0] = 50.0f;
+    x[6 * V + V / 3] = x[6 * V + 2 * V / 3] = NAN;
+    /* 7: -0 before +0 above negatives; 8: the maximum at 0; 9 as drawn */
+    for (int v = 0; v < V; v++) x[7 * V + v] = -1.0f - th_unit(&r) * th_unit(&r);
+    x[7 * V + V / 2] = -0.0f;
+    x[7 * V + V - 1] = 0.0f;
+    x[8 * V] = 40.0f;
+    sq_buf *bx = th_buf(ctx, (size_t)ROWS * V, x), *bb = th_buf(ctx, V, bias);
+    sq_buf *bi = th_buf(ctx, ROWS, NULL);
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+      TH_OK(sq_argmax(ctx, ROWS, V, sq_at(bx, 0), V, with_bias ? sq_at(bb, 0) : sq_none(),
+                      sq_at(bi, 0)));
+      int32_t ids[ROWS];
+      TH_OK(sq_read(ctx, sq_at(bi, 0), ids, sizeof ids));
+      for (int n = 0; n < ROWS; n++) {
+        const int want = plain_argmax(x + (size_t)n * V, with_bias ? bias : NULL, V);
+        if (ids[n] != want)
+          fail_msg("V %d row %d bias %d: argmax %d, want %d", V, n, with_bias, ids[n], want);
+      }
+    }
+    sq_buf_free(bx);
+    sq_buf_free(bb);
+    sq_buf_free(bi);
+  }
+  free(x);
+  free(bias);
+}
+
 static void rows_argmax_logsoftmax_ce_embedding(void **state) {
   seqcl_ctx *ctx = *state;
   enum { N = 4, V = 9, D = 5 };
@@ -565,6 +629,7 @@ SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx,
       cmocka_unit_test(softmax_extreme_logits),
       cmocka_unit_test(attention_all_kinds),
       cmocka_unit_test(rows_argmax_logsoftmax_ce_embedding),
+      cmocka_unit_test(argmax_lanes_against_plain),
       cmocka_unit_test(beam_topk_against_insertion),
       cmocka_unit_test(gemm_integer_exact),
       cmocka_unit_test(gemm_frozen_packed),

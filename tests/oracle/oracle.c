@@ -157,6 +157,10 @@ void oracle_argmax(int N, int V, const float *x, int ld, const float *bias, doub
     float bv = 0;
     for (int v = 0; v < V; v++) {
       float s = x[(size_t)n * ld + v] + (bias ? bias[v] : 0.0f);
+      if (s != s) { /* NaN counts as the largest, the first one winning (torch.argmax) */
+        best = v;
+        break;
+      }
       if (v == 0 || s > bv) best = v, bv = s;
     }
     ids[n] = best;

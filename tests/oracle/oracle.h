@@ -52,7 +52,8 @@ void oracle_gru_layer(int N, int T, int In, int H, const double *x, const double
 
 void oracle_embedding(int N, int D, const int32_t *ids, const double *table, double *out);
 /* The lowest index of the largest float32 sum x + bias (the sum is rounded to
- * float as the devices round it; SPEC §1 argmax on float32 logits). */
+ * float as the devices round it; SPEC §1 argmax on float32 logits); the first
+ * NaN where there is one, as torch.argmax. */
 void oracle_argmax(int N, int V, const float *x, int ld, const float *bias, double *ids);
 void oracle_log_softmax(int N, int V, const double *x, double *y);
 /* Mean over rows with labels >= 0 of -log_softmax(x)[label]; 0 when none. */

@@ -1,7 +1,13 @@
 /* The greedy decode family on the host: the argmax of the logits and the
  * EOS bookkeeping of a greedy step. */
+#include <math.h>
+#include <string.h>
+
 #include "backend/host/host.h"
+#include "backend/host/host_math.h"
 #include "backend/host/pool.h"
+
+SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
 
 typedef struct argmax_job {
   int V, ld;
@@ -9,23 +15,62 @@ typedef struct argmax_job {
   int32_t *out;
 } argmax_job;
 
+/* argmax_v (xr[v] + b[v]) as torch.argmax and decode.cl: the first NaN if
+ * there is one, else the first index of the maximum; 0 for a row of -inf.
+ * Sixteen lanes each keep the first index of their own maximum (strictly
+ * greater replaces), so the lowest index among the lanes holding the
+ * maximum is the row's first; NaN never replaces (x > m is false), so a row
+ * with a NaN is searched again for its first one, which only a broken model
+ * produces. The scalar loop this replaced spent 7 % of a batch-64 decode
+ * here: a compare and a branch per logit, one after the other. */
+SQ_HOT_CLONES
+static int row_argmax(const float *xr, const float *b, int V) {
+  sq_vf16 m = (sq_vf16){0} - INFINITY;
+  sq_vi16 at = (sq_vi16){0} - 1, nan = {0};
+  const sq_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  int v = 0;
+  for (; v + SQ_VW16 <= V; v += SQ_VW16) {
+    sq_vf16 x;
+    memcpy(&x, xr + v, sizeof x);
+    if (b) {
+      sq_vf16 y;
+      memcpy(&y, b + v, sizeof y);
+      x += y;
+    }
+    const sq_vi16 gt = x > m;
+    m = sq_v16_select(gt, x, m);
+    at = (gt & (lane + v)) | (~gt & at);
+    nan |= x != x;
+  }
+  int best = -1, any_nan = 0;
+  float bestv = -INFINITY;
+  for (int i = 0; i < SQ_VW16; i++) {
+    any_nan |= nan[i] != 0;
+    if (at[i] >= 0 && (m[i] > bestv || (m[i] == bestv && at[i] < best))) {
+      bestv = m[i];
+      best = at[i];
+    }
+  }
+  for (; v < V; v++) { /* after every lane's index: strictly greater */
+    const float val = b ? xr[v] + b[v] : xr[v];
+    any_nan |= val != val;
+    if (val > bestv) {
+      bestv = val;
+      best = v;
+    }
+  }
+  if (any_nan)
+    for (v = 0; v < V; v++) {
+      const float val = b ? xr[v] + b[v] : xr[v];
+      if (val != val) return v;
+    }
+  return best < 0 ? 0 : best;
+}
+
 static void argmax_rows(void *arg, int lo, int hi) {
   const argmax_job *j = arg;
-  for (int n = lo; n < hi; n++) {
-    const float *xr = j->x + (size_t)n * (size_t)j->ld;
-    const float *b = j->b;
-    int best = 0;
-    float bestv = b ? xr[0] + b[0] : xr[0];
-    /* strictly greater: the lowest index wins a tie */
-    for (int v = 1; v < j->V; v++) {
-      float val = b ? xr[v] + b[v] : xr[v];
-      if (val > bestv) {
-        bestv = val;
-        best = v;
-      }
-    }
-    j->out[n] = best;
-  }
+  for (int n = lo; n < hi; n++)
+    j->out[n] = row_argmax(j->x + (size_t)n * (size_t)j->ld, j->b, j->V);
 }
 
 seqcl_status sq_host_argmax(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,
