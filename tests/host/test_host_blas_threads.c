@@ -7,11 +7,11 @@
  * must not start its workers again for it. Where OpenBLAS started no
  * workers (one core, or its serial build) the count before says so. */
 #include <dirent.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -7,6 +7,7 @@
 #include "backend/host/host_math.h"
 #include "core/fault.h"
 #include "host_test.h"
+#include "oracle.h"
 
 #define EPS (1.0 / 8388608.0)
 
@@ -160,20 +161,10 @@ static void attention_all_kinds(void **state) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sq_buf_free(all[i]);
 }
 
-/* The host argmax's sixteen lanes against a plain scan (the first NaN, else
- * the first index of the maximum) at widths around the lane count, with and
- * without a bias, on rows of ties across lanes, -inf, NaN, -0 and +0. */
-static int plain_argmax(const float *x, const float *b, int V) {
-  int best = 0;
-  float bv = -INFINITY;
-  for (int v = 0; v < V; v++) {
-    const float val = b ? x[v] + b[v] : x[v];
-    if (val != val) return v;
-    if (val > bv) bv = val, best = v;
-  }
-  return best;
-}
-
+/* The host argmax's sixteen lanes against the oracle's plain scan (the first
+ * NaN, else the first index of the maximum) at widths around the lane count,
+ * with and without a bias, on rows of ties across lanes, -inf, NaN, -0 and
+ * +0. */
 static void argmax_lanes_against_plain(void **state) {
   seqcl_ctx *ctx = *state;
   enum { ROWS = 10, VMAX = 1001 };
@@ -187,8 +178,12 @@ static void argmax_lanes_against_plain(void **state) {
     th_fill(&r, x, (size_t)ROWS * V, 3);
     th_fill(&r, bias, V, 1);
     float *row = x;
-    /* 0: a tie in two lanes, the later lane holding the lower index */
-    row[V - 1] = row[V / 2] = 9.0f;
+    /* 0: a tie where the lower index sits in the later lane (15 in lane 15,
+     * 16 in lane 0), or across the halves of a short row */
+    if (V >= 32)
+      row[15] = row[16] = 9.0f;
+    else
+      row[V - 1] = row[V / 2] = 9.0f;
     row = x + V;
     /* 1: all equal; 2: all -inf; 3: -inf but the last */
     for (int v = 0; v < V; v++) row[v] = 0.5f, row[V + v] = row[2 * V + v] = -INFINITY;
@@ -210,8 +205,10 @@ static void argmax_lanes_against_plain(void **state) {
                       sq_at(bi, 0)));
       int32_t ids[ROWS];
       TH_OK(sq_read(ctx, sq_at(bi, 0), ids, sizeof ids));
+      double want_ids[ROWS];
+      oracle_argmax(ROWS, V, x, V, with_bias ? bias : NULL, want_ids);
       for (int n = 0; n < ROWS; n++) {
-        const int want = plain_argmax(x + (size_t)n * V, with_bias ? bias : NULL, V);
+        const int want = (int)want_ids[n];
         if (ids[n] != want)
           fail_msg("V %d row %d bias %d: argmax %d, want %d", V, n, with_bias, ids[n], want);
       }

@@ -14,7 +14,7 @@
  * starts its workers when the library is loaded, and each spins on
  * sched_yield for about 2^28 cycles (0.1 s) before it sleeps. On a two-core
  * machine that spinner takes a core from seqcl's pool for the first tenth of
- * a second of every process: a 64-line decode took 0.10 s instead of 0.06 s,
+ * a second of every process: a 64-line decode took 0.10 s instead of 0.07 s,
  * with 0.09 s of system time. So once OpenBLAS is at one thread, its idle
  * workers are stopped with the call OpenBLAS itself makes before a fork; a
  * later multi-threaded call there would start them again. The symbol is not
