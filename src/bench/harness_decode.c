@@ -129,7 +129,8 @@ static int ablation_bits(const seqcl_ctx *ctx, unsigned bits[ABL_MAX]) {
                                       SQ_ABL_SMALL_GEMM,
                                       SQ_ABL_THREADS,
                                       SQ_ABL_FUSED_GREEDY,
-                                      SQ_ABL_PACKED};
+                                      SQ_ABL_PACKED,
+                                      SQ_ABL_DEC_TABLE};
   const sq_backend *be = ctx->be;
   const int threads = be->ops->supports && be->ops->supports(be, SQ_CAP_THREADS);
   int nb = 0;

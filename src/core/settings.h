@@ -49,6 +49,9 @@ enum {
   /* the host's products with many rows read the frozen weights packed once
    * (host_packed.c); off: OpenBLAS packs them in every product */
   SQ_ABL_PACKED = 1u << 10,
+  /* the decoder's embedding read through its per-token share of the GRU
+   * input product (model/dec_table.c); off: embedded, then multiplied */
+  SQ_ABL_DEC_TABLE = 1u << 11,
   /* Not an ablation: the own small-GEMM kernel for every product it supports,
    * whatever the shape and device (bench compares it with CLBlast). */
   SQ_FORCE_SMALL_GEMM = 1u << 7

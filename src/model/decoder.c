@@ -170,14 +170,20 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
   const step_row r = step_row_of(m, ws);
   const int sce = r.sce, ld_x = r.ld;
   sq_ref emb = r.emb, ctxv = r.ctxv;
-  if (ids_host) {
-    SQ_TRY(sq_embedding(ctx, n, D, V, ids, ids_host, m->dec_emb, emb, ld_x));
-  } else {
-    /* Greedy and beam decoding: the ids were written on the device. */
-    SQ_TRY(sq_embedding_device_ids(ctx, n, D, V, ids, m->dec_emb, emb, ld_x));
-  }
-
   const int stacked = ws->wstack.buf != NULL;
+  /* With the table (dec_table.c) a step gathers each token's E W_ih[:, :D]^T
+   * row into the GRU input product's output and never writes the embedding;
+   * greedy and beam decoding read ids that were written on the device. */
+  const int table = stacked && m->dec_table.buf && !(sq_ablated(ctx) & SQ_ABL_DEC_TABLE);
+  const int gw = table ? Hd3 : D;
+  sq_ref gsrc = table ? m->dec_table : m->dec_emb;
+  sq_ref gdst = table ? sq_at(ws->gru_ws, 0) : emb;
+  const int gld = table ? Hd3 : ld_x;
+  if (ids_host)
+    SQ_TRY(sq_embedding(ctx, n, gw, V, ids, ids_host, gsrc, gdst, gld));
+  else
+    SQ_TRY(sq_embedding_device_ids(ctx, n, gw, V, ids, gsrc, gdst, gld));
+
   if (stacked) {
     /* ghq = s_{t-1} [W_hh ; W_q]^T: the recurrent half of the GRU and the query
      * in one GEMM (the GRU reads s_{t-1} only through W_hh s, and s is not
@@ -196,9 +202,12 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
 
   if (stacked) {
     sq_ref gi = sq_at(ws->gru_ws, 0);
-    /* [e ; c] W_ih^T, or the same sum read as [c ; e] W_ih_ce^T */
-    SQ_TRY(sq_gemm(ctx, 0, 1, n, Hd3, X, 1.0f, sce ? ctxv : emb, ld_x, 0,
-                   sce ? m->dec_w_ih_ce : m->dec.w_ih, X, 0, 0.0f, gi, Hd3, 0, 1));
+    if (table) /* gi (the gathered rows) += c W_ih[:, D:]^T */
+      SQ_TRY(sq_gemm(ctx, 0, 1, n, Hd3, He, 1.0f, ctxv, ld_x, 0, m->dec_w_ih_c, He, 0, 1.0f, gi,
+                     Hd3, 0, 1));
+    else /* [e ; c] W_ih^T, or the same sum read as [c ; e] W_ih_ce^T */
+      SQ_TRY(sq_gemm(ctx, 0, 1, n, Hd3, X, 1.0f, sce ? ctxv : emb, ld_x, 0,
+                     sce ? m->dec_w_ih_ce : m->dec.w_ih, X, 0, 0.0f, gi, Hd3, 0, 1));
     /* with sce the gates also write s_t into the row, beside c_t */
     sq_gru_args g = {.N = n, .H = Hd, .gi = gi, .gi_sn = (size_t)Hd3, .gi_st = 0,
                      .gh = sq_at(ws->ghq, 0), .ld_gh = Hd3 + q, .b_ih = m->dec.b_ih,

@@ -160,13 +160,25 @@ static size_t w_hhq_count(const seqcl_model *m) {
   return (3 * Hd + (size_t)sq_dec_query_width(m)) * Hd;
 }
 
+/* W_ih[:, D:], the context's columns, as [3H_d, He] (dec_table.c). */
+static size_t w_ih_c_count(const seqcl_model *m) {
+  if (!sq_dec_table_fits(m)) return 0;
+  return (size_t)3 * m->cfg.dec_hidden * (size_t)m->He;
+}
+
+static void context_columns(const seqcl_model *m, const float *w_ih, float *out) {
+  const size_t D = (size_t)m->cfg.embed_dim, He = (size_t)m->He, X = D + He;
+  for (size_t r = 0; r < (size_t)3 * m->cfg.dec_hidden; r++)
+    memcpy(out + r * He, w_ih + r * X + D, He * sizeof(float));
+}
+
 static size_t aligned(size_t n) { return (n + WEIGHT_ALIGN - 1) / WEIGHT_ALIGN * WEIGHT_ALIGN; }
 
-/* Converts every found tensor into one host array (and the derived W_ih_ce)
- * and uploads it. */
+/* Converts every found tensor into one host array (and the derived W_ih_ce,
+ * W_ih_c and [W_hh ; W_q]), uploads it, and builds the decoder's table. */
 static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
-  size_t total = aligned(w_ih_ce_count(m)) + aligned(w_hhq_count(m));
-  m->dec_w_ih_ce = m->dec_w_hhq = sq_none();
+  size_t total = aligned(w_ih_ce_count(m)) + aligned(w_ih_c_count(m)) + aligned(w_hhq_count(m));
+  m->dec_w_ih_ce = m->dec_w_ih_c = m->dec_w_hhq = sq_none();
   for (size_t k = 0; k < l->count; k++) {
     *l->v[k].dst = sq_none();
     if (l->v[k].found) total += aligned(l->v[k].found->nelem);
@@ -202,6 +214,11 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
     m->dec_w_ih_ce = sq_at(m->weights, off);
     off += aligned(w_ih_ce_count(m));
   }
+  if (w_ih_c_count(m)) {
+    context_columns(m, host + w_ih_off, host + off);
+    m->dec_w_ih_c = sq_at(m->weights, off);
+    off += aligned(w_ih_c_count(m));
+  }
   const size_t hh = (size_t)3 * m->cfg.dec_hidden * m->cfg.dec_hidden;
   memcpy(host + off, host + w_hh_off, hh * sizeof(float));
   memcpy(host + off + hh, host + w_q_off, (w_hhq_count(m) - hh) * sizeof(float));
@@ -209,10 +226,12 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
   st = sq_write(m->ctx, sq_at(m->weights, 0), host, total * sizeof(float));
   free(host);
   if (st == SEQCL_OK) st = sq_model_halfwidth_copy(m, m->weights);
+  /* before the freeze: the table's one product over W_ih would otherwise
+   * pack a copy of it that nothing reads again */
+  if (st == SEQCL_OK) st = sq_dec_table_build(m);
   /* nothing writes the weights from here on (products may keep them packed) */
   if (st == SEQCL_OK) sq_buf_freeze(m->ctx, m->weights);
-  if (st == SEQCL_OK) st = sq_finish(m->ctx);
-  return st;
+  return st; /* (the caller waits for the upload) */
 }
 
 seqcl_status seqcl_model_load(seqcl_ctx *ctx, const char *dir, seqcl_model **out) {
@@ -262,6 +281,7 @@ seqcl_status seqcl_model_load_with(seqcl_ctx *ctx, const char *dir,
   if (st != SEQCL_OK) goto done;
   /* Everything checked: only now does the device see the model. */
   st = upload(m, f, &specs);
+  if (st == SEQCL_OK) st = sq_finish(ctx);
 done:
   /* Loader failures recorded the thread message only; the context keeps it too. */
   if (st != SEQCL_OK) snprintf(ctx->message, sizeof ctx->message, "%s", seqcl_last_message());
@@ -280,6 +300,7 @@ done:
 void seqcl_model_free(seqcl_model *m) {
   if (!m) return;
   sq_buf_free(m->weights);
+  sq_buf_free(m->dec_table_buf);
   free(m->enc);
   free(m);
 }

@@ -365,6 +365,14 @@ seqcl_status sq_st_check_finite(const sq_st_file *f, const sq_st_tensor *t) {
 void sq_st_to_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst) {
   if (!f || !t || !dst) return;
   const unsigned char *p = f->data + t->begin;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* the file's little-endian float32 is this machine's: one copy (the loop
+   * below, a dtype switch per element, was 7 % of a one-line decode) */
+  if (t->dtype == SQ_DT_F32) {
+    memcpy(dst, p, t->nelem * sizeof *dst);
+    return;
+  }
+#endif
   for (size_t i = 0; i < t->nelem; i++) {
     switch (t->dtype) {
     case SQ_DT_F32: {
