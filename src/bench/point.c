@@ -117,7 +117,8 @@ static void step_gemms(const seqcl_model *m, int R, step_gemm g[3]) {
   const sq_config *c = &m->cfg;
   const int Hd = c->dec_hidden, He = m->He;
   g[0] = (step_gemm){R, 3 * Hd + query_width(m), Hd};
-  g[1] = (step_gemm){R, 3 * Hd, c->embed_dim + He};
+  /* with the embedding table the input product reads the context alone */
+  g[1] = (step_gemm){R, 3 * Hd, sq_dec_uses_table(m) ? He : c->embed_dim + He};
   g[2] = (step_gemm){R, c->tgt_vocab, c->output == SQ_OUTPUT_STATE ? Hd : Hd + He};
 }
 
@@ -137,6 +138,7 @@ void sq_bench_step_work(const seqcl_model *m, int R, int S, double *flops, doubl
    * one dot product (2He); the context another 2He */
   f += (double)R * S * (A ? 3.0 * A + 2.0 * He : 4.0 * He);
   w += (double)R * S * (He + A); /* keys (and projected keys), per row */
+  if (sq_dec_uses_table(m)) w += (double)R * 3 * m->cfg.dec_hidden; /* a table row each */
   *flops = f;
   *bytes = 4.0 * w;
 }

@@ -60,6 +60,11 @@ seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws) {
   return st;
 }
 
+int sq_dec_uses_table(const seqcl_model *m) {
+  const unsigned off = sq_ablated(m->ctx);
+  return m->dec_table.buf && !(off & (SQ_ABL_DEC_TABLE | SQ_ABL_STACK_QUERY));
+}
+
 /* Where a step's embedding and context go, `ld` apart row to row: the GRU
  * input xin [e | c], or the row [s | c | e] (sce: output over [s ; c]). */
 typedef struct step_row {
@@ -174,7 +179,7 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
   /* With the table (dec_table.c) a step gathers each token's E W_ih[:, :D]^T
    * row into the GRU input product's output and never writes the embedding;
    * greedy and beam decoding read ids that were written on the device. */
-  const int table = stacked && m->dec_table.buf && !(sq_ablated(ctx) & SQ_ABL_DEC_TABLE);
+  const int table = stacked && sq_dec_uses_table(m);
   const int gw = table ? Hd3 : D;
   sq_ref gsrc = table ? m->dec_table : m->dec_emb;
   sq_ref gdst = table ? sq_at(ws->gru_ws, 0) : emb;

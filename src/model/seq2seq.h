@@ -63,6 +63,10 @@ seqcl_status sq_model_halfwidth_copy(const seqcl_model *m, sq_buf *buf);
 seqcl_status sq_dec_table_build(seqcl_model *m);
 /* Whether m's vocabulary is small enough for the table. */
 int sq_dec_table_fits(const seqcl_model *m);
+/* Whether a decoder step of m gathers from the table (it exists, and neither
+ * it nor the stacked GEMM it goes with is ablated): the input product then
+ * multiplies the context only. */
+int sq_dec_uses_table(const seqcl_model *m);
 
 /* Calls the model's progress hook; SEQCL_ERR_CANCELLED when it asks to stop. */
 seqcl_status sq_model_progress(seqcl_model *m, size_t done, size_t total);
