@@ -3,6 +3,7 @@
  * context, the fused pass, argmax, log-softmax, cross-entropy, embedding.
  * eps = 2^-23. Tolerances are stated next to each comparison. */
 #include "../common/test_main.h"
+#include "backend/host/gemm_nt.h"
 #include "backend/host/host.h"
 #include "backend/host/host_math.h"
 #include "core/fault.h"
@@ -402,6 +403,60 @@ static void gemm_integer_exact(void **state) {
   sq_buf_free(bc);
 }
 
+/* The own kernel's shapes give each element the same bits whatever M: a
+ * product of M rows (1 to 13: the batch-1 kernel, blocks of 4 rows and every
+ * remainder) equals, row by row and bit for bit, the same rows multiplied
+ * one at a time, and each element is within the K-term dot-product bound of
+ * double. N odd (the batch-1 kernel's second row missing at the end, a block
+ * of fewer than 4 columns), K with a tail past whole 16- and 64-wide passes;
+ * beta = 1 over a C already holding values. Without AVX-512 OpenBLAS runs,
+ * which promises no such thing: the test is skipped. */
+static void gemm_own_rows_bitwise(void **state) {
+  seqcl_ctx *ctx = *state;
+  if (!sq_gemm_nt_available()) skip();
+  enum { MMAX = 13, N = 37 };
+  static const int Ks[] = {7, 83, 200};
+  th_rng r = th_seed(29);
+  for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+    const int K = Ks[ki];
+    static float a[MMAX * 200], b[N * 200], c0[MMAX * N], c[MMAX * N], row[N];
+    th_fill(&r, a, (size_t)MMAX * K, 1.0f);
+    th_fill(&r, b, (size_t)N * K, 1.0f);
+    th_fill(&r, c0, (size_t)MMAX * N, 1.0f);
+    sq_buf *ba = th_buf(ctx, MMAX * K, a), *bb = th_buf(ctx, N * K, b);
+    sq_buf *bc = th_buf(ctx, MMAX * N, NULL), *br = th_buf(ctx, N, NULL);
+    for (int M = 1; M <= MMAX; M++) {
+      TH_OK(sq_write(ctx, sq_at(bc, 0), c0, sizeof c0));
+      TH_OK(sq_gemm(ctx, 0, 1, M, N, K, 0.75f, sq_at(ba, 0), K, 0, sq_at(bb, 0), K, 0, 1.0f,
+                    sq_at(bc, 0), N, 0, 1));
+      TH_OK(sq_read(ctx, sq_at(bc, 0), c, sizeof(float) * (size_t)M * N));
+      for (int i = 0; i < M; i++) {
+        TH_OK(sq_write(ctx, sq_at(br, 0), c0 + (size_t)i * N, sizeof row));
+        TH_OK(sq_gemm(ctx, 0, 1, 1, N, K, 0.75f, sq_at(ba, (size_t)i * K), K, 0, sq_at(bb, 0), K,
+                      0, 1.0f, sq_at(br, 0), N, 0, 1));
+        TH_OK(sq_read(ctx, sq_at(br, 0), row, sizeof row));
+        for (int j = 0; j < N; j++) {
+          const float got = c[(size_t)i * N + j];
+          if (memcmp(&got, &row[j], sizeof got))
+            fail_msg("K %d: C[%d,%d] of %d rows = %.9g, alone %.9g", K, i, j, M, got, row[j]);
+          double s = 0, sa = 0;
+          for (int k = 0; k < K; k++) {
+            s += (double)a[i * K + k] * b[j * K + k];
+            sa += fabs((double)a[i * K + k] * b[j * K + k]);
+          }
+          const double want = 0.75 * s + c0[(size_t)i * N + j];
+          if (fabs(got - want) > (K + 2) * 0x1p-24 * (0.75 * sa + fabs(c0[(size_t)i * N + j])))
+            fail_msg("K %d: C[%d,%d] of %d rows = %.9g, double %.9g", K, i, j, M, got, want);
+        }
+      }
+    }
+    sq_buf_free(ba);
+    sq_buf_free(bb);
+    sq_buf_free(bc);
+    sq_buf_free(br);
+  }
+}
+
 /* Products over weights (a buffer's weights range: a model's, training's
  * parameters) with more rows than the own kernel takes read B packed once
  * (host_packed.c). Checked, for a whole frozen buffer and for a range: the
@@ -629,6 +684,7 @@ SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx,
       cmocka_unit_test(argmax_lanes_against_plain),
       cmocka_unit_test(beam_topk_against_insertion),
       cmocka_unit_test(gemm_integer_exact),
+      cmocka_unit_test(gemm_own_rows_bitwise),
       cmocka_unit_test(gemm_frozen_packed),
       cmocka_unit_test(gemm_frozen_packed_kn),
       cmocka_unit_test(vector_math_accuracy),

@@ -62,24 +62,26 @@ static inline __attribute__((always_inline)) NT_TARGET void store_row(__m128 sum
 }
 
 #define NT_LOAD_A(p, m) _mm512_maskz_loadu_ps((m), (p) + k)
-/* One step of the block over 16 (or, masked, fewer) k: four loads of A, four
- * of B (NT_LOAD_B: the type being compiled), sixteen fused multiply-adds. Written out: at -O2 the compiler keeps
+/* One step of the block over 16 (or, masked, fewer) k: R (1 to 4, a constant
+ * where it is used) loads of A, four of B (NT_LOAD_B: the type being
+ * compiled), 4 R fused multiply-adds. Written out: at -O2 the compiler keeps
  * named accumulators in registers, an array of them on the stack. */
 #define NT_ROW(i)                                         \
   c##i##0 = _mm512_fmadd_ps(x##i, y0, c##i##0);           \
   c##i##1 = _mm512_fmadd_ps(x##i, y1, c##i##1);           \
   c##i##2 = _mm512_fmadd_ps(x##i, y2, c##i##2);           \
   c##i##3 = _mm512_fmadd_ps(x##i, y3, c##i##3)
-#define NT_STEP(m)                                                                  \
-  do {                                                                              \
-    const __m512 x0 = NT_LOAD_A(a0, m), x1 = NT_LOAD_A(a1, m), x2 = NT_LOAD_A(a2, m), \
-                 x3 = NT_LOAD_A(a3, m);                                             \
-    const __m512 y0 = NT_LOAD_B(b0, k, m), y1 = NT_LOAD_B(b1, k, m),                \
-                 y2 = NT_LOAD_B(b2, k, m), y3 = NT_LOAD_B(b3, k, m);                \
-    NT_ROW(0);                                                                      \
-    NT_ROW(1);                                                                      \
-    NT_ROW(2);                                                                      \
-    NT_ROW(3);                                                                      \
+#define NT_STEP(m, R)                                                                    \
+  do {                                                                                   \
+    const __m512 x0 = NT_LOAD_A(a0, m);                                                  \
+    const __m512 x1 = (R) > 1 ? NT_LOAD_A(a1, m) : x0, x2 = (R) > 2 ? NT_LOAD_A(a2, m) : x0, \
+                 x3 = (R) > 3 ? NT_LOAD_A(a3, m) : x0;                                   \
+    const __m512 y0 = NT_LOAD_B(b0, k, m), y1 = NT_LOAD_B(b1, k, m),                     \
+                 y2 = NT_LOAD_B(b2, k, m), y3 = NT_LOAD_B(b3, k, m);                     \
+    NT_ROW(0);                                                                           \
+    if ((R) > 1) { NT_ROW(1); }                                                            \
+    if ((R) > 2) { NT_ROW(2); }                                                            \
+    if ((R) > 3) { NT_ROW(3); }                                                            \
   } while (0)
 
 

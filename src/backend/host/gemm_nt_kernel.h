@@ -5,25 +5,42 @@
  * operation after the load: a 16-bit B gives the bits float32 B of the same
  * values would give. */
 
-/* A 4 x 4 block of C at rows a0..a3, columns b0..b3. Rows or columns past
- * the edge of C point at row 0 again (computed, never stored): mr x nr of the
- * block are stored. */
-static NT_TARGET void NT_FN(block4x4)(int mr, int nr, int K, const float *a0, const float *a1,
-                                      const float *a2, const float *a3, const NT_BTYPE *b0,
-                                      const NT_BTYPE *b1, const NT_BTYPE *b2,
-                                      const NT_BTYPE *b3, float alpha, float beta, float *c,
-                                      int ldc) {
+/* An R x 4 block of C at rows a0..a(R-1), columns b0..b3 (R = 1 to 4, a
+ * constant: the block of 4 rows, and the last rows of a product whose M is not
+ * a multiple of 4, without the multiply-adds of rows that are not there).
+ * Columns past the edge of C point at row 0 again (computed, never stored):
+ * R x nr of the block are stored. Each element's sum is the same whatever R. */
+static inline __attribute__((always_inline)) NT_TARGET void NT_FN(block_rx4)(
+    const int R, int nr, int K, const float *a0, const float *a1, const float *a2,
+    const float *a3, const NT_BTYPE *b0, const NT_BTYPE *b1, const NT_BTYPE *b2,
+    const NT_BTYPE *b3, float alpha, float beta, float *c, int ldc) {
   const __m512 z = _mm512_setzero_ps();
   __m512 c00 = z, c01 = z, c02 = z, c03 = z, c10 = z, c11 = z, c12 = z, c13 = z;
   __m512 c20 = z, c21 = z, c22 = z, c23 = z, c30 = z, c31 = z, c32 = z, c33 = z;
   int k = 0;
-  for (; k + 16 <= K; k += 16) NT_STEP((__mmask16)0xffff);
+  for (; k + 16 <= K; k += 16) NT_STEP((__mmask16)0xffff, R);
   /* the last K % 16 lanes; masked-off lanes load 0 and read nothing */
-  if (k < K) NT_STEP((__mmask16)((1u << (K - k)) - 1u));
+  if (k < K) NT_STEP((__mmask16)((1u << (K - k)) - 1u), R);
   store_row(fold4(c00, c01, c02, c03), nr, alpha, beta, c);
-  if (mr > 1) store_row(fold4(c10, c11, c12, c13), nr, alpha, beta, c + ldc);
-  if (mr > 2) store_row(fold4(c20, c21, c22, c23), nr, alpha, beta, c + 2 * (size_t)ldc);
-  if (mr > 3) store_row(fold4(c30, c31, c32, c33), nr, alpha, beta, c + 3 * (size_t)ldc);
+  if (R > 1) store_row(fold4(c10, c11, c12, c13), nr, alpha, beta, c + ldc);
+  if (R > 2) store_row(fold4(c20, c21, c22, c23), nr, alpha, beta, c + 2 * (size_t)ldc);
+  if (R > 3) store_row(fold4(c30, c31, c32, c33), nr, alpha, beta, c + 3 * (size_t)ldc);
+}
+
+/* Rows i .. i+mr-1 of A (mr = 1 to 4) against the four rows of B at bj. */
+static NT_TARGET void NT_FN(block4)(int mr, int nr, int K, const float *ai, int lda,
+                                    const NT_BTYPE *const bj[4], float alpha, float beta,
+                                    float *c, int ldc) {
+  const float *a1 = ai + lda, *a2 = a1 + lda, *a3 = a2 + lda;
+#define NT_BLOCK(R)                                                                          \
+  NT_FN(block_rx4)(R, nr, K, ai, a1, a2, a3, bj[0], bj[1], bj[2], bj[3], alpha, beta, c, ldc)
+  switch (mr) {
+  case 1: NT_BLOCK(1); break;
+  case 2: NT_BLOCK(2); break;
+  case 3: NT_BLOCK(3); break;
+  default: NT_BLOCK(4); break;
+  }
+#undef NT_BLOCK
 }
 
 /* One row of A against two rows of B (M = 1, decoding at batch 1), four
@@ -80,10 +97,8 @@ static void NT_FN(gemm)(int M, int N, int K, float alpha, const float *a, int ld
     for (int t = 0; t < 4; t++) bj[t] = b + (size_t)(j + (t < nr ? t : 0)) * (size_t)ldb;
     for (int i = 0; i < M; i += 4) {
       const int mr = M - i < 4 ? M - i : 4;
-      const float *ai[4];
-      for (int t = 0; t < 4; t++) ai[t] = a + (size_t)(i + (t < mr ? t : 0)) * (size_t)lda;
-      NT_FN(block4x4)(mr, nr, K, ai[0], ai[1], ai[2], ai[3], bj[0], bj[1], bj[2], bj[3], alpha,
-                      beta, c + (size_t)i * (size_t)ldc + j, ldc);
+      NT_FN(block4)(mr, nr, K, a + (size_t)i * (size_t)lda, lda, bj, alpha, beta,
+                    c + (size_t)i * (size_t)ldc + j, ldc);
     }
   }
 }
