@@ -70,6 +70,19 @@ static inline void sq_v_store(float *p, sq_vf v, int n) {
   static inline __attribute__((always_inline)) VF P##select(VI m, VF a, VF b) {            \
     return (VF)(((VI)a & m) | ((VI)b & ~m));                                               \
   }                                                                                        \
+  /* exp(x - fn ln2) for an integer fn with |x - fn ln2| <= ln2 / 2: the       \
+   * reduction and Cephes' polynomial, shared by exp and tanh */                   \
+  static inline __attribute__((always_inline)) VF P##exp_reduced(VF x, VF fn) {           \
+    VF r = x - fn * 0.693359375f;                                                          \
+    r = r - fn * -2.12194440e-4f;                                                          \
+    VF p = (VF){0} + 1.9875691500e-4f;                                                     \
+    p = p * r + 1.3981999507e-3f;                                                          \
+    p = p * r + 8.3334519073e-3f;                                                          \
+    p = p * r + 4.1665795894e-2f;                                                          \
+    p = p * r + 1.6666665459e-1f;                                                          \
+    p = p * r + 5.0000001201e-1f;                                                          \
+    return p * r * r + r + 1.0f;                                                           \
+  }                                                                                        \
   static inline __attribute__((always_inline)) VF P##exp(VF xin) {                         \
     const VF hi = (VF){0} + 88.0f, lo = (VF){0} - 87.0f;                                   \
     VF x = P##select(xin < hi, xin, hi);                                                   \
@@ -79,17 +92,8 @@ static inline void sq_v_store(float *p, sq_vf v, int n) {
     VF fn = __builtin_convertvector(n, VF);                                                \
     n += (VI)(fn > t); /* floor: subtract 1 where truncation went up */                   \
     fn = __builtin_convertvector(n, VF);                                                   \
-    VF r = x - fn * 0.693359375f;                                                          \
-    r = r - fn * -2.12194440e-4f;                                                          \
-    VF p = (VF){0} + 1.9875691500e-4f;                                                     \
-    p = p * r + 1.3981999507e-3f;                                                          \
-    p = p * r + 8.3334519073e-3f;                                                          \
-    p = p * r + 4.1665795894e-2f;                                                          \
-    p = p * r + 1.6666665459e-1f;                                                          \
-    p = p * r + 5.0000001201e-1f;                                                          \
-    p = p * r * r + r + 1.0f;                                                              \
     VI scale = (n + 127) << 23; /* 2^n, n in [-126, 127] */                               \
-    return P##select(xin == xin, p * (VF)scale, xin);                                      \
+    return P##select(xin == xin, P##exp_reduced(x, fn) * (VF)scale, xin);                 \
   }                                                                                        \
   static inline __attribute__((always_inline)) VF P##tanh(VF x) {                          \
     const VI sign = (VI)(-(VF){0}); /* -0.0f in every lane */                             \
@@ -101,23 +105,14 @@ static inline void sq_v_store(float *p, sq_vf v, int n) {
     p = p * z + 1.33314422036e-1f;                                                         \
     p = p * z - 3.33332819422e-1f;                                                         \
     VF small = p * z * x + x;                                                              \
-    /* e = exp(y), y = -2 min(|x|, 10) in [-20, 0] (a NaN lane: -20): the exp     \
-     * above without its clamps and NaN lane, and n = round(y / ln2) by adding \
+    /* e = exp(y), y = -2 min(|x|, 10) in [-20, 0] (a NaN lane: -20): exp above   \
+     * without its clamps and NaN lane, and n = round(y / ln2) by adding        \
      * 1.5 * 2^23, which leaves the integer in the low mantissa bits */            \
     VF y = -2.0f * P##select(ax < 10.0f, ax, (VF){0} + 10.0f);                             \
     const VF magic = (VF){0} + 12582912.0f;                                                \
     VF u = y * 1.44269504088896341f + magic;                                               \
-    VF fn = u - magic;                                                                     \
-    VF r = y - fn * 0.693359375f;                                                          \
-    r = r - fn * -2.12194440e-4f;                                                          \
-    VF q = (VF){0} + 1.9875691500e-4f;                                                     \
-    q = q * r + 1.3981999507e-3f;                                                          \
-    q = q * r + 8.3334519073e-3f;                                                          \
-    q = q * r + 4.1665795894e-2f;                                                          \
-    q = q * r + 1.6666665459e-1f;                                                          \
-    q = q * r + 5.0000001201e-1f;                                                          \
-    VF s = (VF)(((VI)u - (VI)magic + 127) << 23); /* 2^n, n in [-29, 0] */                \
-    VF e = s * (q * r * r + r) + s;                                                        \
+    VI scale = ((VI)u - (VI)magic + 127) << 23; /* 2^n, n in [-29, 0] */                  \
+    VF e = P##exp_reduced(y, u - magic) * (VF)scale;                                       \
     VF big = 1.0f - 2.0f * e / (1.0f + e);                                                 \
     big = (VF)((VI)big | ((VI)x & sign));                                                  \
     return P##select(ax >= 0.625f, big, small); /* a NaN lane: small, NaN */              \
