@@ -62,7 +62,7 @@ seqcl_status sq_dec_ws_init(seqcl_model *m, int n, sq_dec_ws *ws) {
 
 int sq_dec_uses_table(const seqcl_model *m) {
   const unsigned off = sq_ablated(m->ctx);
-  return m->dec_table.buf && !(off & (SQ_ABL_DEC_TABLE | SQ_ABL_STACK_QUERY));
+  return m->dec_table && !(off & (SQ_ABL_DEC_TABLE | SQ_ABL_STACK_QUERY));
 }
 
 /* Where a step's embedding and context go, `ld` apart row to row: the GRU
@@ -181,7 +181,7 @@ seqcl_status sq_dec_step(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, sq_
    * greedy and beam decoding read ids that were written on the device. */
   const int table = stacked && sq_dec_uses_table(m);
   const int gw = table ? Hd3 : D;
-  sq_ref gsrc = table ? m->dec_table : m->dec_emb;
+  sq_ref gsrc = table ? sq_at(m->dec_table, 0) : m->dec_emb;
   sq_ref gdst = table ? sq_at(ws->gru_ws, 0) : emb;
   const int gld = table ? Hd3 : ld_x;
   if (ids_host)

@@ -146,12 +146,19 @@ static size_t w_ih_ce_count(const seqcl_model *m) {
   return (size_t)3 * m->cfg.dec_hidden * (size_t)(m->cfg.embed_dim + m->He);
 }
 
+/* Columns col .. col+n-1 of every row of W_ih [3H_d, D + He] into out, whose
+ * rows are ld floats apart. */
+static void w_ih_columns(const seqcl_model *m, const float *w_ih, size_t col, size_t n,
+                         float *out, size_t ld) {
+  const size_t X = (size_t)m->cfg.embed_dim + (size_t)m->He;
+  for (size_t r = 0; r < (size_t)3 * m->cfg.dec_hidden; r++)
+    memcpy(out + r * ld, w_ih + r * X + col, n * sizeof(float));
+}
+
 static void swap_w_ih(const seqcl_model *m, const float *w_ih, float *out) {
-  const size_t D = (size_t)m->cfg.embed_dim, He = (size_t)m->He, X = D + He;
-  for (size_t r = 0; r < (size_t)3 * m->cfg.dec_hidden; r++) {
-    memcpy(out + r * X, w_ih + r * X + D, He * sizeof(float));
-    memcpy(out + r * X + He, w_ih + r * X, D * sizeof(float));
-  }
+  const size_t D = (size_t)m->cfg.embed_dim, He = (size_t)m->He;
+  w_ih_columns(m, w_ih, D, He, out, D + He);
+  w_ih_columns(m, w_ih, 0, D, out + He, D + He);
 }
 
 /* [W_hh ; W_q] of the decoder, [3H_d + q, H_d] (decoder.c's stacked GEMM). */
@@ -164,12 +171,6 @@ static size_t w_hhq_count(const seqcl_model *m) {
 static size_t w_ih_c_count(const seqcl_model *m) {
   if (!sq_dec_table_fits(m)) return 0;
   return (size_t)3 * m->cfg.dec_hidden * (size_t)m->He;
-}
-
-static void context_columns(const seqcl_model *m, const float *w_ih, float *out) {
-  const size_t D = (size_t)m->cfg.embed_dim, He = (size_t)m->He, X = D + He;
-  for (size_t r = 0; r < (size_t)3 * m->cfg.dec_hidden; r++)
-    memcpy(out + r * He, w_ih + r * X + D, He * sizeof(float));
 }
 
 static size_t aligned(size_t n) { return (n + WEIGHT_ALIGN - 1) / WEIGHT_ALIGN * WEIGHT_ALIGN; }
@@ -215,7 +216,8 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
     off += aligned(w_ih_ce_count(m));
   }
   if (w_ih_c_count(m)) {
-    context_columns(m, host + w_ih_off, host + off);
+    w_ih_columns(m, host + w_ih_off, (size_t)m->cfg.embed_dim, (size_t)m->He, host + off,
+                 (size_t)m->He);
     m->dec_w_ih_c = sq_at(m->weights, off);
     off += aligned(w_ih_c_count(m));
   }
@@ -300,7 +302,7 @@ done:
 void seqcl_model_free(seqcl_model *m) {
   if (!m) return;
   sq_buf_free(m->weights);
-  sq_buf_free(m->dec_table_buf);
+  sq_buf_free(m->dec_table);
   free(m->enc);
   free(m);
 }

@@ -36,10 +36,9 @@ struct seqcl_model {
    * that read s_{t-1} as one GEMM (decoder.c), derived at load like W_ih_ce */
   sq_ref dec_w_hhq;
   /* T = E W_ih[:, :D]^T [V, 3H_d], the embedding's share of the decoder's
-   * input product per token (dec_table.c), in a buffer of its own; sq_none()
-   * for a vocabulary too large for it */
-  sq_buf *dec_table_buf;
-  sq_ref dec_table;
+   * input product per token (dec_table.c), in a buffer of its own; NULL for
+   * a vocabulary too large for it */
+  sq_buf *dec_table;
   /* W_ih[:, D:] [3H_d, He], contiguous (model.c), where the table fits */
   sq_ref dec_w_ih_c;
   seqcl_progress_fn progress; /* seqcl_model_set_progress (NULL: none) */
@@ -59,7 +58,7 @@ seqcl_status sq_model_round_weights(const seqcl_model *m, const char *path, cons
 seqcl_status sq_model_halfwidth_copy(const seqcl_model *m, sq_buf *buf);
 
 /* Builds m->dec_table from the uploaded weights (dec_table.c), or leaves it
- * sq_none() when it would be too large. */
+ * NULL when it would be too large. */
 seqcl_status sq_dec_table_build(seqcl_model *m);
 /* Whether m's vocabulary is small enough for the table. */
 int sq_dec_table_fits(const seqcl_model *m);
