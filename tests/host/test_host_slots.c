@@ -414,12 +414,12 @@ static void gemm_integer_exact(void **state) {
 static void gemm_own_rows_bitwise(void **state) {
   seqcl_ctx *ctx = *state;
   if (!sq_gemm_nt_available()) skip();
-  enum { MMAX = 13, N = 37 };
-  static const int Ks[] = {7, 83, 200};
+  enum { MMAX = 13, N = 37, KMAX = 200 };
+  static const int Ks[] = {7, 83, KMAX};
   th_rng r = th_seed(29);
   for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
     const int K = Ks[ki];
-    static float a[MMAX * 200], b[N * 200], c0[MMAX * N], c[MMAX * N], row[N];
+    static float a[MMAX * KMAX], b[N * KMAX], c0[MMAX * N], c[MMAX * N], row[N];
     th_fill(&r, a, (size_t)MMAX * K, 1.0f);
     th_fill(&r, b, (size_t)N * K, 1.0f);
     th_fill(&r, c0, (size_t)MMAX * N, 1.0f);

@@ -79,9 +79,9 @@ static inline __attribute__((always_inline)) NT_TARGET void store_row(__m128 sum
     const __m512 y0 = NT_LOAD_B(b0, k, m), y1 = NT_LOAD_B(b1, k, m),                     \
                  y2 = NT_LOAD_B(b2, k, m), y3 = NT_LOAD_B(b3, k, m);                     \
     NT_ROW(0);                                                                           \
-    if ((R) > 1) { NT_ROW(1); }                                                            \
-    if ((R) > 2) { NT_ROW(2); }                                                            \
-    if ((R) > 3) { NT_ROW(3); }                                                            \
+    if ((R) > 1) { NT_ROW(1); }                                                          \
+    if ((R) > 2) { NT_ROW(2); }                                                          \
+    if ((R) > 3) { NT_ROW(3); }                                                          \
   } while (0)
 
 
