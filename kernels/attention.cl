@@ -46,18 +46,19 @@ static float dot_row(__global const float *a, __global const float *b, int len) 
   return dot(acc, (float4)(1.0f)) + tail;
 }
 
-/* The raw energy of key j of row n (no mask). Dot-type scores read the key
- * itself; the additive score reads the precomputed key projection pk. The
- * additive terms run four at a time (a float4 tanh, per-lane float partial
- * sums, the same bound as dot_row with |tanh| <= 1). */
-static float score_at(int kind, int n, int j, int S, int He, int A,
+/* The raw energy of key j of source src for the query of row n (no mask).
+ * Dot-type scores read the key itself; the additive score reads the
+ * precomputed key projection pk. The additive terms run four at a time (a
+ * float4 tanh, per-lane float partial sums, the same bound as dot_row with
+ * |tanh| <= 1). */
+static float score_at(int kind, int src, int n, int j, int S, int He, int A,
                       __global const float *qp, int ld_qp,
                       __global const float *keys, __global const float *pkeys,
                       __global const float *v, __global const float *bv, int has_bv,
                       float scale) {
   float e;
   if (kind == SCORE_ADDITIVE) {
-    __global const float *pk = pkeys + ((size_t)n * S + j) * A;
+    __global const float *pk = pkeys + ((size_t)src * S + j) * A;
     __global const float *q = qp + (size_t)n * ld_qp;
     float4 acc = (float4)(0.0f);
     float tail = 0.0f;
@@ -68,12 +69,12 @@ static float score_at(int kind, int n, int j, int S, int He, int A,
     e = dot(acc, (float4)(1.0f)) + tail;
     if (has_bv) e += bv[0];
   } else {
-    e = dot_row(keys + ((size_t)n * S + j) * He, qp + (size_t)n * ld_qp, He);
+    e = dot_row(keys + ((size_t)src * S + j) * He, qp + (size_t)n * ld_qp, He);
   }
   return e * scale;
 }
 
-/* Position j of row n takes part in the softmax iff it is inside the
+/* Position j of source n takes part in the softmax iff it is inside the
  * sequence and, when a mask is given, not masked out. */
 static int is_valid(int n, int j, int S, __global const int *lens,
                     __global const int *mask, int has_mask) {
@@ -149,9 +150,10 @@ static float shifted_exp(float x, float m) { return exp(x - m); }
  * kernel it creates, so the 16-lane row code made every other attention kernel
  * slower to build (0.5 s each on first use) while it shared their program. */
 #ifndef ATTN_ROW_FORM
-/* e[n, j]; global (>= S, N). Positions j >= lens[n] get 0: the contract lets
- * them hold anything finite, and the keys there need not be read at all. */
-__kernel void attn_scores(int kind, int N, int S, int He, int A,
+/* e[n, j]; global (>= S, N). Row n attends to source n / group (backend.h).
+ * Positions j >= that source's length get 0: the contract lets them hold
+ * anything finite, and the keys there need not be read at all. */
+__kernel void attn_scores(int kind, int N, int S, int He, int A, int group,
                           __global const float *qp, int qp_off, int ld_qp,
                           __global const float *keys, int keys_off,
                           __global const float *pkeys, int pkeys_off,
@@ -164,10 +166,11 @@ __kernel void attn_scores(int kind, int N, int S, int He, int A,
   const int n = get_global_id(1);
   if (j >= S || n >= N) return;
   lens += lens_off;
+  const int src = n / group;
   float r = 0.0f;
-  if (j < lens[n])
-    r = score_at(kind, n, j, S, He, A, qp + qp_off, ld_qp, keys + keys_off, pkeys + pkeys_off,
-                 v + v_off, bv + bv_off, has_bv, scale);
+  if (j < lens[src])
+    r = score_at(kind, src, n, j, S, He, A, qp + qp_off, ld_qp, keys + keys_off,
+                 pkeys + pkeys_off, v + v_off, bv + bv_off, has_bv, scale);
   e[e_off + (size_t)n * S + j] = r;
 }
 
@@ -238,10 +241,11 @@ __kernel void attn_context(int N, int S, int He,
 
 /* The arguments both fused forms take first (attn_fused_chunk adds its
  * partial results): attn_scores's, then the mask, the context output and the
- * optional weights output. */
+ * optional weights output. Row n reads source n / group's keys, pkeys, length
+ * and mask. */
 #define FUSED_ARGS                                                              \
-  int kind, int N, int S, int He, int A, __global const float *qp, int qp_off,  \
-      int ld_qp, __global const float *keys, int keys_off,                      \
+  int kind, int N, int S, int He, int A, int group, __global const float *qp,   \
+      int qp_off, int ld_qp, __global const float *keys, int keys_off,          \
       __global const float *pkeys, int pkeys_off, __global const float *v,      \
       int v_off, __global const float *bv, int bv_off, int has_bv, float scale, \
       __global const int *lens, int lens_off, __global const int *mask,         \
@@ -298,6 +302,7 @@ void attn_fused_chunk(FUSED_ARGS, __global float *part, int part_off, int direct
   __local float red[WG];
   const int ch = get_group_id(0), nch = get_num_groups(0);
   const int n = get_group_id(1); /* < N: the grid has exactly N rows of groups */
+  const int src = n / group;
   const int lid = get_local_id(0);
   /* from the unsigned id: the signed lid % SL and lid / SL compile to an
    * instruction (freeze) that Oclgrind 21.10 cannot simulate */
@@ -307,17 +312,17 @@ void attn_fused_chunk(FUSED_ARGS, __global float *part, int part_off, int direct
   __global const float *q = qp + qp_off + (size_t)n * ld_qp;
   const int j0 = ch * CHUNK;
   /* positions of this chunk inside the row (0 for a chunk past its end) */
-  const int nb = clamp(min(lens[n], S) - j0, 0, CHUNK);
+  const int nb = clamp(min(lens[src], S) - j0, 0, CHUNK);
 
   for (int t = slot; t < CHUNK; t += SPOS) {
     const int j = j0 + t;
     float x = 0.0f;
-    if (t < nb && is_valid(n, j, S, lens, mask, has_mask)) {
+    if (t < nb && is_valid(src, j, S, lens, mask, has_mask)) {
       if (kind == SCORE_ADDITIVE) {
-        __global const float *pk = pkeys + ((size_t)n * S + j) * A;
+        __global const float *pk = pkeys + ((size_t)src * S + j) * A;
         for (int a = lane; a < A; a += SL) x += v[a] * tanh(pk[a] + q[a]);
       } else {
-        __global const float *kr = keys + ((size_t)n * S + j) * He;
+        __global const float *kr = keys + ((size_t)src * S + j) * He;
         for (int d = lane; d < He; d += SL) x += kr[d] * q[d];
       }
     }
@@ -330,7 +335,7 @@ void attn_fused_chunk(FUSED_ARGS, __global float *part, int part_off, int direct
   for (int t = lid; t < CHUNK; t += WG) {
     const int j = j0 + t;
     float e = -INFINITY, raw = -INFINITY;
-    if (t < nb && is_valid(n, j, S, lens, mask, has_mask)) {
+    if (t < nb && is_valid(src, j, S, lens, mask, has_mask)) {
       e = 0.0f;
       for (int l = 0; l < SL; ++l) e += lane_sums[t * SL + l];
       if (kind == SCORE_ADDITIVE && has_bv) e += bv[0];
@@ -360,7 +365,7 @@ void attn_fused_chunk(FUSED_ARGS, __global float *part, int part_off, int direct
   if (direct) {
     for (int t = lid; t < CHUNK; t += WG) {
       float p = sum > 0.0f ? w[t] / sum : 0.0f;
-      if (failed) p = t < nb && is_valid(n, j0 + t, S, lens, mask, has_mask) ? NAN : 0.0f;
+      if (failed) p = t < nb && is_valid(src, j0 + t, S, lens, mask, has_mask) ? NAN : 0.0f;
       w[t] = p;
       if (has_alpha && j0 + t < S) alpha[alpha_off + (size_t)n * S + j0 + t] = p;
     }
@@ -368,7 +373,7 @@ void attn_fused_chunk(FUSED_ARGS, __global float *part, int part_off, int direct
   }
 
   /* The context (or its part) of the chunk, lanes along H_e. */
-  __global const float *kr = keys + ((size_t)n * S + j0) * He;
+  __global const float *kr = keys + ((size_t)src * S + j0) * He;
   __global float *out = direct ? c + c_off + (size_t)n * ld_c
                                : part + part_off + ((size_t)n * nch + ch) * (He + 2) + 2;
   for (int d = lid; d < He; d += WG) {
@@ -493,15 +498,15 @@ static float16 tanh16(float16 x0) {
   return select(select(p / q, x, fabs(x) < 0.0004f), x0, isnan(x0));
 }
 
-/* The raw energy of key j of row n for the row kernel: score_at's
- * expressions, 16 lanes wide. */
-static float score_row16(int kind, int n, int j, int S, int He, int A,
+/* The raw energy of key j of source src for the row kernel (q: the row's
+ * query): score_at's expressions, 16 lanes wide. */
+static float score_row16(int kind, int src, int j, int S, int He, int A,
                          __global const float *q, __global const float *keys,
                          __global const float *pkeys, __global const float *v,
                          __global const float *bv, int has_bv, float scale) {
   float e;
   if (kind == SCORE_ADDITIVE) {
-    __global const float *pk = pkeys + ((size_t)n * S + j) * A;
+    __global const float *pk = pkeys + ((size_t)src * S + j) * A;
     float16 acc = (float16)(0.0f);
     float tail = 0.0f;
     int a = 0;
@@ -511,7 +516,7 @@ static float score_row16(int kind, int n, int j, int S, int He, int A,
     e = lane_sum16(acc) + tail;
     if (has_bv) e += bv[0];
   } else {
-    e = dot_row16(keys + ((size_t)n * S + j) * He, q, He);
+    e = dot_row16(keys + ((size_t)src * S + j) * He, q, He);
   }
   return e * scale;
 }
@@ -552,12 +557,13 @@ static void row_axpy_block(__global float *c, int He, int nb, const float *e, co
 __kernel void attn_fused_row(FUSED_ARGS) {
   const int n = get_global_id(0);
   if (n >= N) return;
+  const int src = n / group;
   FUSED_INPUTS_AT_OFFSETS();
   __global const float *q = qp + qp_off + (size_t)n * ld_qp;
-  __global const float *kr = keys + (size_t)n * S * He;
+  __global const float *kr = keys + (size_t)src * S * He;
   __global float *cr = c + c_off + (size_t)n * ld_c;
   __global float *ar = alpha + alpha_off + (size_t)n * S;
-  const int len = lens[n];
+  const int len = lens[src];
 
   for (int d = 0; d < He; ++d) cr[d] = 0.0f;
   float m = -INFINITY, sum = 0.0f, comp = 0.0f;
@@ -569,8 +575,8 @@ __kernel void attn_fused_row(FUSED_ARGS) {
     for (int t = 0; t < nb; ++t) {
       const int j = j0 + t;
       float x = -INFINITY;
-      if (is_valid(n, j, S, lens, mask, has_mask)) {
-        x = score_row16(kind, n, j, S, He, A, q, keys, pkeys, v, bv, has_bv, scale);
+      if (is_valid(src, j, S, lens, mask, has_mask)) {
+        x = score_row16(kind, src, j, S, He, A, q, keys, pkeys, v, bv, has_bv, scale);
         bm = max_score(bm, x);
       }
       e[t] = x;
@@ -601,7 +607,7 @@ __kernel void attn_fused_row(FUSED_ARGS) {
   if (failed) {
     for (int d = 0; d < He; ++d) cr[d] = NAN;
     if (has_alpha) {
-      for (int j = 0; j < len; ++j) ar[j] = is_valid(n, j, S, lens, mask, has_mask) ? NAN : 0.0f;
+      for (int j = 0; j < len; ++j) ar[j] = is_valid(src, j, S, lens, mask, has_mask) ? NAN : 0.0f;
       for (int j = len; j < S; ++j) ar[j] = 0.0f;
     }
     return;

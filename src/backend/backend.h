@@ -101,7 +101,16 @@ typedef struct sq_attn_args {
   float scale;     /* multiplies the score: 1/sqrt(He) for scaled_dot, else 1 */
   sq_ref lens;     /* int32 [N], each in [1, S] */
   sq_ref mask;     /* optional int32 [N, S]: 0 = invalid; ANDed with lens */
+  /* Rows per source (0 reads as 1): row n's query attends to source n / group,
+   * so keys, pkeys, lens and mask hold N / group sources (the shapes above
+   * with N / group for N) while qp, the context and the weights keep N rows.
+   * Beam search's K hypotheses of a sentence read its one encoding this way.
+   * attn_scores and attn_fused take it; the training slots require 1. */
+  int group;
 } sq_attn_args;
+
+/* a->group as a divisor (>= 1). */
+static inline int sq_attn_group(const sq_attn_args *a) { return a->group > 1 ? a->group : 1; }
 
 /* One GRU time step over N rows with hidden size H, PyTorch's reset-after form:
  *   r = s(gi_r + b_ir + gh_r + b_hr), z = s(gi_z + b_iz + gh_z + b_hz)

@@ -13,10 +13,12 @@
 /* Shape keys: N S He Hd A; bk bq bv (biases present, default 1); lens (1 =
  * varied lengths, the default; 0 = all S); mask (1 = also a random mask);
  * pad (extra row stride of the context output); poison (1 = rows without a
- * softmax, poison_rows). dot/scaled_dot use Hd = He. */
+ * softmax, poison_rows); group (rows per source, sq_attn_args.group: each
+ * group's rows get the same keys, length and mask, and the op reads them once
+ * per source, from keys_g, lens_g and mask_g). dot/scaled_dot use Hd = He. */
 typedef struct attn_dims {
   sq_score kind;
-  int N, S, He, Hd, A, pad;
+  int N, S, He, Hd, A, pad, group;
 } attn_dims;
 
 static void attn_dims_of(const sq_case *c, attn_dims *d) {
@@ -29,6 +31,33 @@ static void attn_dims_of(const sq_case *c, attn_dims *d) {
                                                                      : sq_shape_int(s, "Hd", 1);
   d->A = d->kind == SQ_SCORE_ADDITIVE ? sq_shape_int(s, "A", 1) : 0;
   d->pad = sq_shape_int(s, "pad", 0);
+  d->group = sq_shape_int(s, "group", 1);
+}
+
+/* group > 1: each group's rows take its first row's keys, length and mask
+ * (so the reference, which reads them row by row, sees what the op sees),
+ * and keys_g, lens_g and mask_g hold them once per source. */
+static seqcl_status group_sources(sq_case *c, const attn_dims *d, float *keys) {
+  const int G = d->group, Ns = d->N / G, S = d->S, He = d->He;
+  int32_t *lens = (int32_t *)sq_case_ini(c, "lens"), *mask = (int32_t *)sq_case_ini(c, "mask");
+  float *keys_g = sq_case_f(c, "keys_g", (size_t)Ns * S * He);
+  int32_t *lens_g = sq_case_i(c, "lens_g", (size_t)Ns);
+  int32_t *mask_g = mask ? sq_case_i(c, "mask_g", (size_t)Ns * S) : NULL;
+  SQ_NEED(keys_g && lens_g && (!mask || mask_g));
+  const size_t row = (size_t)S * He;
+  for (int n = 0; n < d->N; n++) {
+    const int first = n - n % G;
+    if (n != first) {
+      memcpy(keys + n * row, keys + first * row, row * sizeof *keys);
+      lens[n] = lens[first];
+      if (mask) memcpy(mask + (size_t)n * S, mask + (size_t)first * S, (size_t)S * sizeof *mask);
+      continue;
+    }
+    memcpy(keys_g + (size_t)(n / G) * row, keys + n * row, row * sizeof *keys);
+    lens_g[n / G] = lens[n];
+    if (mask) memcpy(mask_g + (size_t)(n / G) * S, mask + (size_t)n * S, (size_t)S * sizeof *mask);
+  }
+  return SEQCL_OK;
 }
 
 /* The first valid position of row n (sq_gen_mask keeps one in every row). */
@@ -91,25 +120,39 @@ static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r, attn_dims *dp) {
   SQ_NEED(sq_gen_lens(c, r, "lens", d.N, d.S, sq_shape_int(s, "lens", 1)));
   if (sq_shape_int(s, "mask", 0)) SQ_NEED(sq_gen_mask(c, r, d.N, d.S));
   if (sq_shape_int(s, "poison", 0)) SQ_TRY(poison_rows(c, &d, keys, q));
+  if (d.group > 1) {
+    if (d.N % d.group || sq_shape_int(s, "poison", 0))
+      return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT,
+                     "%s: group must divide N (and not come with poison)", c->op->name);
+    SQ_TRY(group_sources(c, &d, keys));
+  }
   return SEQCL_OK;
 }
 
 /* Reads the case's dims into d, uploads the inputs, projects the query (and
  * the keys for additive) with sq_linear, and fills the argument block every
- * attention front takes. */
+ * attention front takes (with group > 1: the keys, lengths and mask once per
+ * source). */
 static seqcl_status attn_prepare(sq_arena *a, const sq_case *c, attn_dims *d,
                                  sq_attn_args *args) {
   attn_dims_of(c, d);
   sq_attn_args_named(a, c, d->kind, d->N, d->S, d->He, d->A, args);
+  const int Ns = d->N / d->group;
+  if (d->group > 1) {
+    args->group = d->group;
+    args->keys = sq_arena_in_named(a, c, "keys_g");
+    args->lens = sq_arena_in_named(a, c, "lens_g");
+    args->mask = sq_arena_in_named(a, c, "mask_g");
+  }
   sq_ref q = sq_arena_in_named(a, c, "q");
   if (d->kind == SQ_SCORE_ADDITIVE) {
     sq_ref Wk = sq_arena_in_named(a, c, "Wk"), bk = sq_arena_in_named(a, c, "bk");
     sq_ref Wq = sq_arena_in_named(a, c, "Wq"), bq = sq_arena_in_named(a, c, "bq");
-    args->pkeys = sq_arena_scratch(a, "pkeys", (size_t)d->N * d->S * d->A);
+    args->pkeys = sq_arena_scratch(a, "pkeys", (size_t)Ns * d->S * d->A);
     args->qp = sq_arena_scratch(a, "qp", (size_t)d->N * d->A);
     args->ld_qp = d->A;
     SQ_TRY(a->st);
-    SQ_TRY(sq_linear(a->ctx, d->N * d->S, d->He, d->A, args->keys, d->He, Wk, bk, args->pkeys,
+    SQ_TRY(sq_linear(a->ctx, Ns * d->S, d->He, d->A, args->keys, d->He, Wk, bk, args->pkeys,
                      d->A));
     SQ_TRY(sq_linear(a->ctx, d->N, d->Hd, d->A, q, d->Hd, Wq, bq, args->qp, d->A));
   } else if (d->kind == SQ_SCORE_GENERAL) {
@@ -174,7 +217,9 @@ static seqcl_status scores_run(sq_arena *a, const sq_case *c) {
   SQ_TRY(attn_prepare(a, c, &d, &args));
   sq_ref e = sq_arena_out(a, "scores", (size_t)d.N * d.S, NULL);
   SQ_TRY(a->st);
-  SQ_TRY(sq_attn_scores(a->ctx, &args, sq_case_ini(c, "lens"), sq_case_ini(c, "mask"), e));
+  const int g = d.group > 1;
+  SQ_TRY(sq_attn_scores(a->ctx, &args, sq_case_ini(c, g ? "lens_g" : "lens"),
+                        sq_case_ini(c, g ? "mask_g" : "mask"), e));
   return sq_finish_fetch(a, c, &e);
 }
 
@@ -196,15 +241,19 @@ static const char *const additive_shapes[] = {
     "N=2,S=13,He=8,Hd=16,A=7,bq=0",
     "N=4,S=61,He=24,Hd=40,A=65,bv=0",
     "N=3,S=13,He=7,Hd=7,A=13,bk=0,bq=0,bv=0,mask=1",
-    "N=2,S=256,He=512,Hd=512,A=512",
+    "N=2,S=256,He=512,Hd=512",
+    /* rows sharing a source (beam search's hypotheses) */
+    "N=6,S=13,He=9,Hd=5,A=11,group=3,mask=1", "N=10,S=70,He=17,Hd=6,A=16,group=5",
     NULL};
 static const char *const general_shapes[] = {"N=1,S=1,He=1,Hd=1",   "N=3,S=7,He=13,Hd=5",
                                              "N=5,S=37,He=61,Hd=29,bq=0",
                                              "N=4,S=61,He=33,Hd=64,mask=1",
-                                             "N=2,S=256,He=512,Hd=512", NULL};
+                                             "N=2,S=256,He=512,Hd=512",
+                                             "N=6,S=13,He=9,Hd=5,group=2,mask=1", NULL};
 static const char *const dot_shapes[] = {"N=1,S=1,He=1",         "N=3,S=7,He=13",
                                          "N=5,S=37,He=61",       "N=4,S=61,He=64,mask=1",
-                                         "N=2,S=300,He=512", NULL};
+                                         "N=2,S=300,He=512",     "N=6,S=13,He=9,group=3",
+                                         NULL};
 static const char *const additive_quick[] = {"N=3,S=7,He=13,Hd=5,A=11", NULL};
 static const char *const general_quick[] = {"N=3,S=7,He=13,Hd=5", NULL};
 static const char *const dot_quick[] = {"N=3,S=7,He=13", NULL};
@@ -388,12 +437,20 @@ static seqcl_status fused_run(sq_arena *a, const sq_case *c) {
   sq_ref e = sq_arena_scratch(a, "scores", (size_t)d.N * d.S);
   sq_ref cu = sq_arena_out2d(a, "c_unfused", (size_t)d.N, (size_t)d.He, (size_t)ldc, NULL);
   sq_ref au = sq_arena_out(a, "alpha_unfused", (size_t)d.N * d.S, NULL);
+  /* the softmax and the context take one source per row: with group > 1
+   * they read the per-row copies */
+  const int g = d.group > 1;
+  sq_ref row_lens = g ? sq_arena_in_named(a, c, "lens") : args.lens;
+  sq_ref row_mask = g ? sq_arena_in_named(a, c, "mask") : args.mask;
+  sq_ref row_keys = g ? sq_arena_in_named(a, c, "keys") : args.keys;
   SQ_TRY(a->st);
   const int32_t *lens = sq_case_ini(c, "lens"), *mask = sq_case_ini(c, "mask");
-  SQ_TRY(sq_attn_fused(a->ctx, &args, lens, mask, cf, ldc, af));
-  SQ_TRY(sq_attn_scores(a->ctx, &args, lens, mask, e));
-  SQ_TRY(sq_masked_softmax(a->ctx, d.N, d.S, e, args.lens, lens, args.mask, mask, au));
-  SQ_TRY(sq_context(a->ctx, d.N, d.S, d.He, au, args.keys, cu, ldc));
+  const int32_t *src_lens = sq_case_ini(c, g ? "lens_g" : "lens");
+  const int32_t *src_mask = sq_case_ini(c, g ? "mask_g" : "mask");
+  SQ_TRY(sq_attn_fused(a->ctx, &args, src_lens, src_mask, cf, ldc, af));
+  SQ_TRY(sq_attn_scores(a->ctx, &args, src_lens, src_mask, e));
+  SQ_TRY(sq_masked_softmax(a->ctx, d.N, d.S, e, row_lens, lens, row_mask, mask, au));
+  SQ_TRY(sq_context(a->ctx, d.N, d.S, d.He, au, row_keys, cu, ldc));
   return sq_finish_fetch(a, c, (sq_ref[]){cf, af, cu, au});
 }
 
@@ -447,6 +504,9 @@ static const char *const additive_fused_shapes[] = {
     "N=2,S=65,He=17,Hd=6,A=16,pad=1", "N=1,S=2053,He=24,Hd=8,A=40",
     /* rows without a softmax (NaN scores), in one chunk and in five */
     "N=4,S=37,He=13,Hd=5,A=11,mask=1,poison=1", "N=3,S=300,He=16,Hd=8,A=24,poison=1",
+    /* rows sharing a source (beam search's hypotheses): one chunk, and three */
+    "N=6,S=37,He=13,Hd=5,A=11,group=3,mask=1,pad=1", "N=10,S=150,He=17,Hd=6,A=16,group=5",
+    "N=7,S=5,He=3,Hd=2,A=5,group=7",
     NULL};
 static const char *const general_fused_shapes[] = {"N=1,S=1,He=1,Hd=1", "N=3,S=7,He=13,Hd=5,pad=2",
                                                    "N=5,S=37,He=61,Hd=29,bq=0",
@@ -460,7 +520,10 @@ static const char *const general_fused_shapes[] = {"N=1,S=1,He=1,Hd=1", "N=3,S=7
                                                    "N=1,S=2053,He=37,Hd=11",
                                                    /* rows without a softmax */
                                                    "N=4,S=37,He=13,Hd=5,mask=1,poison=1",
-                                                   "N=3,S=300,He=16,Hd=8,poison=1", NULL};
+                                                   "N=3,S=300,He=16,Hd=8,poison=1",
+                                                   /* rows sharing a source */
+                                                   "N=6,S=37,He=13,Hd=5,group=3,mask=1",
+                                                   "N=10,S=150,He=17,Hd=6,group=5", NULL};
 static const char *const dot_fused_shapes[] = {"N=1,S=1,He=1",  "N=3,S=7,He=13,pad=2",
                                                "N=5,S=37,He=61", "N=4,S=61,He=64,mask=1",
                                                "N=2,S=300,He=512", "N=2,S=2053,He=35,mask=1",
@@ -473,7 +536,10 @@ static const char *const dot_fused_shapes[] = {"N=1,S=1,He=1",  "N=3,S=7,He=13,p
                                                "N=1,S=4100,He=256",
                                                /* rows without a softmax (NaN, all -inf) */
                                                "N=4,S=37,He=13,mask=1,poison=1",
-                                               "N=3,S=300,He=16,poison=1", NULL};
+                                               "N=3,S=300,He=16,poison=1",
+                                               /* rows sharing a source */
+                                               "N=6,S=37,He=13,group=2,mask=1",
+                                               "N=10,S=150,He=17,group=5", NULL};
 
 #define FUSED_TOL                                                                             \
   "alpha: (8 + 2 ceil(log2 S)) eps |alpha_j| + 2 |alpha_j| max_k tol(e_k) + eps (a score "    \

@@ -52,6 +52,10 @@ enum {
   /* the decoder's embedding read through its per-token share of the GRU
    * input product (model/dec_table.c); off: embedded, then multiplied */
   SQ_ABL_DEC_TABLE = 1u << 11,
+  /* beam search's K hypotheses of a sentence read its one encoding
+   * (sq_encoded_group); off: the encoding copied K times. Not in the greedy
+   * ablation table: the model tests compare beam outputs both ways */
+  SQ_ABL_BEAM_SHARED = 1u << 12,
   /* Not an ablation: the own small-GEMM kernel for every product it supports,
    * whatever the shape and device (bench compares it with CLBlast). */
   SQ_FORCE_SMALL_GEMM = 1u << 7

@@ -40,9 +40,10 @@ typedef struct ending {
   int order; /* finished: when it finished; live: rank order */
 } ending;
 
-/* One model's share of a batch: its encoding (e1 once per sentence, e
- * repeated K times), decoder workspace, the spare state buffer the reordered
- * rows go to and, in an ensemble, its own logits. */
+/* One model's share of a batch: its encoding e (one per sentence read by
+ * its K rows, or, with the unfused attention, e1 repeated K times), decoder
+ * workspace, the spare state buffer the reordered rows go to and, in an
+ * ensemble, its own logits. */
 typedef struct beam_member {
   sq_encoded e1, e;
   sq_dec_ws ws;
@@ -304,11 +305,18 @@ static seqcl_status run(seqcl_model *const *ms, const seqcl_seqs *src, size_t fi
   if (K > SQ_BEAM_MAX_K)
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
                    "beam search: beam size %d exceeds the limit of %d", K, SQ_BEAM_MAX_K);
+  /* A sentence's K rows read its one encoding, so its keys are read from
+   * cache for all K; the unfused attention (an ablation) needs K copies. */
+  const int shared = !(sq_ablated(ctx) & (SQ_ABL_BEAM_SHARED | SQ_ABL_FUSED_ATTN));
   for (int j = 0; j < b->M; j++) {
     beam_member *mb = &b->mb[j];
-    SQ_TRY(sq_encode(ms[j], src, first, n, &mb->e1));
-    SQ_TRY(sq_encoded_repeat(ms[j], &mb->e1, K, &mb->e));
-    sq_encoded_free(&mb->e1);
+    SQ_TRY(sq_encode(ms[j], src, first, n, shared ? &mb->e : &mb->e1));
+    if (shared) {
+      SQ_TRY(sq_encoded_group(ms[j], &mb->e, K));
+    } else {
+      SQ_TRY(sq_encoded_repeat(ms[j], &mb->e1, K, &mb->e));
+      sq_encoded_free(&mb->e1);
+    }
   }
   const sq_encoded *e = &b->mb[0].e;
   b->n = n;
@@ -340,7 +348,7 @@ static seqcl_status run(seqcl_model *const *ms, const seqcl_seqs *src, size_t fi
     const int count = collect(b, s, eos, A);
     int out = 0;
     for (int i = 0; i < count && out < slots; i++, out++)
-      SQ_TRY(backtrack(ctx, b, &b->ends[i], eos, e->lens_host[s * K],
+      SQ_TRY(backtrack(ctx, b, &b->ends[i], eos, e->lens_host[shared ? s : s * K],
                        &hyps[(size_t)s * slots + out],
                        out == 0 && line_align ? &line_align[s] : NULL));
     hyp_counts[s] = out;

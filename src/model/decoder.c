@@ -137,6 +137,7 @@ static seqcl_status attend(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, s
   a.keys = sq_at(e->keys, 0);
   a.lens = sq_at(e->lens, 0);
   a.mask = e->mask ? sq_at(e->mask, 0) : sq_none();
+  a.group = e->group;
   a.scale = c->score == SQ_SCORE_SCALED_DOT ? (float)(1.0 / sqrt((double)He)) : 1.0f;
   /* additive: b_q was folded into the projected keys (encoder.c) */
   sq_ref bq = c->score == SQ_SCORE_ADDITIVE ? sq_none() : m->query_b;
@@ -161,7 +162,13 @@ static seqcl_status attend(seqcl_model *m, const sq_encoded *e, sq_dec_ws *ws, s
   } else {
     a.pkeys = a.v = a.bv = sq_none();
   }
-  if (off & SQ_ABL_FUSED_ATTN) return attention_unfused(m, e, ws, &a, ctxv, ld_c, alpha);
+  if (off & SQ_ABL_FUSED_ATTN) {
+    if (sq_attn_group(&a) > 1)
+      return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                     "decoder step: the unfused attention reads one source per row (group %d)",
+                     a.group);
+    return attention_unfused(m, e, ws, &a, ctxv, ld_c, alpha);
+  }
   return sq_attn_fused(ctx, &a, e->lens_host, e->mask_host, ctxv, ld_c, alpha);
 }
 

@@ -58,13 +58,13 @@ static seqcl_status final_state(seqcl_model *m, int n, sq_buf *hfin, sq_buf *s0)
   return SEQCL_OK;
 }
 
-/* rows = 0 .. n-1 on the device: the identity gather that moves whole rows
- * between buffers of different row strides (an embedding lookup whose table
- * is the source buffer). */
-static seqcl_status identity_rows(seqcl_ctx *ctx, int n, sq_buf **rows) {
+/* rows[i] = i / k on the device (k = 1: the identity): the gather that moves
+ * whole rows between buffers of different row strides, or repeats each row k
+ * times (an embedding lookup whose table is the source buffer). */
+static seqcl_status source_rows(seqcl_ctx *ctx, int n, int k, sq_buf **rows) {
   int32_t *ids = malloc((size_t)n * sizeof(int32_t));
   if (!ids) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "encoder: out of memory");
-  for (int i = 0; i < n; i++) ids[i] = i;
+  for (int i = 0; i < n; i++) ids[i] = i / k;
   seqcl_status st = sq_buf_alloc(ctx, (size_t)n * sizeof(int32_t), rows);
   if (st == SEQCL_OK) st = sq_write(ctx, sq_at(*rows, 0), ids, (size_t)n * sizeof(int32_t));
   free(ids);
@@ -77,7 +77,7 @@ static seqcl_status fixed_context(seqcl_model *m, sq_encoded *e, sq_buf *hfin) {
   seqcl_ctx *ctx = m->ctx;
   const int n = e->n, H = m->cfg.enc_hidden, He = m->He;
   SQ_TRY(alloc_f32(ctx, (size_t)n * He, &e->fixed));
-  SQ_TRY(identity_rows(ctx, n, &e->rows));
+  SQ_TRY(source_rows(ctx, n, 1, &e->rows));
   if (!m->cfg.bidirectional) return sq_copy(ctx, sq_at(e->fixed, 0), sq_at(hfin, 0), (size_t)n * H);
   for (int d = 0; d < 2; d++)
     SQ_TRY(sq_embedding_device_ids(ctx, n, H, n, sq_at(e->rows, 0), sq_at(hfin, (size_t)d * n * H),
@@ -184,7 +184,7 @@ seqcl_status sq_encoded_repeat(seqcl_model *m, const sq_encoded *e, int k, sq_en
   if ((st = alloc_f32(ctx, (size_t)n * Hd, &out->s0))) goto done;
   const int fixed = e->fixed != NULL;
   if (fixed && (st = alloc_f32(ctx, (size_t)n * He, &out->fixed))) goto done;
-  if (fixed && (st = identity_rows(ctx, n, &out->rows))) goto done;
+  if (fixed && (st = source_rows(ctx, n, 1, &out->rows))) goto done;
   for (int i = 0; i < n && st == SEQCL_OK; i++) {
     const size_t from = (size_t)(i / k), to = (size_t)i;
     st = sq_copy(ctx, sq_at(out->keys, to * S * He), sq_at(e->keys, from * S * He),
@@ -200,4 +200,28 @@ seqcl_status sq_encoded_repeat(seqcl_model *m, const sq_encoded *e, int k, sq_en
 done:
   if (st != SEQCL_OK) sq_encoded_free(out);
   return st;
+}
+
+seqcl_status sq_encoded_group(seqcl_model *m, sq_encoded *e, int k) {
+  seqcl_ctx *ctx = m->ctx;
+  const int n = e->n * k, Hd = m->cfg.dec_hidden;
+  sq_buf *rows = NULL, *s0 = NULL;
+  /* s0 gathered row by row through the source index, in one launch */
+  seqcl_status st = source_rows(ctx, n, k, &rows);
+  if (st == SEQCL_OK) st = alloc_f32(ctx, (size_t)n * Hd, &s0);
+  if (st == SEQCL_OK)
+    st = sq_embedding_device_ids(ctx, n, Hd, e->n, sq_at(rows, 0), sq_at(e->s0, 0),
+                                 sq_at(s0, 0), Hd);
+  if (st != SEQCL_OK) {
+    sq_buf_free(rows);
+    sq_buf_free(s0);
+    return st;
+  }
+  sq_buf_free(e->s0);
+  e->s0 = s0;
+  sq_buf_free(e->rows); /* score "none": the fixed context's gather index, now per row */
+  e->rows = e->fixed ? rows : NULL;
+  if (!e->fixed) sq_buf_free(rows);
+  e->group = k;
+  return SEQCL_OK;
 }

@@ -73,6 +73,10 @@ seqcl_status sq_model_progress(seqcl_model *m, size_t done, size_t total);
 /* A batch of n source sequences, padded to S, encoded on the device. */
 typedef struct sq_encoded {
   int n, S;
+  /* decoder rows per source (0 reads as 1; sq_encoded_group): row r reads
+   * source r / group's keys, lengths and mask; s0 (and rows) have n * group
+   * rows */
+  int group;
   int32_t *lens_host; /* [n] */
   sq_buf *lens;       /* int32 [n] */
   sq_buf *keys;       /* encoder outputs H [n, S, He], exactly 0 past each length */
@@ -94,6 +98,12 @@ seqcl_status sq_encode(seqcl_model *m, const seqcl_seqs *src, size_t first, int 
 /* Repeats every row of e k times (row i becomes rows i*k .. i*k+k-1): beam search
  * runs k hypotheses per sentence against the same source. */
 seqcl_status sq_encoded_repeat(seqcl_model *m, const sq_encoded *e, int k, sq_encoded *out);
+/* The same for k decoder rows per sentence without copying the encoding: s0
+ * (and score "none"'s gather index) get n k rows, the attention reads each
+ * sentence's keys once for its k rows (sq_attn_args.group). The fused
+ * attention only: the unfused ablation's softmax and context take one source
+ * per row (sq_encoded_repeat). */
+seqcl_status sq_encoded_group(seqcl_model *m, sq_encoded *e, int k);
 void sq_encoded_free(sq_encoded *e);
 
 /* Decoder workspace for n rows, allocated once per batch. */

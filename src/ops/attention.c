@@ -24,7 +24,12 @@ static seqcl_status chk_attn(seqcl_ctx *ctx, const char *op, const sq_attn_args 
   if (additive) SQ_CHK(sq_chk_dim(ctx, op, "A", a->A));
   if (!isfinite(a->scale))
     return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT, "%s: scale is not finite", op);
-  const size_t N = sz(a->N), S = sz(a->S), He = sz(a->He);
+  if (a->group < 0 || a->N % sq_attn_group(a))
+    return sq_fail(ctx, SEQCL_ERR_INVALID_ARGUMENT,
+                   "%s: group %d does not divide the %d rows into sources", op, a->group, a->N);
+  /* keys, pkeys, lens and mask: one per source, n_src of them */
+  const int n_src = a->N / sq_attn_group(a);
+  const size_t N = sz(n_src), S = sz(a->S), He = sz(a->He);
   const int qdim = additive ? a->A : a->He;
   SQ_CHK(sq_chk_mat(ctx, op, "qp", a->qp, "ld_qp", a->N, a->ld_qp, qdim, 1));
   SQ_CHK(sq_chk_ref(ctx, op, "keys", a->keys, sq_mul_sat(sq_mul_sat(N, S), He), 1));
@@ -34,8 +39,16 @@ static seqcl_status chk_attn(seqcl_ctx *ctx, const char *op, const sq_attn_args 
     SQ_CHK(sq_chk_ref(ctx, op, "bv", a->bv, 1, 0));
   }
   SQ_CHK(sq_chk_ref(ctx, op, "lens", a->lens, N, 1));
-  SQ_CHK(sq_chk_lens(ctx, op, lens_host, a->N, a->S));
-  return sq_chk_mask(ctx, op, a->mask, mask_host, lens_host, a->N, a->S);
+  SQ_CHK(sq_chk_lens(ctx, op, lens_host, n_src, a->S));
+  return sq_chk_mask(ctx, op, a->mask, mask_host, lens_host, n_src, a->S);
+}
+
+/* The training slots read keys row by row. */
+static seqcl_status chk_one_source_per_row(seqcl_ctx *ctx, const char *op, const sq_attn_args *a) {
+  if (a && sq_attn_group(a) != 1)
+    return sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "%s: group %d: training attends one source per row",
+                   op, a->group);
+  return SEQCL_OK;
 }
 
 seqcl_status sq_attn_scores(seqcl_ctx *ctx, const sq_attn_args *a, const int32_t *lens_host,
@@ -83,6 +96,7 @@ seqcl_status sq_attn_fused(seqcl_ctx *ctx, const sq_attn_args *a, const int32_t 
 seqcl_status sq_attn_fwd(seqcl_ctx *ctx, const sq_attn_args *a, sq_ref u, sq_ref c, int ld_c,
                          sq_ref alpha) {
   SQ_TRAIN_SLOT(ctx, attn_fwd);
+  SQ_CHK(chk_one_source_per_row(ctx, "sq_attn_fwd", a));
   return OPS(ctx)->attn_fwd(ctx->be, a, u, c, ld_c, alpha);
 }
 
@@ -90,5 +104,6 @@ seqcl_status sq_attn_bwd(seqcl_ctx *ctx, const sq_attn_args *a, sq_ref alpha, sq
                          int ld_dc, sq_ref dqp, int ld_dqp, sq_ref dkeys, sq_ref dpkeys,
                          sq_ref dv, sq_ref dbv) {
   SQ_TRAIN_SLOT(ctx, attn_bwd);
+  SQ_CHK(chk_one_source_per_row(ctx, "sq_attn_bwd", a));
   return OPS(ctx)->attn_bwd(ctx->be, a, alpha, u, dc, ld_dc, dqp, ld_dqp, dkeys, dpkeys, dv, dbv);
 }

@@ -575,6 +575,48 @@ static void check_beam(const tmodel *tm, seqcl_model *model, const char *dev, in
   seqcl_decode_result_free(r);
 }
 
+/* Beam search with each sentence's K rows reading its one encoding (the
+ * default) gives what K copies of it give, bit for bit: the same keys meet
+ * the same queries in the same order. */
+static void check_beam_shared(const tmodel *tm, seqcl_model *model, const char *dev, int K) {
+  seqcl_seqs src = the_src();
+  seqcl_decode_options o;
+  seqcl_decode_options_init(&o);
+  o.max_steps = 8;
+  o.beam = K;
+  o.nbest = K;
+  o.want_alignments = tm->cfg.score != SQ_SCORE_NONE;
+  seqcl_decode_result *r[2] = {NULL, NULL};
+  for (int copies = 0; copies < 2; copies++) {
+    sq_ctx_set_ablated(model->ctx, copies ? SQ_ABL_BEAM_SHARED : 0);
+    if (seqcl_model_decode(model, &src, &o, &r[copies]) != SEQCL_OK)
+      fail_msg("%s: beam %d (%s encoding): %s", dev, K, copies ? "copied" : "shared",
+               seqcl_last_message());
+  }
+  sq_ctx_set_ablated(model->ctx, 0);
+  const seqcl_decode_result *a = r[0], *b = r[1];
+  assert_int_equal(a->count, b->count);
+  assert_memory_equal(a->offsets, b->offsets, (a->count + 1) * sizeof *a->offsets);
+  assert_memory_equal(a->ids, b->ids, a->offsets[a->count] * sizeof *a->ids);
+  assert_memory_equal(a->scores, b->scores, a->count * sizeof *a->scores);
+  assert_memory_equal(a->hyp_counts, b->hyp_counts, a->count * sizeof *a->hyp_counts);
+  for (size_t i = 0; i < a->count * (size_t)a->nbest; i++) {
+    if (i % (size_t)a->nbest >= (size_t)a->hyp_counts[i / (size_t)a->nbest]) continue;
+    assert_int_equal(a->hyps[i].len, b->hyps[i].len);
+    assert_memory_equal(a->hyps[i].ids, b->hyps[i].ids, a->hyps[i].len * sizeof(int32_t));
+    assert_memory_equal(&a->hyps[i].logprob, &b->hyps[i].logprob, sizeof(double));
+  }
+  if (o.want_alignments) {
+    assert_int_equal(a->T, b->T);
+    assert_int_equal(a->S, b->S);
+    assert_memory_equal(a->alignments, b->alignments,
+                        a->count * (size_t)a->T * (size_t)a->S * sizeof(float));
+  }
+  print_message("  %-10s beam %d: shared encoding = K copies, bit for bit\n", dev, K);
+  seqcl_decode_result_free(r[0]);
+  seqcl_decode_result_free(r[1]);
+}
+
 typedef struct model_case {
   const char *name;
   sq_score score;
@@ -626,6 +668,7 @@ static void test_model_vs_reference(void **state) {
         check_beam(&tm, model, dev, 4, 1.0);
       }
       sq_ctx_set_ablated(ctx, 0);
+      check_beam_shared(&tm, model, dev, 3);
       if (cases[c].output == SQ_OUTPUT_STATE_CONTEXT) {
         /* The checks above ran the output over [s ; c] as one product over
          * the step's row [s | c | e]; the two-product form must agree too. */

@@ -105,18 +105,20 @@ static void dot_energies(int len, int He, const float *restrict h, const float *
 
 /* Energies of row n for positions j0 .. j0+nb-1 (score_block), and for
  * j < len with positions len..S-1 set to 0 (score_row: finite, as the
- * contract allows, and never read by the softmax). */
+ * contract allows, and never read by the softmax). Row n's query meets the
+ * keys of source n / group. */
 static void score_block(const sq_attn_args *a, int n, int j0, int nb, float *restrict e) {
   const int S = a->S, He = a->He;
+  const size_t src = (size_t)(n / sq_attn_group(a));
   const float *qp = sq_host_f32(a->qp) + (size_t)n * (size_t)a->ld_qp;
   if (a->kind == SQ_SCORE_ADDITIVE) {
     const int A = a->A;
-    const float *pk = sq_host_f32(a->pkeys) + ((size_t)n * (size_t)S + (size_t)j0) * (size_t)A;
+    const float *pk = sq_host_f32(a->pkeys) + (src * (size_t)S + (size_t)j0) * (size_t)A;
     const float *v = sq_host_f32(a->v);
     const float bv = a->bv.buf ? sq_host_f32(a->bv)[0] : 0.0f;
     additive_energies(nb, A, pk, qp, v, bv, a->scale, e);
   } else {
-    const float *keys = sq_host_f32(a->keys) + ((size_t)n * (size_t)S + (size_t)j0) * (size_t)He;
+    const float *keys = sq_host_f32(a->keys) + (src * (size_t)S + (size_t)j0) * (size_t)He;
     dot_energies(nb, He, keys, qp, a->scale, e);
   }
 }
@@ -182,10 +184,12 @@ static double energy_work(const sq_attn_args *a) {
 }
 
 /* Row-parallel slots: each runs rows [lo, hi) (sq_pool_for); the fused one
- * splits itself so that each part has its own scratch row. */
+ * splits itself so that each part has its own scratch row. Row n reads lens,
+ * mask and keys of source n / group (group 1 but for attn_scores and
+ * attn_fused), so that consecutive rows of one source find its keys in cache. */
 typedef struct attn_job {
   const sq_attn_args *a;
-  int N, S, He, ld_c, parts; /* parts: attn_fused only */
+  int N, S, He, ld_c, parts, group; /* parts: attn_fused only */
   const float *x, *keys;
   const int32_t *lens, *mask;
   float *y, *c, *scratch; /* scratch: S floats per part, or NULL */
@@ -193,7 +197,8 @@ typedef struct attn_job {
 
 static void scores_rows(void *arg, int lo, int hi) {
   const attn_job *j = arg;
-  for (int n = lo; n < hi; n++) score_row(j->a, n, j->lens[n], j->y + (size_t)n * (size_t)j->S);
+  for (int n = lo; n < hi; n++)
+    score_row(j->a, n, j->lens[n / j->group], j->y + (size_t)n * (size_t)j->S);
 }
 
 static void softmax_rows(void *arg, int lo, int hi) {
@@ -282,17 +287,19 @@ static void fused_part(void *arg, int p) {
   int lo, hi;
   sq_pool_range(j->N, j->parts, p, &lo, &hi);
   for (int n = lo; n < hi; n++) {
-    size_t off = (size_t)n * (size_t)j->S;
+    const int src = n / j->group;
+    const size_t off = (size_t)n * (size_t)j->S, src_off = (size_t)src * (size_t)j->S;
     float *e = j->y ? j->y + off : j->scratch + (size_t)p * (size_t)j->S;
-    fused_row(j->a, n, j->lens[n], j->mask ? j->mask + off : NULL, j->keys + off * (size_t)j->He,
-              j->y != NULL, e, j->c + (size_t)n * (size_t)j->ld_c);
+    fused_row(j->a, n, j->lens[src], j->mask ? j->mask + src_off : NULL,
+              j->keys + src_off * (size_t)j->He, j->y != NULL, e,
+              j->c + (size_t)n * (size_t)j->ld_c);
   }
 }
 
 seqcl_status sq_host_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref scores) {
   (void)be;
-  attn_job j = {.a = a, .N = a->N, .S = a->S, .lens = sq_host_i32(a->lens),
-                .y = sq_host_f32(scores)};
+  attn_job j = {.a = a, .N = a->N, .S = a->S, .group = sq_attn_group(a),
+                .lens = sq_host_i32(a->lens), .y = sq_host_f32(scores)};
   sq_pool_for(be, a->N, a->N * energy_work(a), scores_rows, &j);
   return SEQCL_OK;
 }
@@ -318,7 +325,8 @@ seqcl_status sq_host_context(sq_backend *be, int N, int S, int He, sq_ref alpha,
 seqcl_status sq_host_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c, int ld_c,
                                 sq_ref alpha) {
   attn_job j = {.a = a, .N = a->N, .S = a->S, .He = a->He, .ld_c = ld_c,
-                .lens = sq_host_i32(a->lens), .mask = sq_host_i32_opt(a->mask),
+                .group = sq_attn_group(a), .lens = sq_host_i32(a->lens),
+                .mask = sq_host_i32_opt(a->mask),
                 .keys = sq_host_f32(a->keys), .c = sq_host_f32(c),
                 .y = sq_host_f32_opt(alpha)};
   j.parts = sq_pool_parts(be, a->N, a->N * (energy_work(a) + (double)a->S * a->He));

@@ -67,10 +67,11 @@ static seqcl_status attn_kernel(sq_ocl *o, const char *name, int row_kernel, cl_
 }
 
 /* The flat argument list shared by attn_scores and attn_fused, starting at
- * *i: kind, N, S, He, A, qp, ld_qp, keys, pkeys, v, bv (+flag), scale, lens. */
+ * *i: kind, N, S, He, A, group, qp, ld_qp, keys, pkeys, v, bv (+flag), scale,
+ * lens. */
 static seqcl_status set_score_args(sq_ocl *o, cl_kernel attn, cl_uint *i,
                                    const sq_attn_args *a) {
-  int kind = (int)a->kind, N = a->N, S = a->S, He = a->He;
+  int kind = (int)a->kind, N = a->N, S = a->S, He = a->He, group = sq_attn_group(a);
   int A = a->kind == SQ_SCORE_ADDITIVE ? a->A : 0;
   int ld_qp = a->ld_qp;
   int has_bv = a->kind == SQ_SCORE_ADDITIVE && a->bv.buf != NULL;
@@ -80,6 +81,7 @@ static seqcl_status set_score_args(sq_ocl *o, cl_kernel attn, cl_uint *i,
   SQ_ARG(o, attn, (*i)++, S);
   SQ_ARG(o, attn, (*i)++, He);
   SQ_ARG(o, attn, (*i)++, A);
+  SQ_ARG(o, attn, (*i)++, group);
   SQ_TRY(set_ref(o, attn, "attn", i, a->qp, "attention query"));
   SQ_ARG(o, attn, (*i)++, ld_qp);
   /* The additive score never reads keys, the dot scores never read pkeys/v:
