@@ -544,8 +544,9 @@ static int ref_beam(const tmodel *tm, int n, int K, double A, int max_steps, int
   return len;
 }
 
-static void check_beam(const tmodel *tm, seqcl_model *model, const char *dev, int K, double A) {
-  seqcl_seqs src = the_src();
+/* The beam checks' options: K hypotheses, all of them reported, 8 steps,
+ * alignments where the model has attention. */
+static seqcl_decode_options beam_options(const tmodel *tm, int K, double A) {
   seqcl_decode_options o;
   seqcl_decode_options_init(&o);
   o.max_steps = 8;
@@ -553,6 +554,12 @@ static void check_beam(const tmodel *tm, seqcl_model *model, const char *dev, in
   o.length_penalty = A;
   o.nbest = K;
   o.want_alignments = tm->cfg.score != SQ_SCORE_NONE;
+  return o;
+}
+
+static void check_beam(const tmodel *tm, seqcl_model *model, const char *dev, int K, double A) {
+  seqcl_seqs src = the_src();
+  const seqcl_decode_options o = beam_options(tm, K, A);
   seqcl_decode_result *r = NULL;
   if (seqcl_model_decode(model, &src, &o, &r) != SEQCL_OK)
     fail_msg("%s: beam %d: %s", dev, K, seqcl_last_message());
@@ -580,12 +587,7 @@ static void check_beam(const tmodel *tm, seqcl_model *model, const char *dev, in
  * the same queries in the same order. */
 static void check_beam_shared(const tmodel *tm, seqcl_model *model, const char *dev, int K) {
   seqcl_seqs src = the_src();
-  seqcl_decode_options o;
-  seqcl_decode_options_init(&o);
-  o.max_steps = 8;
-  o.beam = K;
-  o.nbest = K;
-  o.want_alignments = tm->cfg.score != SQ_SCORE_NONE;
+  const seqcl_decode_options o = beam_options(tm, K, 0.0);
   seqcl_decode_result *r[2] = {NULL, NULL};
   for (int copies = 0; copies < 2; copies++) {
     sq_ctx_set_ablated(model->ctx, copies ? SQ_ABL_BEAM_SHARED : 0);
