@@ -287,6 +287,27 @@ static void attention_errors(void **state) {
                 SEQCL_ERR_INVALID_ARGUMENT, "sq_attn_fused: c is required");
   TH_EXPECT_ERR(sq_attn_fused(ctx, &a, lens_ok, NULL, c, 4, sq_at(f->small, 4)), SEQCL_ERR_SHAPE,
                 "sq_attn_fused: alpha needs 6 elements from offset 4");
+
+  /* group: rows per source; the sources' lengths (and keys, mask) number
+   * N / group, and group must divide N */
+  const int32_t lens_one[1] = {3}, lens_one_long[1] = {5};
+  a = additive(f);
+  a.group = 2;
+  TH_OK(sq_attn_fused(ctx, &a, lens_one, NULL, c, 4, sq_at(f->big, 3000)));
+  TH_OK(sq_attn_scores(ctx, &a, lens_one, NULL, sc));
+  TH_EXPECT_ERR(sq_attn_fused(ctx, &a, lens_one_long, NULL, c, 4, sq_none()), SEQCL_ERR_SHAPE,
+                "sq_attn_fused: lens[0] = 5 exceeds the padded length 3");
+  a.group = 3;
+  TH_EXPECT_ERR(sq_attn_fused(ctx, &a, lens_ok, NULL, c, 4, sq_none()),
+                SEQCL_ERR_INVALID_ARGUMENT,
+                "sq_attn_fused: group 3 does not divide the 2 rows into sources");
+  a.group = -1;
+  TH_EXPECT_ERR(sq_attn_scores(ctx, &a, lens_ok, NULL, sc), SEQCL_ERR_INVALID_ARGUMENT,
+                "sq_attn_scores: group -1 does not divide");
+  a = additive(f);
+  a.group = 2;
+  TH_EXPECT_ERR(sq_attn_fwd(ctx, &a, sq_none(), c, 4, sq_at(f->big, 3000)),
+                SEQCL_ERR_UNSUPPORTED, "sq_attn_fwd: group 2: training attends one source per row");
 }
 
 /* A valid gates argument set: N = 2, H = 3, gi [N, T = 4, 3H], lens {4, 2}. */
