@@ -6,7 +6,7 @@
  * rounds of 200 passes. Not built with seqcl: compile it against a build's
  * internal library,
  *
- *   gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Isrc bench/gemm_batch1.c \
+ *   gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Isrc -Iinclude bench/gemm_batch1.c \
  *       build/src/libseqcl_internal.a -lopenblas -ljansson -lOpenCL -lclblast \
  *       -lstdc++ -lm -lpthread -o gemm_batch1
  *   ./gemm_batch1 [SETS [N [K]]]        (default 4 1024 256)
@@ -16,16 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/host/gemm_nt.h"
+#include "bench/bench.h"
 #include "core/halfwidth.h"
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv) {
   const int sets = argc > 1 ? atoi(argv[1]) : 4, N = argc > 2 ? atoi(argv[2]) : 1024,
@@ -57,7 +51,7 @@ int main(int argc, char **argv) {
   for (int half = 0; half < 2; half++) {
     double best = 1e30;
     for (int round = 0; round < 7; round++) {
-      const double t0 = now();
+      const double t0 = sq_bench_now();
       for (int pass = 0; pass < 200; pass++)
         for (int s = 0; s < sets; s++) {
           const size_t off = (size_t)s * N * K;
@@ -66,7 +60,7 @@ int main(int argc, char **argv) {
           else
             sq_gemm_nt(1, N, K, 1.0f, a, K, b + off, K, 0.0f, c, N);
         }
-      const double t = (now() - t0) / (200.0 * sets);
+      const double t = (sq_bench_now() - t0) / (200.0 * sets);
       if (t < best) best = t;
     }
     printf("%s: %.1f us per %d x %d product, %.1f GB/s of weights\n", half ? "bf16" : "f32 ",

@@ -37,9 +37,9 @@ static void attn_dims_of(const sq_case *c, attn_dims *d) {
 /* group > 1: each group's rows take its first row's keys, length and mask
  * (so the reference, which reads them row by row, sees what the op sees),
  * and keys_g, lens_g and mask_g hold them once per source. */
-static seqcl_status group_sources(sq_case *c, const attn_dims *d, float *keys) {
+static seqcl_status group_sources(sq_case *c, const attn_dims *d, float *keys, int32_t *lens,
+                                  int32_t *mask) {
   const int G = d->group, Ns = d->N / G, S = d->S, He = d->He;
-  int32_t *lens = (int32_t *)sq_case_ini(c, "lens"), *mask = (int32_t *)sq_case_ini(c, "mask");
   float *keys_g = sq_case_f(c, "keys_g", (size_t)Ns * S * He);
   int32_t *lens_g = sq_case_i(c, "lens_g", (size_t)Ns);
   int32_t *mask_g = mask ? sq_case_i(c, "mask_g", (size_t)Ns * S) : NULL;
@@ -117,14 +117,16 @@ static seqcl_status attn_gen_inputs(sq_case *c, sq_rng *r, attn_dims *dp) {
     SQ_NEED(sq_gen_f(c, r, "Wq", (size_t)d.He * d.Hd, 1.0f / sqrtf((float)d.Hd)));
     if (sq_shape_int(s, "bq", 1)) SQ_NEED(sq_gen_f(c, r, "bq", (size_t)d.He, 0.5f));
   }
-  SQ_NEED(sq_gen_lens(c, r, "lens", d.N, d.S, sq_shape_int(s, "lens", 1)));
-  if (sq_shape_int(s, "mask", 0)) SQ_NEED(sq_gen_mask(c, r, d.N, d.S));
+  int32_t *lens = sq_gen_lens(c, r, "lens", d.N, d.S, sq_shape_int(s, "lens", 1));
+  SQ_NEED(lens);
+  int32_t *mask = NULL;
+  if (sq_shape_int(s, "mask", 0)) SQ_NEED(mask = sq_gen_mask(c, r, d.N, d.S));
   if (sq_shape_int(s, "poison", 0)) SQ_TRY(poison_rows(c, &d, keys, q));
   if (d.group > 1) {
     if (d.N % d.group || sq_shape_int(s, "poison", 0))
       return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT,
                      "%s: group must divide N (and not come with poison)", c->op->name);
-    SQ_TRY(group_sources(c, &d, keys));
+    SQ_TRY(group_sources(c, &d, keys, lens, mask));
   }
   return SEQCL_OK;
 }

@@ -219,9 +219,12 @@ seqcl_status sq_encoded_group(seqcl_model *m, sq_encoded *e, int k) {
   }
   sq_buf_free(e->s0);
   e->s0 = s0;
-  sq_buf_free(e->rows); /* score "none": the fixed context's gather index, now per row */
-  e->rows = e->fixed ? rows : NULL;
-  if (!e->fixed) sq_buf_free(rows);
+  if (e->fixed) { /* score "none": the fixed context's gather index, now per row */
+    sq_buf_free(e->rows);
+    e->rows = rows;
+  } else {
+    sq_buf_free(rows);
+  }
   e->group = k;
   return SEQCL_OK;
 }

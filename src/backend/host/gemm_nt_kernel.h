@@ -48,9 +48,10 @@ static NT_TARGET void NT_FN(block4)(int mr, int nr, int K, const float *ai, int 
  * run of memory read front to back, which the hardware prefetches well,
  * where eight rows 1 KB apart read 64 bytes of each at a time were eight
  * short streams (a Zen 4 core read 3-60 % more weight bytes per second this
- * way at most shapes, bench/gemm_batch1.c). Each accumulator still adds its k in order, 16 lanes apart,
- * and fold4 folds it with the tree block_rx4 uses: the bits of the other
- * shapes. A second row past nr is row 0 again and is not stored. */
+ * way at most shapes, bench/gemm_batch1.c). Each accumulator still adds its k
+ * in order, 16 lanes apart, and fold4 folds it with the tree block_rx4 uses:
+ * the bits of the other shapes. A second row past nr is row 0 again and is
+ * not stored. */
 static NT_TARGET void NT_FN(row1x2)(int nr, int K, const float *a, const NT_BTYPE *b0,
                                     const NT_BTYPE *b1, float alpha, float beta, float *c) {
   const __mmask16 all = (__mmask16)0xffff;
