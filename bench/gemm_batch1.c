@@ -1,6 +1,7 @@
 /* Weight bandwidth of the host's own product at batch 1 (M = 1, the decode
- * step's shape at batch 1): sq_gemm_nt over float32 weights and
- * sq_gemm_nt_half over their bfloat16 copy, N x K, cycling through SETS
+ * step's shape at batch 1): sq_gemm_nt over float32 weights, sq_gemm_nt_half
+ * over their bfloat16 copy and sq_gemm_nt_pairs over its paired form (the
+ * one --precision bf16 reads at batch 1), N x K, cycling through SETS
  * matrices so that the working set is SETS x N x K floats (the decoder's
  * weights, read once per step, are 3 to 5 MB). One thread; the best of 7
  * rounds of 200 passes. Not built with seqcl: compile it against a build's
@@ -36,7 +37,9 @@ int main(int argc, char **argv) {
   float *b = malloc(n * sizeof *b), *a = malloc((size_t)K * sizeof *a);
   float *c = malloc((size_t)N * sizeof *c);
   uint16_t *h = malloc(n * sizeof *h);
-  if (!a || !b || !c || !h) {
+  const size_t row = (size_t)sq_gemm_pairs_row(K);
+  uint16_t *p = aligned_alloc(64, (size_t)sets * N * row * sizeof *p);
+  if (!a || !b || !c || !h || !p) {
     fprintf(stderr, "%s: out of memory\n", argv[0]);
     return 1;
   }
@@ -47,15 +50,20 @@ int main(int argc, char **argv) {
     memcpy(&bits, &b[i], sizeof bits);
     h[i] = (uint16_t)(bits >> 16);
   }
+  for (int s = 0; s < sets; s++)
+    sq_gemm_pack_pairs(N, K, b + (size_t)s * N * K, K, p + (size_t)s * N * row);
   for (int k = 0; k < K; k++) a[k] = 0.5f + (float)(k % 13) / 64.0f;
-  for (int half = 0; half < 2; half++) {
+  static const char *const names[] = {"f32  ", "bf16 ", "pairs"};
+  for (int half = 0; half < 3; half++) {
     double best = 1e30;
     for (int round = 0; round < 7; round++) {
       const double t0 = sq_bench_now();
       for (int pass = 0; pass < 200; pass++)
         for (int s = 0; s < sets; s++) {
           const size_t off = (size_t)s * N * K;
-          if (half)
+          if (half == 2)
+            sq_gemm_nt_pairs(1, N, K, 1.0f, a, K, p + (size_t)s * N * row, 0, 0.0f, c, N);
+          else if (half)
             sq_gemm_nt_half(1, N, K, 1.0f, a, K, h + off, K, SQ_HALF_BF16, 0.0f, c, N);
           else
             sq_gemm_nt(1, N, K, 1.0f, a, K, b + off, K, 0.0f, c, N);
@@ -63,12 +71,13 @@ int main(int argc, char **argv) {
       const double t = (sq_bench_now() - t0) / (200.0 * sets);
       if (t < best) best = t;
     }
-    printf("%s: %.1f us per %d x %d product, %.1f GB/s of weights\n", half ? "bf16" : "f32 ",
+    printf("%s: %.1f us per %d x %d product, %.1f GB/s of weights\n", names[half],
            best * 1e6, N, K, (double)N * K * (half ? 2 : 4) / best / 1e9);
   }
   free(a);
   free(b);
   free(c);
   free(h);
+  free(p);
   return 0;
 }

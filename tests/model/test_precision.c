@@ -241,6 +241,15 @@ static float next_uniform(uint64_t *state) {
   return (float)((double)(*state >> 11) / 9007199254740992.0 - 0.5);
 }
 
+/* got and want [M, N] hold the same bits, element by element. */
+static void same_bits(const float *got, const float *want, int M, int N, const char *what, int K,
+                      int ldb, int beta) {
+  for (size_t i = 0; i < (size_t)M * N; i++)
+    if (memcmp(&got[i], &want[i], sizeof(float)))
+      fail_msg("%s M %d N %d K %d ldb %d beta %d: element %zu %.9g (16-bit) != %.9g (float32)",
+               what, M, N, K, ldb, beta, i, (double)got[i], (double)want[i]);
+}
+
 /* One product of the test below at width w: B's values rounded to w (NaN stays
  * NaN), the float32 product over them against the 16-bit one, both betas. */
 static void check_product_bits(int M, int N, int K, int ldb, int off, const float *a,
@@ -249,28 +258,44 @@ static void check_product_bits(int M, int N, int K, int ldb, int off, const floa
   float *bw = malloc(nb * sizeof *bw), *c32 = malloc((size_t)M * N * sizeof *c32);
   float *c16 = malloc((size_t)M * N * sizeof *c16);
   uint16_t *p = malloc(nb * sizeof *p);
-  assert_true(bw && c32 && c16 && p);
+  /* 64-byte aligned rows (the kernel's aligned loads), as the packed copies */
+  uint16_t *pairs = aligned_alloc(64, (size_t)N * sq_gemm_pairs_row(K) * sizeof *pairs);
+  assert_true(bw && c32 && c16 && p && pairs);
   for (size_t i = 0; i < nb; i++) {
     bw[i] = sq_round_halfwidth(b[i], w);
     p[i] = w == SQ_HALF_F16 ? sq_float_to_half(bw[i]) : sq_float_to_bf16(bw[i]);
   }
+  /* reads only k < K of each row: the NaN padding must not reach it */
+  if (w == SQ_HALF_BF16) sq_gemm_pack_pairs(N, K, bw + off, ldb, pairs);
   for (int beta = 0; beta < 2; beta++) {
     for (size_t i = 0; i < (size_t)M * N; i++) c32[i] = c16[i] = (float)i * 0.25f - 1.0f;
     sq_gemm_nt(M, N, K, 0.75f, a, K, bw + off, ldb, beta * 0.5f, c32, N);
     sq_gemm_nt_half(M, N, K, 0.75f, a, K, p + off, ldb, w, beta * 0.5f, c16, N);
-    for (size_t i = 0; i < (size_t)M * N; i++) {
+    for (size_t i = 0; i < (size_t)M * N; i++)
       if (!isfinite(c32[i])) fail_msg("M %d N %d K %d: float32 result %zu not finite", M, N, K, i);
-      if (memcmp(&c32[i], &c16[i], sizeof(float)))
-        fail_msg("%s M %d N %d K %d ldb %d beta %d: element %zu %.9g (16-bit) != %.9g (float32)",
-                 w == SQ_HALF_F16 ? "f16" : "bf16", M, N, K, ldb, beta, i, (double)c16[i],
-                 (double)c32[i]);
-    }
+    same_bits(c16, c32, M, N, w == SQ_HALF_F16 ? "f16" : "bf16", K, ldb, beta);
+    if (w != SQ_HALF_BF16) continue;
+    /* the paired copy: the whole product, then columns from n0 on alone */
+    for (size_t i = 0; i < (size_t)M * N; i++) c16[i] = (float)i * 0.25f - 1.0f;
+    sq_gemm_nt_pairs(M, N, K, 0.75f, a, K, pairs, 0, beta * 0.5f, c16, N);
+    same_bits(c16, c32, M, N, "bf16 pairs", K, ldb, beta);
+    const int n0 = N / 3;
+    for (size_t i = 0; i < (size_t)M * N; i++) c16[i] = (float)i * 0.25f - 1.0f;
+    sq_gemm_nt_pairs(M, N - n0, K, 0.75f, a, K, pairs, n0, beta * 0.5f, c16 + n0, N);
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < n0; j++) { /* columns before n0: untouched, then compared as equal */
+        const size_t at = (size_t)i * N + j;
+        assert_true(c16[at] == (float)at * 0.25f - 1.0f);
+        c16[at] = c32[at];
+      }
+    same_bits(c16, c32, M, N, "bf16 pairs from n0", K, ldb, beta);
   }
-  free(bw), free(c32), free(c16), free(p);
+  free(bw), free(c32), free(c16), free(p), free(pairs);
 }
 
-/* The host's 16-bit products (bfloat16 and binary16 B): over M (the one-row
- * and the 4 x 4 kernels), N (whole and partial blocks of columns) and K
+/* The host's 16-bit products (bfloat16 and binary16 B, and bfloat16's paired
+ * copy): over M (the one-row and the 4 x 4 kernels), N (whole and partial
+ * blocks of columns, a product from a later column on) and K
  * around the 16-lane steps (tails of 1..15, padded rows), each gives the
  * float32 product's bits for the same values. The padding of each row is
  * NaN: a lane read past K would show. */

@@ -27,9 +27,9 @@ struct sq_host_packed {
   struct sq_host_packed *next;
   size_t off, end; /* B's first float in the buffer, one past its last */
   int N, K, ldb;
-  int kn;    /* B stored [K, N] (sq_gemm_pack_kn, for C = A B), else [N, K] */
+  sq_packed_form form;
   int stale; /* written over since it was packed */
-  float *panels;
+  void *mem; /* the panels (floats) or the pairs (16-bit words) */
 };
 
 static pthread_mutex_t packed_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -38,8 +38,16 @@ static pthread_mutex_t packed_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t extent(int N, int K, int ldb) { return (size_t)(N - 1) * (size_t)ldb + (size_t)K; }
 
 static void pack(const sq_host_packed *p, const float *b) {
-  if (p->kn) sq_gemm_pack_kn(p->K, p->N, b, p->ldb, p->panels);
-  else sq_gemm_pack(p->N, p->K, b, p->ldb, p->panels);
+  switch (p->form) {
+  case SQ_PACKED_KN: sq_gemm_pack_kn(p->K, p->N, b, p->ldb, p->mem); break;
+  case SQ_PACKED_PAIRS: sq_gemm_pack_pairs(p->N, p->K, b, p->ldb, p->mem); break;
+  default: sq_gemm_pack(p->N, p->K, b, p->ldb, p->mem); break;
+  }
+}
+
+static size_t packed_bytes(sq_packed_form form, int N, int K) {
+  if (form == SQ_PACKED_PAIRS) return (size_t)N * (size_t)sq_gemm_pairs_row(K) * sizeof(uint16_t);
+  return sq_gemm_panels_floats(N, K) * sizeof(float);
 }
 
 /* Unlinks and frees every copy of buf. */
@@ -50,7 +58,7 @@ static void free_all(sq_buf *buf) {
   pthread_mutex_unlock(&packed_lock);
   while (p) {
     sq_host_packed *next = p->next;
-    free(p->panels);
+    free(p->mem);
     free(p);
     p = next;
   }
@@ -80,37 +88,38 @@ void sq_host_packed_drop_range(sq_buf *buf, size_t off, size_t count) {
   pthread_mutex_unlock(&packed_lock);
 }
 
-seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb, int kn,
-                                const float **out) {
+seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb,
+                                sq_packed_form form, const void **out) {
   *out = NULL;
   seqcl_status st = SEQCL_OK;
   pthread_mutex_lock(&packed_lock);
   sq_host_packed *p = B.buf->packed;
-  while (p && !(p->off == B.off && p->N == N && p->K == K && p->ldb == ldb && p->kn == kn))
+  while (p && !(p->off == B.off && p->N == N && p->K == K && p->ldb == ldb && p->form == form))
     p = p->next;
   if (p && p->stale) { /* the same memory, the new values */
     pack(p, sq_host_f32(B));
     p->stale = 0;
   } else if (!p) {
-    const size_t n = sq_gemm_panels_floats(N, K);
+    const size_t bytes = packed_bytes(form, N, K);
     void *mem = NULL;
     p = malloc(sizeof *p);
-    if (!p || sq_fault_hit(SQ_FAULT_ALLOC) || posix_memalign(&mem, 64, n * sizeof(float)) != 0) {
+    if (!p || sq_fault_hit(SQ_FAULT_ALLOC) || posix_memalign(&mem, 64, bytes) != 0) {
       free(p);
       p = NULL;
       st = sq_fail(be->ctx, SEQCL_ERR_OUT_OF_MEMORY,
                    "host backend: cannot allocate a buffer of %zu bytes for the packed copy of "
                    "a %d x %d weight",
-                   n * sizeof(float), N, K);
+                   bytes, N, K);
     } else {
-      const size_t end = B.off + (kn ? extent(K, N, ldb) : extent(N, K, ldb));
-      *p = (sq_host_packed){B.buf->packed, B.off, end, N, K, ldb, kn, 0, mem};
+      const size_t end =
+          B.off + (form == SQ_PACKED_KN ? extent(K, N, ldb) : extent(N, K, ldb));
+      *p = (sq_host_packed){B.buf->packed, B.off, end, N, K, ldb, form, 0, mem};
       pack(p, sq_host_f32(B));
       B.buf->packed = p;
     }
   }
   pthread_mutex_unlock(&packed_lock);
-  if (p) *out = p->panels;
+  if (p) *out = p->mem;
   return st;
 }
 
@@ -132,8 +141,8 @@ static void refresh_panels(void *arg, int lo, int hi) {
     const int p0 = at - j->first[i], p1 = (hi < j->first[i + 1] ? hi : j->first[i + 1]) - j->first[i];
     const int n0 = 16 * p0, n = (16 * p1 < p->N ? 16 * p1 : p->N) - n0;
     const float *b = j->base + p->off;
-    float *out = p->panels + (size_t)p0 * 16 * (size_t)p->K;
-    if (p->kn) sq_gemm_pack_kn(p->K, n, b + n0, p->ldb, out);
+    float *out = (float *)p->mem + (size_t)p0 * 16 * (size_t)p->K;
+    if (p->form == SQ_PACKED_KN) sq_gemm_pack_kn(p->K, n, b + n0, p->ldb, out);
     else sq_gemm_pack(n, p->K, b + (size_t)n0 * (size_t)p->ldb, p->ldb, out);
     at = j->first[i] + p1;
   }
@@ -145,7 +154,8 @@ void sq_host_packed_refresh(sq_backend *be, sq_buf *buf) {
   refresh_job j = {.n = 0, .base = sq_host_f32(sq_at(buf, 0))};
   double floats = 0;
   for (sq_host_packed *p = buf->packed; p; p = p->next) {
-    if (!p->stale) continue;
+    /* pairs (batch-1 reads): packed again by the product that reads them */
+    if (!p->stale || p->form == SQ_PACKED_PAIRS) continue;
     if (j.n == REFRESH_MAX) break; /* the rest: packed by the product that reads them */
     j.copy[j.n] = p;
     j.first[j.n + 1] = j.first[j.n] + (p->N + 15) / 16;
