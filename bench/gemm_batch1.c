@@ -10,7 +10,10 @@
  *   gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Isrc -Iinclude bench/gemm_batch1.c \
  *       build/src/libseqcl_internal.a -lopenblas -ljansson -lOpenCL -lclblast \
  *       -lstdc++ -lm -lpthread -o gemm_batch1
- *   ./gemm_batch1 [SETS [N [K]]]        (default 4 1024 256)
+ *   ./gemm_batch1 [SETS [N [K [M]]]]    (default 4 1024 256 1)
+ *
+ * (M > 1: the same products with M rows of A, the shape of beam search at
+ * batch 1 and of the encoder's many-row products)
  *
  * and run it for two builds in turns (bench/RESULTS.md). */
 #include <stdint.h>
@@ -24,9 +27,9 @@
 
 int main(int argc, char **argv) {
   const int sets = argc > 1 ? atoi(argv[1]) : 4, N = argc > 2 ? atoi(argv[2]) : 1024,
-            K = argc > 3 ? atoi(argv[3]) : 256;
-  if (sets < 1 || N < 1 || K < 1) {
-    fprintf(stderr, "usage: %s [SETS [N [K]]] (positive integers)\n", argv[0]);
+            K = argc > 3 ? atoi(argv[3]) : 256, M = argc > 4 ? atoi(argv[4]) : 1;
+  if (sets < 1 || N < 1 || K < 1 || M < 1) {
+    fprintf(stderr, "usage: %s [SETS [N [K [M]]]] (positive integers)\n", argv[0]);
     return 2;
   }
   if (!sq_gemm_nt_available()) {
@@ -34,11 +37,11 @@ int main(int argc, char **argv) {
     return 77;
   }
   const size_t n = (size_t)sets * N * K;
-  float *b = malloc(n * sizeof *b), *a = malloc((size_t)K * sizeof *a);
-  float *c = malloc((size_t)N * sizeof *c);
+  float *b = malloc(n * sizeof *b), *a = malloc((size_t)M * K * sizeof *a);
+  float *c = malloc((size_t)M * N * sizeof *c);
   uint16_t *h = malloc(n * sizeof *h);
-  const size_t row = (size_t)sq_gemm_pairs_row(K);
-  uint16_t *p = aligned_alloc(64, (size_t)sets * N * row * sizeof *p);
+  const size_t words = sq_gemm_pairs_words(N, K); /* one matrix's paired copy */
+  uint16_t *p = aligned_alloc(64, (size_t)sets * words * sizeof *p);
   if (!a || !b || !c || !h || !p) {
     fprintf(stderr, "%s: out of memory\n", argv[0]);
     return 1;
@@ -51,8 +54,8 @@ int main(int argc, char **argv) {
     h[i] = (uint16_t)(bits >> 16);
   }
   for (int s = 0; s < sets; s++)
-    sq_gemm_pack_pairs(N, K, b + (size_t)s * N * K, K, p + (size_t)s * N * row);
-  for (int k = 0; k < K; k++) a[k] = 0.5f + (float)(k % 13) / 64.0f;
+    sq_gemm_pack_pairs(N, K, b + (size_t)s * N * K, K, p + (size_t)s * words);
+  for (int k = 0; k < M * K; k++) a[k] = 0.5f + (float)(k % 13) / 64.0f;
   static const char *const names[] = {"f32  ", "bf16 ", "pairs"};
   for (int half = 0; half < 3; half++) {
     double best = 1e30;
@@ -62,17 +65,17 @@ int main(int argc, char **argv) {
         for (int s = 0; s < sets; s++) {
           const size_t off = (size_t)s * N * K;
           if (half == 2)
-            sq_gemm_nt_pairs(1, N, K, 1.0f, a, K, p + (size_t)s * N * row, 0, 0.0f, c, N);
+            sq_gemm_nt_pairs(M, N, K, 1.0f, a, K, p + (size_t)s * words, 0, 0.0f, c, N);
           else if (half)
-            sq_gemm_nt_half(1, N, K, 1.0f, a, K, h + off, K, SQ_HALF_BF16, 0.0f, c, N);
+            sq_gemm_nt_half(M, N, K, 1.0f, a, K, h + off, K, SQ_HALF_BF16, 0.0f, c, N);
           else
-            sq_gemm_nt(1, N, K, 1.0f, a, K, b + off, K, 0.0f, c, N);
+            sq_gemm_nt(M, N, K, 1.0f, a, K, b + off, K, 0.0f, c, N);
         }
       const double t = (sq_bench_now() - t0) / (200.0 * sets);
       if (t < best) best = t;
     }
-    printf("%s: %.1f us per %d x %d product, %.1f GB/s of weights\n", names[half],
-           best * 1e6, N, K, (double)N * K * (half ? 2 : 4) / best / 1e9);
+    printf("%s: %.1f us per %d x %d x %d product, %.1f GB/s of weights\n", names[half],
+           best * 1e6, M, N, K, (double)N * K * (half ? 2 : 4) / best / 1e9);
   }
   free(a);
   free(b);

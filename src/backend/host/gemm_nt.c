@@ -143,81 +143,70 @@ void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
 /* ---- the one-row product over paired bfloat16 (sq_gemm_nt_pairs) ---- */
 
 /* Both vectors of k a paired block holds: lo = elements 0..15 (the low
- * halves, shifted up), hi = 16..31 (the high halves, masked). */
+ * halves, shifted up), hi = 16..31 (the high halves, masked). Row r's block
+ * of a group's 32-k step is at p + 32 r. */
 #define PAIR_LO(w) _mm512_castsi512_ps(_mm512_slli_epi32((w), 16))
 #define PAIR_HI(w) _mm512_castsi512_ps(_mm512_and_si512((w), _mm512_set1_epi32((int)0xffff0000u)))
-#define PAIR_FMA(i, x0, x1)                                                         \
+#define PAIR_FMA(r, x0, x1)                                                         \
   do {                                                                             \
-    const __m512i w = _mm512_load_si512((const void *)(b##i + k));                 \
-    s##i = _mm512_fmadd_ps((x0), PAIR_LO(w), s##i);                                \
-    s##i = _mm512_fmadd_ps((x1), PAIR_HI(w), s##i);                                \
+    const __m512i w = _mm512_load_si512((const void *)(p + 32 * (r)));             \
+    s##r = _mm512_fmadd_ps((x0), PAIR_LO(w), s##r);                                \
+    s##r = _mm512_fmadd_ps((x1), PAIR_HI(w), s##r);                                \
   } while (0)
-#define PAIR_LO_ONLY(i, x0)                                                         \
-  s##i = _mm512_fmadd_ps((x0), PAIR_LO(_mm512_load_si512((const void *)(b##i + k))), s##i)
+#define PAIR_LO_ONLY(r, x0) \
+  s##r = _mm512_fmadd_ps((x0), PAIR_LO(_mm512_load_si512((const void *)(p + 32 * (r)))), s##r)
+/* The group's eight rows, written out (named accumulators stay in registers) */
+#define PAIR_FMA8(x0, x1)                                                               \
+  do {                                                                                 \
+    PAIR_FMA(0, x0, x1); PAIR_FMA(1, x0, x1); PAIR_FMA(2, x0, x1); PAIR_FMA(3, x0, x1); \
+    PAIR_FMA(4, x0, x1); PAIR_FMA(5, x0, x1); PAIR_FMA(6, x0, x1); PAIR_FMA(7, x0, x1); \
+  } while (0)
+#define PAIR_LO8(x0)                                                                     \
+  do {                                                                                  \
+    PAIR_LO_ONLY(0, x0); PAIR_LO_ONLY(1, x0); PAIR_LO_ONLY(2, x0); PAIR_LO_ONLY(3, x0);  \
+    PAIR_LO_ONLY(4, x0); PAIR_LO_ONLY(5, x0); PAIR_LO_ONLY(6, x0); PAIR_LO_ONLY(7, x0);  \
+  } while (0)
 
-/* Eight rows of B at once, one accumulator each: eight independent chains of
- * multiply-adds (two rows' chains wait on the multiply-add latency) reading
- * eight streams of half the float32 bytes. Each accumulator adds its k in
- * order, lo then hi of each block, and a last block of K % 32 <= 16 elements
- * is its lo half alone: the multiply-adds row1x2 does over float32, so the
- * bits are the same. Rows past nr repeat row 0 (computed, not stored). */
-static NT_TARGET void pairs_row1x8(int nr, int K, const float *a, const uint16_t *const b[8],
-                                   float alpha, float beta, float *c) {
-  const uint16_t *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3];
-  const uint16_t *b4 = b[4], *b5 = b[5], *b6 = b[6], *b7 = b[7];
+/* One group of eight rows of B, one accumulator each: eight independent
+ * chains of multiply-adds (two rows' chains wait on the multiply-add
+ * latency), reading the group front to back as one stream. Each accumulator
+ * adds its k in order, lo then hi of each block, and a last block of
+ * K % 32 <= 16 elements is its lo half alone: the multiply-adds row1x2 does
+ * over float32, so the bits are the same. The first nr rows are stored (the
+ * others are the group's zero padding). */
+static NT_TARGET void pairs_row1x8(int nr, int K, const float *a, const uint16_t *p, float alpha,
+                                   float beta, float *c) {
   __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
   int k = 0;
-  for (; k + 32 <= K; k += 32) {
+  for (; k + 32 <= K; k += 32, p += 8 * 32) {
     const __m512 x0 = _mm512_loadu_ps(a + k), x1 = _mm512_loadu_ps(a + k + 16);
-    PAIR_FMA(0, x0, x1);
-    PAIR_FMA(1, x0, x1);
-    PAIR_FMA(2, x0, x1);
-    PAIR_FMA(3, x0, x1);
-    PAIR_FMA(4, x0, x1);
-    PAIR_FMA(5, x0, x1);
-    PAIR_FMA(6, x0, x1);
-    PAIR_FMA(7, x0, x1);
+    PAIR_FMA8(x0, x1);
   }
   if (k < K) {
     const int left = K - k;
     const __m512 x0 = _mm512_maskz_loadu_ps(sq_lanes16(left), a + k);
     if (left > 16) {
       const __m512 x1 = _mm512_maskz_loadu_ps(sq_lanes16(left - 16), a + k + 16);
-      PAIR_FMA(0, x0, x1);
-      PAIR_FMA(1, x0, x1);
-      PAIR_FMA(2, x0, x1);
-      PAIR_FMA(3, x0, x1);
-      PAIR_FMA(4, x0, x1);
-      PAIR_FMA(5, x0, x1);
-      PAIR_FMA(6, x0, x1);
-      PAIR_FMA(7, x0, x1);
+      PAIR_FMA8(x0, x1);
     } else {
-      PAIR_LO_ONLY(0, x0);
-      PAIR_LO_ONLY(1, x0);
-      PAIR_LO_ONLY(2, x0);
-      PAIR_LO_ONLY(3, x0);
-      PAIR_LO_ONLY(4, x0);
-      PAIR_LO_ONLY(5, x0);
-      PAIR_LO_ONLY(6, x0);
-      PAIR_LO_ONLY(7, x0);
+      PAIR_LO8(x0);
     }
   }
   store_row(fold4(s0, s1, s2, s3), nr < 4 ? nr : 4, alpha, beta, c);
   if (nr > 4) store_row(fold4(s4, s5, s6, s7), nr - 4, alpha, beta, c + 4);
 }
 
-/* Eight rows of B outside, every row of A inside them: the eight rows stay
- * in L1 while A streams past, so B is read from memory once. */
+/* Groups of eight rows of B outside, every row of A inside them: a group
+ * stays in L1 while A streams past, so B is read from memory once. */
 void sq_gemm_nt_pairs(int M, int N, int K, float alpha, const float *a, int lda,
                       const uint16_t *pairs, int n0, float beta, float *c, int ldc) {
-  const size_t row = (size_t)sq_gemm_pairs_row(K);
-  const uint16_t *first = pairs + (size_t)n0 * row;
+  const size_t group = 8 * (size_t)sq_gemm_pairs_row(K);
+  const uint16_t *first = pairs + (size_t)(n0 / 8) * group;
   for (int j = 0; j < N; j += 8) {
     const int nr = N - j < 8 ? N - j : 8;
-    const uint16_t *b[8];
-    for (int t = 0; t < 8; t++) b[t] = first + (size_t)(j + (t < nr ? t : 0)) * row;
+    const uint16_t *p = first + (size_t)(j / 8) * group;
     for (int i = 0; i < M; i++)
-      pairs_row1x8(nr, K, a + (size_t)i * (size_t)lda, b, alpha, beta,
+      pairs_row1x8(nr, K, a + (size_t)i * (size_t)lda, p, alpha, beta,
                    c + (size_t)i * (size_t)ldc + j);
   }
 }
@@ -396,16 +385,21 @@ void sq_gemm_pack(int N, int K, const float *b, int ldb, float *panels) {
 
 int sq_gemm_pairs_row(int K) { return (K + 31) / 32 * 32; }
 
+size_t sq_gemm_pairs_words(int N, int K) {
+  return (size_t)((N + 7) / 8) * 8 * (size_t)sq_gemm_pairs_row(K);
+}
+
 void sq_gemm_pack_pairs(int N, int K, const float *b, int ldb, uint16_t *pairs) {
   const int row = sq_gemm_pairs_row(K);
-  for (int n = 0; n < N; n++) {
-    const float *bn = b + (size_t)n * (size_t)ldb;
-    uint16_t *out = pairs + (size_t)n * (size_t)row;
-    for (int k0 = 0; k0 < row; k0 += 32)
+  for (int n = 0; n < (N + 7) / 8 * 8; n++) {
+    const float *bn = n < N ? b + (size_t)n * (size_t)ldb : NULL;
+    /* group n / 8, then block by block, row n % 8's 32 words in each */
+    uint16_t *out = pairs + (size_t)(n / 8) * 8 * (size_t)row + (size_t)(n % 8) * 32;
+    for (int k0 = 0; k0 < row; k0 += 32, out += 8 * 32)
       for (int j = 0; j < 16; j++) {
         const int lo = k0 + j, hi = k0 + 16 + j;
-        out[k0 + 2 * j] = lo < K ? sq_halfwidth_bits(bn[lo], SQ_HALF_BF16) : 0;
-        out[k0 + 2 * j + 1] = hi < K ? sq_halfwidth_bits(bn[hi], SQ_HALF_BF16) : 0;
+        out[2 * j] = n < N && lo < K ? sq_halfwidth_bits(bn[lo], SQ_HALF_BF16) : 0;
+        out[2 * j + 1] = n < N && hi < K ? sq_halfwidth_bits(bn[hi], SQ_HALF_BF16) : 0;
       }
   }
 }

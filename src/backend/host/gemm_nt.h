@@ -43,19 +43,24 @@ void sq_gemm_nt_panels(int M, int N, int K, float alpha, const float *a, int lda
                        const float *panels, int n0, float beta, float *c, int ldc);
 
 /* bfloat16 weights paired for the one-row product (decoding at batch 1):
- * B [N, K] as N rows of sq_gemm_pairs_row(K) 16-bit words (K rounded up to
- * 32, zeros past K), each 32-element block stored as 16 words of two: word
- * j holds element j in its low half and element 16 + j in its high half. One
- * 512-bit load then widens into the two vectors of k the float32 product
- * reads, by one shift and one AND (plain bfloat16 takes a shuffle and a
- * shift per 16). b holds values representable in bfloat16 (the exact bits
- * are kept); sq_gemm_pack_pairs writes N * sq_gemm_pairs_row(K) words. */
+ * B [N, K] in groups of eight rows (zero rows past N), each group stored
+ * block by block: for each 32 elements of k (K rounded up to
+ * sq_gemm_pairs_row(K), zeros past K), the eight rows' 32 words in turn, and
+ * a row's 32 words are 16 pairs: word j holds element j in its low half and
+ * element 16 + j in its high half. One 512-bit load then widens into the two
+ * vectors of k the float32 product reads, by one shift and one AND (plain
+ * bfloat16 takes a shuffle and a shift per 16), and the product reads the
+ * copy front to back, one stream. b holds values representable in bfloat16
+ * (their bits are kept); sq_gemm_pack_pairs writes sq_gemm_pairs_words(N, K)
+ * words. */
 int sq_gemm_pairs_row(int K);
+size_t sq_gemm_pairs_words(int N, int K);
 void sq_gemm_pack_pairs(int N, int K, const float *b, int ldb, uint16_t *pairs);
 /* C[M, N] = alpha A B^T + beta C over pairs (rows n0 .. n0 + N - 1 of
- * sq_gemm_pack_pairs's copy); only when sq_gemm_nt_available(). The bits of
- * sq_gemm_nt over the float32 values: each lane adds its k in the same order,
- * and the lanes fold in the same tree. */
+ * sq_gemm_pack_pairs's copy, n0 a multiple of 8); only when
+ * sq_gemm_nt_available(). The bits of sq_gemm_nt over the float32 values:
+ * each lane adds its k in the same order, and the lanes fold in the same
+ * tree. */
 void sq_gemm_nt_pairs(int M, int N, int K, float alpha, const float *a, int lda,
                       const uint16_t *pairs, int n0, float beta, float *c, int ldc);
 

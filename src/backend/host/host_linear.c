@@ -92,7 +92,7 @@ static void gemm_one(const gemm_job *g, int M, int N, const float *a, const floa
   if (g->panels) /* columns from (b - B) / ldb (kn: b - B) on: a whole panel's first */
     sq_gemm_nt_panels(M, N, g->K, g->alpha, a, g->lda, g->panels,
                       (int)(g->kn ? b - g->b : (b - g->b) / g->ldb), g->beta, c, g->ldc);
-  else if (g->pairs) /* rows from (b - B) / ldb on */
+  else if (g->pairs) /* rows from (b - B) / ldb on: a whole group's first */
     sq_gemm_nt_pairs(M, N, g->K, g->alpha, a, g->lda, g->pairs, (int)((b - g->b) / g->ldb),
                      g->beta, c, g->ldc);
   else if (g->own && g->b16) /* the same values as b, read as 16-bit ones */
@@ -122,10 +122,11 @@ static void gemm_part(void *arg, int p) {
     return;
   }
   const int rows = g->how == SPLIT_ROWS;
-  if (!rows && g->panels) { /* whole panels of 16 columns */
-    sq_pool_range((g->N + 15) / 16, g->parts, p, &lo, &hi);
-    lo *= 16;
-    hi = hi * 16 < g->N ? hi * 16 : g->N;
+  if (!rows && (g->panels || g->pairs)) { /* whole panels of 16 columns, groups of 8 */
+    const int w = g->panels ? 16 : 8;
+    sq_pool_range((g->N + w - 1) / w, g->parts, p, &lo, &hi);
+    lo *= w;
+    hi = hi * w < g->N ? hi * w : g->N;
   } else {
     sq_pool_range(rows ? g->M : g->N, g->parts, p, &lo, &hi);
   }
@@ -164,10 +165,10 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
     g.b16_width = B.buf->half_width;
   }
   /* One row over bfloat16 weights (decoding at batch 1) reads them paired
-   * (gemm_nt.h): the same bits, 1.2-1.4x the plain 16-bit rows' speed at
+   * (gemm_nt.h): the same bits, 1.4-1.6x the plain 16-bit rows' speed at
    * decode shapes. With more rows the 4 x 4 blocks, which load each weight
-   * once for four rows, stay ahead (0.85-0.9x at 4 to 24 rows with B in
-   * cache, about even at 5). */
+   * once for four rows, mostly stay ahead (0.8-0.9x at 4, 8, 13, 20 and 24
+   * rows with B in cache; bench/RESULTS.md). */
   if (g.b16 && g.b16_width == SQ_HALF_BF16 && M == 1 && batch == 1 &&
       sq_host_packable(B, N, K, ldb) && !(sq_ablated(be->ctx) & SQ_ABL_PACKED)) {
     const void *pairs;

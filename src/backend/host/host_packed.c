@@ -46,7 +46,7 @@ static void pack(const sq_host_packed *p, const float *b) {
 }
 
 static size_t packed_bytes(sq_packed_form form, int N, int K) {
-  if (form == SQ_PACKED_PAIRS) return (size_t)N * (size_t)sq_gemm_pairs_row(K) * sizeof(uint16_t);
+  if (form == SQ_PACKED_PAIRS) return sq_gemm_pairs_words(N, K) * sizeof(uint16_t);
   return sq_gemm_panels_floats(N, K) * sizeof(float);
 }
 
