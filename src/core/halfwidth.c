@@ -4,6 +4,7 @@
 #include "core/halfwidth.h"
 
 #include <float.h>
+#include <math.h>
 #include <string.h>
 
 static uint32_t bits_of(float f) {
@@ -18,7 +19,7 @@ static float float_of(uint32_t u) {
   return f;
 }
 
-float sq_half_to_float(uint16_t h) {
+static float half_to_float(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;
@@ -36,9 +37,9 @@ float sq_half_to_float(uint16_t h) {
   return float_of(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
-float sq_bf16_to_float(uint16_t h) { return float_of((uint32_t)h << 16); }
+static float bf16_to_float(uint16_t h) { return float_of((uint32_t)h << 16); }
 
-uint16_t sq_float_to_bf16(float x) {
+static uint16_t float_to_bf16(float x) {
   uint32_t u = bits_of(x);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
   /* add half an ulp of bfloat16, less one unless the kept part is odd (ties
@@ -48,7 +49,7 @@ uint16_t sq_float_to_bf16(float x) {
   return (uint16_t)(u >> 16);
 }
 
-uint16_t sq_float_to_half(float x) {
+static uint16_t float_to_half(float x) {
   const uint32_t u = bits_of(x);
   const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7fffffffu;
@@ -72,6 +73,13 @@ uint16_t sq_float_to_half(float x) {
   return (uint16_t)(sign | h);
 }
 
+/* The exported forms call the static ones, which the loops below inline (an
+ * exported function of a position-independent build is not inlined). */
+float sq_half_to_float(uint16_t h) { return half_to_float(h); }
+float sq_bf16_to_float(uint16_t h) { return bf16_to_float(h); }
+uint16_t sq_float_to_bf16(float x) { return float_to_bf16(x); }
+uint16_t sq_float_to_half(float x) { return float_to_half(x); }
+
 float sq_round_halfwidth(float x, sq_halfwidth w) {
   switch (w) {
   case SQ_HALF_BF16: return sq_bf16_to_float(sq_float_to_bf16(x));
@@ -83,6 +91,31 @@ float sq_round_halfwidth(float x, sq_halfwidth w) {
 
 uint16_t sq_halfwidth_bits(float x, sq_halfwidth w) {
   return w == SQ_HALF_F16 ? sq_float_to_half(x) : sq_float_to_bf16(x);
+}
+
+/* The whole-array loops: the conversions inlined, where a call per element
+ * was most of a bf16 model load's own work. */
+#define ROUND_ALL(round)                \
+  for (size_t i = 0; i < n; i++) {      \
+    const float r = round;              \
+    if (!isfinite(r)) return i;         \
+    x[i] = r;                           \
+  }
+size_t sq_round_halfwidth_n(float *x, size_t n, sq_halfwidth w) {
+  switch (w) {
+  case SQ_HALF_BF16: ROUND_ALL(bf16_to_float(float_to_bf16(x[i]))) break;
+  case SQ_HALF_F16: ROUND_ALL(half_to_float(float_to_half(x[i]))) break;
+  case SQ_HALF_NONE: ROUND_ALL(x[i]) break;
+  }
+  return n;
+}
+#undef ROUND_ALL
+
+void sq_halfwidth_bits_n(const float *x, uint16_t *out, size_t n, sq_halfwidth w) {
+  if (w == SQ_HALF_F16)
+    for (size_t i = 0; i < n; i++) out[i] = float_to_half(x[i]);
+  else
+    for (size_t i = 0; i < n; i++) out[i] = float_to_bf16(x[i]);
 }
 
 float sq_halfwidth_max(sq_halfwidth w) {

@@ -5,6 +5,7 @@
 #ifndef SQ_CORE_HALFWIDTH_H
 #define SQ_CORE_HALFWIDTH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum sq_halfwidth { SQ_HALF_NONE = 0, SQ_HALF_BF16 = 1, SQ_HALF_F16 = 2 } sq_halfwidth;
@@ -25,6 +26,13 @@ float sq_round_halfwidth(float x, sq_halfwidth w);
 /* The 16 bits of x in the width; x must already be representable in it
  * (sq_round_halfwidth's result), so the conversion is exact. */
 uint16_t sq_halfwidth_bits(float x, sq_halfwidth w);
+
+/* Whole arrays: x[0, n) rounded in place as sq_round_halfwidth does, up to
+ * the first element whose rounded value is not finite, whose index is
+ * returned (n: every element was rounded), that element and those after it
+ * left as they were; out[i] = sq_halfwidth_bits(x[i], w) for i < n. */
+size_t sq_round_halfwidth_n(float *x, size_t n, sq_halfwidth w);
+void sq_halfwidth_bits_n(const float *x, uint16_t *out, size_t n, sq_halfwidth w);
 
 /* The largest finite value of the width (65504 for binary16). */
 float sq_halfwidth_max(sq_halfwidth w);

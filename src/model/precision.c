@@ -60,15 +60,12 @@ seqcl_status sq_model_round_weights(const seqcl_model *m, const char *path, cons
                                     float *w, size_t n) {
   const sq_halfwidth width = width_of(m->precision);
   if (width == SQ_HALF_NONE) return SEQCL_OK;
-  for (size_t i = 0; i < n; i++) {
-    const float r = sq_round_halfwidth(w[i], width);
-    if (!isfinite(r))
-      return sq_fail(m->ctx, SEQCL_ERR_BAD_MODEL,
-                     "%s: tensor '%s' element %zu = %.9g is beyond %s's range (largest %g)", path,
-                     tensor, i, (double)w[i], seqcl_precision_name(m->precision),
-                     (double)sq_halfwidth_max(width));
-    w[i] = r;
-  }
+  const size_t i = sq_round_halfwidth_n(w, n, width);
+  if (i < n)
+    return sq_fail(m->ctx, SEQCL_ERR_BAD_MODEL,
+                   "%s: tensor '%s' element %zu = %.9g is beyond %s's range (largest %g)", path,
+                   tensor, i, (double)w[i], seqcl_precision_name(m->precision),
+                   (double)sq_halfwidth_max(width));
   return SEQCL_OK;
 }
 

@@ -84,6 +84,40 @@ static void test_f16_all_patterns(void **state) {
   assert_int_equal(bits(sq_round_halfwidth(0.1f, SQ_HALF_NONE)), bits(0.1f));
 }
 
+/* The whole-array forms (what a model load runs) give the one-value forms'
+ * answers: every float of a seeded spread of magnitudes, the midpoints and
+ * both infinities and NaN among them; rounding stops at the first value that
+ * does not fit, leaving it and what follows untouched. */
+static void test_array_forms(void **state) {
+  (void)state;
+  enum { N = 4099 };
+  static float x[N], y[N];
+  static uint16_t got[N];
+  uint32_t u = 2463534242u;
+  for (int i = 0; i < N; i++) { /* xorshift bits: every exponent, both signs */
+    u ^= u << 13, u ^= u >> 17, u ^= u << 5;
+    memcpy(&x[i], &u, sizeof u);
+  }
+  x[7] = INFINITY, x[8] = -INFINITY, x[9] = NAN, x[10] = 65520.0f, x[11] = 3.4e38f;
+  const sq_halfwidth widths[] = {SQ_HALF_BF16, SQ_HALF_F16};
+  for (int wi = 0; wi < 2; wi++) {
+    const sq_halfwidth w = widths[wi];
+    sq_halfwidth_bits_n(x, got, N, w);
+    for (int i = 0; i < N; i++) assert_int_equal(got[i], sq_halfwidth_bits(x[i], w));
+    /* values that round to finite ones only, then one that overflows at 3001 */
+    for (int i = 0; i < N; i++) y[i] = isfinite(sq_round_halfwidth(x[i], w)) ? x[i] : 1.5f;
+    y[3001] = w == SQ_HALF_F16 ? 7e4f : INFINITY;
+    static float before[N];
+    memcpy(before, y, sizeof y);
+    assert_int_equal(sq_round_halfwidth_n(y, N, w), 3001);
+    for (int i = 0; i < 3001; i++)
+      assert_int_equal(bits(y[i]), bits(sq_round_halfwidth(before[i], w)));
+    assert_memory_equal(y + 3001, before + 3001, (N - 3001) * sizeof(float));
+    y[3001] = 0.25f;
+    assert_int_equal(sq_round_halfwidth_n(y, N, w), N);
+  }
+}
+
 /* ---- models ---- */
 
 /* A copy of a golden model folder with every weight rounded to width w
@@ -443,6 +477,7 @@ int main(void) {
   const struct CMUnitTest conv[] = {
       cmocka_unit_test(test_bf16_all_patterns),
       cmocka_unit_test(test_f16_all_patterns),
+      cmocka_unit_test(test_array_forms),
   };
   int rc = cmocka_run_group_tests(conv, NULL, NULL);
   if (!usable) {

@@ -392,14 +392,17 @@ size_t sq_gemm_pairs_words(int N, int K) {
 void sq_gemm_pack_pairs(int N, int K, const float *b, int ldb, uint16_t *pairs) {
   const int row = sq_gemm_pairs_row(K);
   for (int n = 0; n < (N + 7) / 8 * 8; n++) {
-    const float *bn = n < N ? b + (size_t)n * (size_t)ldb : NULL;
     /* group n / 8, then block by block, row n % 8's 32 words in each */
     uint16_t *out = pairs + (size_t)(n / 8) * 8 * (size_t)row + (size_t)(n % 8) * 32;
-    for (int k0 = 0; k0 < row; k0 += 32, out += 8 * 32)
+    for (int k0 = 0; k0 < row; k0 += 32, out += 8 * 32) {
+      uint16_t w[32] = {0}; /* elements k0 .. k0 + 31 of row n; 0 past K or N */
+      if (n < N && k0 < K)
+        sq_halfwidth_bits_n(b + (size_t)n * (size_t)ldb + k0, w,
+                            (size_t)(K - k0 < 32 ? K - k0 : 32), SQ_HALF_BF16);
       for (int j = 0; j < 16; j++) {
-        const int lo = k0 + j, hi = k0 + 16 + j;
-        out[2 * j] = n < N && lo < K ? sq_halfwidth_bits(bn[lo], SQ_HALF_BF16) : 0;
-        out[2 * j + 1] = n < N && hi < K ? sq_halfwidth_bits(bn[hi], SQ_HALF_BF16) : 0;
+        out[2 * j] = w[j];
+        out[2 * j + 1] = w[16 + j];
       }
+    }
   }
 }

@@ -83,7 +83,7 @@ static seqcl_status host_halfwidth_copy(sq_backend *be, sq_buf *buf, int width) 
                    "host backend: cannot allocate the 16-bit copy of %zu floats", n);
   }
   const float *f = buf->ptr;
-  for (size_t i = 0; i < n; i++) half[i] = sq_halfwidth_bits(f[i], (sq_halfwidth)width);
+  sq_halfwidth_bits_n(f, half, n, (sq_halfwidth)width);
   drop_half(buf);
   buf->half = half;
   buf->half_width = width;

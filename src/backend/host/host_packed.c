@@ -1,5 +1,6 @@
 /* Packed copies of the weights the host's products with many rows read (a
- * loaded model's; any weights range that changes rarely). OpenBLAS
+ * loaded model's; any weights range that changes rarely), and the paired
+ * bfloat16 copy one-row products read at a reduced precision. OpenBLAS
  * packs all of B before every product; at decode shapes ([64, 256] x
  * [768, 256]^T) that packing was 18 % of a step, as much as the product of
  * those few rows is worth. Weights change rarely (a model's never), so each
