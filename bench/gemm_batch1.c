@@ -1,11 +1,13 @@
-/* Weight bandwidth of the host's own product at batch 1 (M = 1, the decode
- * step's shape at batch 1): sq_gemm_nt over float32 weights, sq_gemm_nt_half
- * over their bfloat16 copy and sq_gemm_nt_pairs over its paired form (the
- * one --precision bf16 reads at batch 1), N x K, cycling through SETS
- * matrices so that the working set is SETS x N x K floats (the decoder's
- * weights, read once per step, are 3 to 5 MB). One thread; the best of 7
- * rounds of 200 passes. Not built with seqcl: compile it against a build's
- * internal library,
+/* Weight bandwidth of the host's products at batch 1 (M = 1, the decode
+ * step's shape at batch 1) and with a few rows: sq_gemm_nt reading float32
+ * weights in place (the 4 x 4 blocks; --ablate packed_weights) and over
+ * their bfloat16 copy, and the packed forms a loaded model's weights are
+ * read in, the float32 panels (sq_gemm_nt_panels) and the 16-bit ones
+ * (sq_gemm_nt_half_panels, what --precision bf16 reads), N x K, cycling
+ * through SETS matrices so that the working set is SETS x N x K floats (the
+ * decoder's weights, read once per step, are 3 to 5 MB). One thread; the
+ * best of 7 rounds of 200 passes. Not built with seqcl: compile it against
+ * a build's internal library,
  *
  *   gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Isrc -Iinclude bench/gemm_batch1.c \
  *       build/src/libseqcl_internal.a -lopenblas -ljansson -lOpenCL -lclblast \
@@ -40,9 +42,11 @@ int main(int argc, char **argv) {
   float *b = malloc(n * sizeof *b), *a = malloc((size_t)M * K * sizeof *a);
   float *c = malloc((size_t)M * N * sizeof *c);
   uint16_t *h = malloc(n * sizeof *h);
-  const size_t words = sq_gemm_pairs_words(N, K); /* one matrix's paired copy */
-  uint16_t *p = aligned_alloc(64, (size_t)sets * words * sizeof *p);
-  if (!a || !b || !c || !h || !p) {
+  /* one matrix's packed copies */
+  const size_t floats = sq_gemm_panels_floats(N, K), words = sq_gemm_half_panels_words(N, K);
+  float *pf = aligned_alloc(64, (size_t)sets * floats * sizeof *pf);
+  uint32_t *ph = aligned_alloc(64, (size_t)sets * words * sizeof *ph);
+  if (!a || !b || !c || !h || !pf || !ph) {
     fprintf(stderr, "%s: out of memory\n", argv[0]);
     return 1;
   }
@@ -53,34 +57,42 @@ int main(int argc, char **argv) {
     memcpy(&bits, &b[i], sizeof bits);
     h[i] = (uint16_t)(bits >> 16);
   }
-  for (int s = 0; s < sets; s++)
-    sq_gemm_pack_pairs(N, K, b + (size_t)s * N * K, K, p + (size_t)s * words);
+  for (int s = 0; s < sets; s++) {
+    sq_gemm_pack(N, K, b + (size_t)s * N * K, K, pf + (size_t)s * floats);
+    sq_gemm_pack_half_panels(N, K, b + (size_t)s * N * K, K, SQ_HALF_BF16, ph + (size_t)s * words);
+  }
   for (int k = 0; k < M * K; k++) a[k] = 0.5f + (float)(k % 13) / 64.0f;
-  static const char *const names[] = {"f32  ", "bf16 ", "pairs"};
-  for (int half = 0; half < 3; half++) {
-    double best = 1e30;
-    for (int round = 0; round < 7; round++) {
+  static const char *const names[] = {"f32 in place  ", "bf16 in place ", "f32 panels    ",
+                                      "bf16 panels   "};
+  double best[4];
+  for (int form = 0; form < 4; form++) best[form] = 1e30;
+  for (int round = 0; round < 7; round++)
+    for (int form = 0; form < 4; form++) { /* in turns */
       const double t0 = sq_bench_now();
       for (int pass = 0; pass < 200; pass++)
         for (int s = 0; s < sets; s++) {
           const size_t off = (size_t)s * N * K;
-          if (half == 2)
-            sq_gemm_nt_pairs(M, N, K, 1.0f, a, K, p + (size_t)s * words, 0, 0.0f, c, N);
-          else if (half)
+          if (form == 3)
+            sq_gemm_nt_half_panels(M, N, K, 1.0f, a, K, ph + (size_t)s * words, 0, SQ_HALF_BF16,
+                                   0.0f, c, N);
+          else if (form == 2)
+            sq_gemm_nt_panels(M, N, K, 1.0f, a, K, pf + (size_t)s * floats, 0, 0.0f, c, N);
+          else if (form == 1)
             sq_gemm_nt_half(M, N, K, 1.0f, a, K, h + off, K, SQ_HALF_BF16, 0.0f, c, N);
           else
             sq_gemm_nt(M, N, K, 1.0f, a, K, b + off, K, 0.0f, c, N);
         }
       const double t = (sq_bench_now() - t0) / (200.0 * sets);
-      if (t < best) best = t;
+      if (t < best[form]) best[form] = t;
     }
-    printf("%s: %.1f us per %d x %d x %d product, %.1f GB/s of weights\n", names[half],
-           best * 1e6, M, N, K, (double)N * K * (half ? 2 : 4) / best / 1e9);
-  }
+  for (int form = 0; form < 4; form++)
+    printf("%s: %.1f us per %d x %d x %d product, %.1f GB/s of weights\n", names[form],
+           best[form] * 1e6, M, N, K, (double)N * K * (form % 2 ? 2 : 4) / best[form] / 1e9);
   free(a);
   free(b);
   free(c);
   free(h);
-  free(p);
+  free(pf);
+  free(ph);
   return 0;
 }

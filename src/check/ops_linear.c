@@ -175,7 +175,11 @@ static const char *const gemm_shapes[] = {
      * past the own kernel's 24 with one column, fewer columns than a panel,
      * rows and columns off the blocks with alpha, beta and padded rows, rows
      * split across threads, columns split in whole panels, integer-exact,
-     * batches (not packed), and bf16 values */
+     * batches (not packed), and bf16 values; and with few rows, where the
+     * host reads packed weights too: one row (four panels at a time, 1-3 at
+     * the end; an odd K for the 16-bit panels' pairs of k) and 2-13 rows
+     * (blocks of their own row count), in float32, bf16 and f16, with
+     * alpha, beta, padded rows and columns split across threads */
     "M=64,N=768,K=256,tb=1,frozen=1",
     "M=25,N=1,K=1,tb=1,frozen=1",
     "M=37,N=13,K=5,tb=1,frozen=1,alpha=-0.5,beta=1",
@@ -185,6 +189,14 @@ static const char *const gemm_shapes[] = {
     "M=40,N=33,K=100,tb=1,int=1,beta=1,frozen=1",
     "M=64,N=63,K=65,tb=1,batch=2,frozen=1",
     "M=64,N=100,K=33,tb=1,pad=2,half=1,frozen=1",
+    "M=1,N=77,K=259,tb=1,pad=1,beta=0.5,frozen=1",
+    "M=3,N=45,K=90,tb=1,alpha=-0.75,frozen=1",
+    "M=1,N=77,K=259,tb=1,pad=1,beta=0.5,half=1,frozen=1",
+    "M=1,N=50,K=64,tb=1,half=2,frozen=1",
+    "M=5,N=29,K=17,tb=1,pad=15,half=1,frozen=1",
+    "M=13,N=61,K=7,tb=1,beta=1,half=2,frozen=1",
+    "M=1,N=4099,K=67,tb=1,alpha=2,half=1,frozen=1",
+    "M=20,N=37,K=83,tb=1,pad=1,beta=1,half=1,frozen=1",
     /* the backward's products read in place (host: gemm_direct.c): C = A B
      * with few rows (row blocks of 8 with a tail, a 16-column strip, beta)
      * and with many rows but few columns (rows split across threads); C =

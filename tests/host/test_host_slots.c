@@ -457,6 +457,61 @@ static void gemm_own_rows_bitwise(void **state) {
   }
 }
 
+/* Products over weights read B packed at every row count (host_linear.c),
+ * and the panels promise more than the own kernel: each element is one
+ * float sum of fused multiply-adds in k order, then alpha times it plus
+ * beta C (one more fused multiply-add). Checked bit for bit against that
+ * sum written out with fmaf, for M 1 to 13 (one row over four panels at a
+ * time and 1-3 at the end; 8-row blocks and every remainder), N 5, 37 and
+ * 75 (one, three and five panels, the last partial), K 1, 2, 7, 83 and 200,
+ * B with a row stride beyond K at an offset, beta 0 (C holds NaN: not
+ * read) and 1. Each row of A alone gives the same bits. */
+static void gemm_packed_rows_bitwise(void **state) {
+  seqcl_ctx *ctx = *state;
+  if (!sq_gemm_nt_available()) skip();
+  enum { MMAX = 13, NMAX = 75, KMAX = 200, OFF = 3 };
+  static const int Ns[] = {5, 37, NMAX}, Ks[] = {1, 2, 7, 83, KMAX};
+  th_rng r = th_seed(31);
+  static float a[MMAX * KMAX], b[OFF + NMAX * (KMAX + 4)], c0[MMAX * NMAX], c[MMAX * NMAX];
+  sq_ctx_set_ablated(ctx, 0);
+  for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++)
+    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+      const int N = Ns[ni], K = Ks[ki], ldb = K + (int)(ki % 2) * 4;
+      th_fill(&r, a, (size_t)MMAX * K, 1.0f);
+      th_fill(&r, b, OFF + (size_t)N * ldb, 1.0f);
+      th_fill(&r, c0, (size_t)MMAX * N, 1.0f);
+      sq_buf *ba = th_buf(ctx, MMAX * K, a), *bb = th_buf(ctx, OFF + N * ldb, b);
+      sq_buf *bc = th_buf(ctx, MMAX * N, NULL);
+      sq_buf_freeze(ctx, bb);
+      for (int M = 1; M <= MMAX; M++)
+        for (int beta = 0; beta < 2; beta++) {
+          if (beta) {
+            TH_OK(sq_write(ctx, sq_at(bc, 0), c0, sizeof(float) * (size_t)M * N));
+          } else {
+            TH_OK(sq_fill(ctx, sq_at(bc, 0), (size_t)M * N, NAN));
+          }
+          TH_OK(sq_gemm(ctx, 0, 1, M, N, K, -0.75f, sq_at(ba, 0), K, 0, sq_at(bb, OFF), ldb, 0,
+                        (float)beta, sq_at(bc, 0), N, 0, 1));
+          TH_OK(sq_read(ctx, sq_at(bc, 0), c, sizeof(float) * (size_t)M * N));
+          assert_non_null(bb->packed);
+          for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+              float s = 0.0f;
+              for (int k = 0; k < K; k++) s = fmaf(a[i * K + k], b[OFF + j * ldb + k], s);
+              float want = -0.75f * s;
+              if (beta) want = fmaf(1.0f, c0[i * N + j], want);
+              const float got = c[i * N + j];
+              if (memcmp(&got, &want, sizeof got))
+                fail_msg("M %d N %d K %d beta %d: C[%d,%d] = %.9g, the k-order sum %.9g", M, N, K,
+                         beta, i, j, (double)got, (double)want);
+            }
+        }
+      sq_buf_free(ba);
+      sq_buf_free(bb);
+      sq_buf_free(bc);
+    }
+}
+
 /* Products over weights (a buffer's weights range: a model's, training's
  * parameters) with more rows than the own kernel takes read B packed once
  * (host_packed.c). Checked, for a whole frozen buffer and for a range: the
@@ -685,6 +740,7 @@ SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx,
       cmocka_unit_test(beam_topk_against_insertion),
       cmocka_unit_test(gemm_integer_exact),
       cmocka_unit_test(gemm_own_rows_bitwise),
+      cmocka_unit_test(gemm_packed_rows_bitwise),
       cmocka_unit_test(gemm_frozen_packed),
       cmocka_unit_test(gemm_frozen_packed_kn),
       cmocka_unit_test(vector_math_accuracy),

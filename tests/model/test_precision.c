@@ -285,58 +285,66 @@ static void same_bits(const float *got, const float *want, int M, int N, const c
 }
 
 /* One product of the test below at width w: B's values rounded to w (NaN stays
- * NaN), the float32 product over them against the 16-bit one, both betas. */
+ * NaN), the float32 product over them against the 16-bit one, both betas;
+ * then the same for the packed forms: the float32 panels against the
+ * 16-bit panels, the whole product and columns from a later panel on. */
 static void check_product_bits(int M, int N, int K, int ldb, int off, const float *a,
                                const float *b, sq_halfwidth w) {
   const size_t nb = (size_t)off + (size_t)N * ldb;
   float *bw = malloc(nb * sizeof *bw), *c32 = malloc((size_t)M * N * sizeof *c32);
   float *c16 = malloc((size_t)M * N * sizeof *c16);
   uint16_t *p = malloc(nb * sizeof *p);
-  /* 64-byte aligned rows (the kernel's aligned loads), as the packed copies */
-  uint16_t *pairs = aligned_alloc(64, sq_gemm_pairs_words(N, K) * sizeof *pairs);
-  assert_true(bw && c32 && c16 && p && pairs);
+  /* 64-byte aligned, as the packed copies */
+  float *panels = aligned_alloc(64, sq_gemm_panels_floats(N, K) * sizeof *panels);
+  uint32_t *half = aligned_alloc(64, sq_gemm_half_panels_words(N, K) * sizeof *half);
+  assert_true(bw && c32 && c16 && p && panels && half);
   for (size_t i = 0; i < nb; i++) {
     bw[i] = sq_round_halfwidth(b[i], w);
     p[i] = w == SQ_HALF_F16 ? sq_float_to_half(bw[i]) : sq_float_to_bf16(bw[i]);
   }
-  /* reads only k < K of each row: the NaN padding must not reach it */
-  if (w == SQ_HALF_BF16) sq_gemm_pack_pairs(N, K, bw + off, ldb, pairs);
+  /* the packs read only k < K of each row: the NaN padding must not reach them */
+  sq_gemm_pack(N, K, bw + off, ldb, panels);
+  sq_gemm_pack_half_panels(N, K, bw + off, ldb, w, half);
+  const char *name = w == SQ_HALF_F16 ? "f16" : "bf16";
   for (int beta = 0; beta < 2; beta++) {
     for (size_t i = 0; i < (size_t)M * N; i++) c32[i] = c16[i] = (float)i * 0.25f - 1.0f;
     sq_gemm_nt(M, N, K, 0.75f, a, K, bw + off, ldb, beta * 0.5f, c32, N);
     sq_gemm_nt_half(M, N, K, 0.75f, a, K, p + off, ldb, w, beta * 0.5f, c16, N);
     for (size_t i = 0; i < (size_t)M * N; i++)
       if (!isfinite(c32[i])) fail_msg("M %d N %d K %d: float32 result %zu not finite", M, N, K, i);
-    same_bits(c16, c32, M, N, w == SQ_HALF_F16 ? "f16" : "bf16", K, ldb, beta);
-    if (w != SQ_HALF_BF16) continue;
-    /* the paired copy: the whole product, then columns from n0 on alone */
+    same_bits(c16, c32, M, N, name, K, ldb, beta);
+    for (size_t i = 0; i < (size_t)M * N; i++) c32[i] = c16[i] = (float)i * 0.25f - 1.0f;
+    sq_gemm_nt_panels(M, N, K, 0.75f, a, K, panels, 0, beta * 0.5f, c32, N);
+    sq_gemm_nt_half_panels(M, N, K, 0.75f, a, K, half, 0, w, beta * 0.5f, c16, N);
+    for (size_t i = 0; i < (size_t)M * N; i++)
+      if (!isfinite(c32[i])) fail_msg("M %d N %d K %d: panels' result %zu not finite", M, N, K, i);
+    same_bits(c16, c32, M, N, w == SQ_HALF_F16 ? "f16 panels" : "bf16 panels", K, ldb, beta);
+    const int n0 = N / 2 / 16 * 16; /* a panel's first column */
     for (size_t i = 0; i < (size_t)M * N; i++) c16[i] = (float)i * 0.25f - 1.0f;
-    sq_gemm_nt_pairs(M, N, K, 0.75f, a, K, pairs, 0, beta * 0.5f, c16, N);
-    same_bits(c16, c32, M, N, "bf16 pairs", K, ldb, beta);
-    const int n0 = N / 2 / 8 * 8; /* a group's first row */
-    for (size_t i = 0; i < (size_t)M * N; i++) c16[i] = (float)i * 0.25f - 1.0f;
-    sq_gemm_nt_pairs(M, N - n0, K, 0.75f, a, K, pairs, n0, beta * 0.5f, c16 + n0, N);
+    sq_gemm_nt_half_panels(M, N - n0, K, 0.75f, a, K, half, n0, w, beta * 0.5f, c16 + n0, N);
     for (int i = 0; i < M; i++)
       for (int j = 0; j < n0; j++) { /* columns before n0: untouched, then compared as equal */
         const size_t at = (size_t)i * N + j;
         assert_true(c16[at] == (float)at * 0.25f - 1.0f);
         c16[at] = c32[at];
       }
-    same_bits(c16, c32, M, N, "bf16 pairs from n0", K, ldb, beta);
+    same_bits(c16, c32, M, N, w == SQ_HALF_F16 ? "f16 panels from n0" : "bf16 panels from n0", K,
+              ldb, beta);
   }
-  free(bw), free(c32), free(c16), free(p), free(pairs);
+  free(bw), free(c32), free(c16), free(p), free(panels), free(half);
 }
 
-/* The host's 16-bit products (bfloat16 and binary16 B, and bfloat16's paired
- * copy): over M (the one-row and the 4 x 4 kernels), N (whole and partial
- * blocks of columns, a product from a later column on) and K
- * around the 16-lane steps (tails of 1..15, padded rows), each gives the
- * float32 product's bits for the same values. The padding of each row is
- * NaN: a lane read past K would show. */
+/* The host's 16-bit products (bfloat16 and binary16 B read in place, and
+ * their 16-bit panels): over M (the one-row and the 4 x 4 kernels; one row
+ * over four panels, blocks of 1 to 8 rows), N (whole and partial blocks of
+ * columns and panels, a product from a later panel on) and K around the
+ * 16-lane steps and the pairs of k (tails of 1..15, odd K, padded rows),
+ * each gives the float32 product's bits for the same values. The padding of
+ * each row is NaN: a lane read past K would show. */
 static void test_kernel_bits(void **state) {
   (void)state;
-  const int Ms[] = {1, 2, 3, 4, 5, 8, 13, 24}, Ns[] = {1, 3, 8, 9, 17, 29};
-  const int Ks[] = {1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 100, 288};
+  const int Ms[] = {1, 2, 3, 4, 5, 8, 13, 24}, Ns[] = {1, 3, 8, 9, 17, 29, 50, 77};
+  const int Ks[] = {1, 2, 15, 16, 17, 31, 32, 33, 48, 63, 64, 100, 288};
   uint64_t rng = 12345;
   for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
     for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++)

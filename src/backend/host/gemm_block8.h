@@ -5,8 +5,8 @@
  * each element of C is one float sum of fused products in k order, whatever
  * the blocking around it.
  *
- * rows = 4 computes rows 0-3 only (mr <= 4: a product's last rows at half
- * the cost). Where A and B are read (all the flags constants, so each use
+ * rows (a constant, 1 to 8, at least mr) computes rows 0 .. rows - 1 only
+ * (a product's last rows, or a product of few rows, at their own cost). Where A and B are read (all the flags constants, so each use
  * compiles its own loop; full = 1 says mr = 8):
  *   at = 0: row i of the block is a + i lda, its k-th element a[i lda + k];
  *   at = 1: A is stored transposed ([K, M]): the element is a[k lda + i];

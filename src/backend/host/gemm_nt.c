@@ -12,13 +12,17 @@
  * ceil(K / 16) fused products each, then a 4-level tree: inside the K-term
  * float dot product bound the GEMM tolerance allows.
  *
- * With more rows (beyond own_max_rows() in host_linear.c) a product over a
- * frozen buffer's weights reads B packed once into panels of 16 columns
- * (sq_gemm_nt_panels): blocks of 8 rows x 32 columns (gemm_block8.h, shared
- * with the backward's products of gemm_direct.c) broadcast A and load B in
- * the order they use it, with no lane folding; each element is one float
- * sum of fused products in k order (the bits OpenBLAS's kernels give where
- * they do not split K).
+ * A product over a frozen buffer's weights (a loaded model's, training's
+ * parameters) reads B packed once into panels of 16 columns instead
+ * (sq_gemm_nt_panels), at any row count: blocks of up to 8 rows x 32
+ * columns (gemm_block8.h, shared with the backward's products of
+ * gemm_direct.c) broadcast A and load B in the order they use it, with no
+ * lane folding, and one row of A runs over four panels at a time (four
+ * chains of multiply-adds); each element is one float sum of fused products
+ * in k order (the bits OpenBLAS's kernels give where they do not split K).
+ * Weights held at a reduced precision are packed as 16-bit panels, two k
+ * per 32-bit word, and widened exactly as they are loaded: the same sums
+ * over half the bytes.
  *
  * Only built for x86-64 with GCC or Clang, and used only when the CPU has
  * AVX-512F; elsewhere (or under `seqcl bench --ablate`) OpenBLAS runs. */
@@ -140,97 +144,219 @@ void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
     gemm_bf16(M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-/* ---- the one-row product over paired bfloat16 (sq_gemm_nt_pairs) ---- */
-
-/* Both vectors of k a paired block holds: lo = elements 0..15 (the low
- * halves, shifted up), hi = 16..31 (the high halves, masked). Row r's block
- * of a group's 32-k step is at p + 32 r. */
-#define PAIR_LO(w) _mm512_castsi512_ps(_mm512_slli_epi32((w), 16))
-#define PAIR_HI(w) _mm512_castsi512_ps(_mm512_and_si512((w), _mm512_set1_epi32((int)0xffff0000u)))
-#define PAIR_FMA(r, x0, x1)                                                         \
-  do {                                                                             \
-    const __m512i w = _mm512_load_si512((const void *)(p + 32 * (r)));             \
-    s##r = _mm512_fmadd_ps((x0), PAIR_LO(w), s##r);                                \
-    s##r = _mm512_fmadd_ps((x1), PAIR_HI(w), s##r);                                \
-  } while (0)
-#define PAIR_LO_ONLY(r, x0) \
-  s##r = _mm512_fmadd_ps((x0), PAIR_LO(_mm512_load_si512((const void *)(p + 32 * (r)))), s##r)
-/* The group's eight rows, written out (named accumulators stay in registers) */
-#define PAIR_FMA8(x0, x1)                                                               \
-  do {                                                                                 \
-    PAIR_FMA(0, x0, x1); PAIR_FMA(1, x0, x1); PAIR_FMA(2, x0, x1); PAIR_FMA(3, x0, x1); \
-    PAIR_FMA(4, x0, x1); PAIR_FMA(5, x0, x1); PAIR_FMA(6, x0, x1); PAIR_FMA(7, x0, x1); \
-  } while (0)
-#define PAIR_LO8(x0)                                                                     \
-  do {                                                                                  \
-    PAIR_LO_ONLY(0, x0); PAIR_LO_ONLY(1, x0); PAIR_LO_ONLY(2, x0); PAIR_LO_ONLY(3, x0);  \
-    PAIR_LO_ONLY(4, x0); PAIR_LO_ONLY(5, x0); PAIR_LO_ONLY(6, x0); PAIR_LO_ONLY(7, x0);  \
-  } while (0)
-
-/* One group of eight rows of B, one accumulator each: eight independent
- * chains of multiply-adds (two rows' chains wait on the multiply-add
- * latency), reading the group front to back as one stream. Each accumulator
- * adds its k in order, lo then hi of each block, and a last block of
- * K % 32 <= 16 elements is its lo half alone: the multiply-adds row1x2 does
- * over float32, so the bits are the same. The first nr rows are stored (the
- * others are the group's zero padding). */
-static NT_TARGET void pairs_row1x8(int nr, int K, const float *a, const uint16_t *p, float alpha,
-                                   float beta, float *c) {
-  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-  int k = 0;
-  for (; k + 32 <= K; k += 32, p += 8 * 32) {
-    const __m512 x0 = _mm512_loadu_ps(a + k), x1 = _mm512_loadu_ps(a + k + 16);
-    PAIR_FMA8(x0, x1);
-  }
-  if (k < K) {
-    const int left = K - k;
-    const __m512 x0 = _mm512_maskz_loadu_ps(sq_lanes16(left), a + k);
-    if (left > 16) {
-      const __m512 x1 = _mm512_maskz_loadu_ps(sq_lanes16(left - 16), a + k + 16);
-      PAIR_FMA8(x0, x1);
-    } else {
-      PAIR_LO8(x0);
-    }
-  }
-  store_row(fold4(s0, s1, s2, s3), nr < 4 ? nr : 4, alpha, beta, c);
-  if (nr > 4) store_row(fold4(s4, s5, s6, s7), nr - 4, alpha, beta, c + 4);
-}
-
-/* Groups of eight rows of B outside, every row of A inside them: a group
- * stays in L1 while A streams past, so B is read from memory once. */
-void sq_gemm_nt_pairs(int M, int N, int K, float alpha, const float *a, int lda,
-                      const uint16_t *pairs, int n0, float beta, float *c, int ldc) {
-  const size_t group = 8 * (size_t)sq_gemm_pairs_row(K);
-  const uint16_t *first = pairs + (size_t)(n0 / 8) * group;
-  for (int j = 0; j < N; j += 8) {
-    const int nr = N - j < 8 ? N - j : 8;
-    const uint16_t *p = first + (size_t)(j / 8) * group;
-    for (int i = 0; i < M; i++)
-      pairs_row1x8(nr, K, a + (size_t)i * (size_t)lda, p, alpha, beta,
-                   c + (size_t)i * (size_t)ldc + j);
-  }
-}
-
 /* ---- the packed-weight product (sq_gemm_nt_panels) ---- */
 
-/* 8 rows of A x 32 columns (two panels; one past N - 16 columns): the
- * blocks of gemm_block8.h over packed B; the last 1-4 rows of a product in
- * the 4-row block. */
+/* mr rows of A (1 to 8) x 32 columns (two panels; one past N - 16
+ * columns): the blocks of gemm_block8.h over packed B, compiled once per
+ * row count so that a block of fewer than eight rows (a product's last, or
+ * all of a product of 2-7 rows: beam search's K rows at batch 1) does only
+ * its own rows' multiply-adds. Which rows run does not change any element's
+ * sum. */
+#define PANEL_ROW(r, two, p1, m1) \
+  sq_block8(r, two, 0, 0, 0, mr, K, a, lda, p0, p1, 16, m0, m1, alpha, beta, c, ldc)
+#define PANEL_ROWS(two, p1, m1)                       \
+  switch (mr) {                                       \
+  case 1: PANEL_ROW(1, two, p1, m1); break;           \
+  case 2: PANEL_ROW(2, two, p1, m1); break;           \
+  case 3: PANEL_ROW(3, two, p1, m1); break;           \
+  case 4: PANEL_ROW(4, two, p1, m1); break;           \
+  case 5: PANEL_ROW(5, two, p1, m1); break;           \
+  case 6: PANEL_ROW(6, two, p1, m1); break;           \
+  case 7: PANEL_ROW(7, two, p1, m1); break;           \
+  default: PANEL_ROW(8, two, p1, m1); break;          \
+  }
 static NT_TARGET void panel8x32(int mr, int K, const float *a, int lda, const float *p0,
                                 const float *p1, __mmask16 m0, __mmask16 m1, float alpha,
                                 float beta, float *c, int ldc) {
-  if (mr <= 4)
-    sq_block8(4, 1, 0, 0, 0, mr, K, a, lda, p0, p1, 16, m0, m1, alpha, beta, c, ldc);
-  else
-    sq_block8(8, 1, 0, 0, 0, mr, K, a, lda, p0, p1, 16, m0, m1, alpha, beta, c, ldc);
+  PANEL_ROWS(1, p1, m1)
 }
 static NT_TARGET void panel8x16(int mr, int K, const float *a, int lda, const float *p0,
                                 __mmask16 m0, float alpha, float beta, float *c, int ldc) {
-  if (mr <= 4)
-    sq_block8(4, 0, 0, 0, 0, mr, K, a, lda, p0, p0, 16, m0, 0, alpha, beta, c, ldc);
-  else
-    sq_block8(8, 0, 0, 0, 0, mr, K, a, lda, p0, p0, 16, m0, 0, alpha, beta, c, ldc);
+  PANEL_ROWS(0, p0, 0)
 }
+#undef PANEL_ROWS
+#undef PANEL_ROW
+
+/* ---- the 16-bit panels (sq_gemm_nt_half_panels) ----
+ *
+ * A pair of k of a panel is one 512-bit load (gemm_nt.h gives the layout).
+ * bfloat16 widens by a shift (k) and an AND (k + 1) of each 32-bit word,
+ * binary16 by vcvtph2ps of each 256-bit half. Both are exact, so each
+ * vector is the float32 panel's row k (or k + 1). */
+static inline __attribute__((always_inline)) NT_TARGET __m512 half_lo(__m512i w, int width) {
+  if (width == SQ_HALF_F16) return _mm512_cvtph_ps(_mm512_castsi512_si256(w));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+static inline __attribute__((always_inline)) NT_TARGET __m512 half_hi(__m512i w, int width) {
+  if (width == SQ_HALF_F16) return _mm512_cvtph_ps(_mm512_extracti64x4_epi64(w, 1));
+  return _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+/* alpha * s (+ beta * C), the lanes of m: gemm_block8.h's store. */
+static inline __attribute__((always_inline)) NT_TARGET void store16(__m512 s, __mmask16 m,
+                                                                   float alpha, float beta,
+                                                                   float *ci) {
+  __m512 v = _mm512_mul_ps(_mm512_set1_ps(alpha), s);
+  if (beta != 0.0f) v = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(m, ci), v);
+  _mm512_mask_storeu_ps(ci, m, v);
+}
+
+/* rows (1 to 8, a constant) rows of A x two 16-bit panels (q0, q1: their
+ * first pair; `two` = 0: q0 alone), 16 accumulators: per pair of k two
+ * loads of B, sixteen broadcasts of A and 32 multiply-adds, k before k + 1,
+ * and an odd K's last k from its pair's low half alone. Each element is the
+ * float32 panels' sum (gemm_block8.h), k by k. */
+#define HB_ROW(i, kk, y0, y1)                                                     \
+  if (i < rows) {                                                                 \
+    const __m512 x = _mm512_set1_ps(a##i[kk]);                                    \
+    c##i##0 = _mm512_fmadd_ps(x, y0, c##i##0);                                    \
+    if (two) c##i##1 = _mm512_fmadd_ps(x, y1, c##i##1);                           \
+  }
+#define HB_ROWS(kk, y0, y1)                                                       \
+  {                                                                               \
+    HB_ROW(0, kk, y0, y1) HB_ROW(1, kk, y0, y1) HB_ROW(2, kk, y0, y1)             \
+    HB_ROW(3, kk, y0, y1) HB_ROW(4, kk, y0, y1) HB_ROW(5, kk, y0, y1)             \
+    HB_ROW(6, kk, y0, y1) HB_ROW(7, kk, y0, y1)                                   \
+  }
+#define HB_STORE(i)                                                               \
+  if (mr > i) {                                                                   \
+    store16(c##i##0, m0, alpha, beta, c + (size_t)(i) * (size_t)ldc);             \
+    if (two) store16(c##i##1, m1, alpha, beta, c + (size_t)(i) * (size_t)ldc + 16); \
+  }
+static inline __attribute__((always_inline)) NT_TARGET void half_block(
+    const int rows, const int two, const int width, int mr, int K, const float *a, int lda,
+    const uint32_t *q0, const uint32_t *q1, __mmask16 m0, __mmask16 m1, float alpha, float beta,
+    float *c, int ldc) {
+  const size_t rs = (size_t)lda;
+  const float *a0 = a, *a1 = a + (mr > 1 ? rs : 0), *a2 = a + (mr > 2 ? 2 * rs : 0);
+  const float *a3 = a + (mr > 3 ? 3 * rs : 0), *a4 = a + (mr > 4 ? 4 * rs : 0);
+  const float *a5 = a + (mr > 5 ? 5 * rs : 0), *a6 = a + (mr > 6 ? 6 * rs : 0);
+  const float *a7 = a + (mr > 7 ? 7 * rs : 0);
+  const __m512 z = _mm512_setzero_ps();
+  __m512 c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
+  __m512 c40 = z, c41 = z, c50 = z, c51 = z, c60 = z, c61 = z, c70 = z, c71 = z;
+  int k = 0;
+  for (; k + 2 <= K; k += 2, q0 += 16, q1 += 16) {
+    const __m512i w0 = _mm512_load_si512((const void *)q0);
+    const __m512i w1 = two ? _mm512_load_si512((const void *)q1) : w0;
+    HB_ROWS(k, half_lo(w0, width), half_lo(w1, width))
+    HB_ROWS(k + 1, half_hi(w0, width), half_hi(w1, width))
+  }
+  if (k < K) {
+    const __m512i w0 = _mm512_load_si512((const void *)q0);
+    const __m512i w1 = two ? _mm512_load_si512((const void *)q1) : w0;
+    HB_ROWS(k, half_lo(w0, width), half_lo(w1, width))
+  }
+  (void)a0, (void)a1, (void)a2, (void)a3, (void)a4, (void)a5, (void)a6, (void)a7;
+  HB_STORE(0) HB_STORE(1) HB_STORE(2) HB_STORE(3) HB_STORE(4) HB_STORE(5) HB_STORE(6) HB_STORE(7)
+}
+#undef HB_ROW
+#undef HB_ROWS
+#undef HB_STORE
+
+#define HALF_ROW(r, two, width) \
+  half_block(r, two, width, mr, K, a, lda, q0, q1, m0, m1, alpha, beta, c, ldc)
+#define HALF_ROWS(two, width)                         \
+  switch (mr) {                                       \
+  case 1: HALF_ROW(1, two, width); break;             \
+  case 2: HALF_ROW(2, two, width); break;             \
+  case 3: HALF_ROW(3, two, width); break;             \
+  case 4: HALF_ROW(4, two, width); break;             \
+  case 5: HALF_ROW(5, two, width); break;             \
+  case 6: HALF_ROW(6, two, width); break;             \
+  case 7: HALF_ROW(7, two, width); break;             \
+  default: HALF_ROW(8, two, width); break;            \
+  }
+static NT_TARGET void half8x32(int width, int mr, int K, const float *a, int lda,
+                               const uint32_t *q0, const uint32_t *q1, __mmask16 m0,
+                               __mmask16 m1, float alpha, float beta, float *c, int ldc) {
+  if (width == SQ_HALF_F16) { HALF_ROWS(1, SQ_HALF_F16) } else { HALF_ROWS(1, SQ_HALF_BF16) }
+}
+static NT_TARGET void half8x16(int width, int mr, int K, const float *a, int lda,
+                               const uint32_t *q0, __mmask16 m0, float alpha, float beta,
+                               float *c, int ldc) {
+  const uint32_t *q1 = q0;
+  const __mmask16 m1 = 0;
+  if (width == SQ_HALF_F16) { HALF_ROWS(0, SQ_HALF_F16) } else { HALF_ROWS(0, SQ_HALF_BF16) }
+}
+#undef HALF_ROWS
+#undef HALF_ROW
+
+/* ---- one row of A over four panels at a time ----
+ *
+ * With one row the 8 x 32 blocks have two chains of multiply-adds, which
+ * wait on its latency; four panels (64 columns) give four chains over four
+ * streams of B, np (1 to 4, a constant) of them at a product's end. The
+ * same sums, k by k, as the blocks. width: SQ_HALF_NONE for float32 panels
+ * (p: floats, `panel` of them per panel), else 16-bit ones (p: words). */
+#define ROW1_FMA(q, x, y) \
+  if (q < np) s##q = _mm512_fmadd_ps((x), (y), s##q)
+static inline __attribute__((always_inline)) NT_TARGET void row1_panels(
+    const int np, const int width, int K, const float *a, const void *p, size_t panel,
+    __mmask16 mlast, float alpha, float beta, float *c) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  if (width == SQ_HALF_NONE) {
+    const float *f = p;
+    for (int k = 0; k < K; k++, f += 16) {
+      const __m512 x = _mm512_set1_ps(a[k]);
+      ROW1_FMA(0, x, _mm512_load_ps(f));
+      ROW1_FMA(1, x, _mm512_load_ps(f + panel));
+      ROW1_FMA(2, x, _mm512_load_ps(f + 2 * panel));
+      ROW1_FMA(3, x, _mm512_load_ps(f + 3 * panel));
+    }
+  } else {
+    const uint32_t *q = p;
+    const __m512i z = _mm512_setzero_si512();
+#define ROW1_PAIR(half, kk)                                                            \
+  {                                                                                    \
+    const __m512i w0 = _mm512_load_si512((const void *)q);                             \
+    const __m512i w1 = np > 1 ? _mm512_load_si512((const void *)(q + panel)) : z;      \
+    const __m512i w2 = np > 2 ? _mm512_load_si512((const void *)(q + 2 * panel)) : z;  \
+    const __m512i w3 = np > 3 ? _mm512_load_si512((const void *)(q + 3 * panel)) : z;  \
+    const __m512 x0 = _mm512_set1_ps(a[kk]);                                           \
+    ROW1_FMA(0, x0, half_lo(w0, width));                                               \
+    ROW1_FMA(1, x0, half_lo(w1, width));                                               \
+    ROW1_FMA(2, x0, half_lo(w2, width));                                               \
+    ROW1_FMA(3, x0, half_lo(w3, width));                                               \
+    if (half) {                                                                        \
+      const __m512 x1 = _mm512_set1_ps(a[kk + 1]);                                     \
+      ROW1_FMA(0, x1, half_hi(w0, width));                                             \
+      ROW1_FMA(1, x1, half_hi(w1, width));                                             \
+      ROW1_FMA(2, x1, half_hi(w2, width));                                             \
+      ROW1_FMA(3, x1, half_hi(w3, width));                                             \
+    }                                                                                  \
+  }
+    int k = 0;
+    for (; k + 2 <= K; k += 2, q += 16) ROW1_PAIR(1, k)
+    if (k < K) ROW1_PAIR(0, k) /* an odd K's last k: its pair's low half */
+#undef ROW1_PAIR
+  }
+  store16(s0, np == 1 ? mlast : 0xffff, alpha, beta, c);
+  if (np > 1) store16(s1, np == 2 ? mlast : 0xffff, alpha, beta, c + 16);
+  if (np > 2) store16(s2, np == 3 ? mlast : 0xffff, alpha, beta, c + 32);
+  if (np > 3) store16(s3, mlast, alpha, beta, c + 48);
+}
+#undef ROW1_FMA
+
+#define ROW1_NP(width)                                                                 \
+  switch (np) {                                                                        \
+  case 1: row1_panels(1, width, K, a, p, panel, mlast, alpha, beta, c); break;         \
+  case 2: row1_panels(2, width, K, a, p, panel, mlast, alpha, beta, c); break;         \
+  case 3: row1_panels(3, width, K, a, p, panel, mlast, alpha, beta, c); break;         \
+  default: row1_panels(4, width, K, a, p, panel, mlast, alpha, beta, c); break;        \
+  }
+static NT_TARGET void row1x64(int width, int np, int K, const float *a, const void *p,
+                              size_t panel, __mmask16 mlast, float alpha, float beta,
+                              float *c) {
+  if (width == SQ_HALF_NONE) {
+    ROW1_NP(SQ_HALF_NONE)
+  } else if (width == SQ_HALF_F16) {
+    ROW1_NP(SQ_HALF_F16)
+  } else {
+    ROW1_NP(SQ_HALF_BF16)
+  }
+}
+#undef ROW1_NP
 
 /* The bytes of A a row chunk of the packed product holds: half of L2 (the
  * pair of panels streaming past it takes 2 x K x 64 bytes more), at most
@@ -254,29 +380,47 @@ static size_t chunk_bytes(void) {
 /* Row chunks of A outside (chunk_bytes() of them, so the chunk stays in L2
  * while every panel passes it), pairs of panels inside them, row blocks of
  * 8 innermost (the two panels, 2 x K x 64 bytes, stay in L1 or L2
- * meanwhile). With decode's few rows the chunk is all of A. */
-static NT_TARGET void panels_f32(int M, int N, int K, float alpha, const float *a, int lda,
-                                 const float *panels, int n0, float beta, float *c, int ldc) {
-  const size_t panel = (size_t)K * 16;
-  const float *first = panels + (size_t)(n0 / 16) * panel;
+ * meanwhile). With decode's few rows the chunk is all of A; one row runs
+ * row1x64 instead. width: as row1x64's; a panel is `panel` floats or words
+ * from the panel before it. */
+static NT_TARGET void panels_product(int width, int M, int N, int K, float alpha, const float *a,
+                                     int lda, const void *panels, int n0, float beta, float *c,
+                                     int ldc) {
+  const size_t panel = width == SQ_HALF_NONE ? (size_t)K * 16 : (size_t)(K + 1) / 2 * 16;
+  const size_t bytes = width == SQ_HALF_NONE ? sizeof(float) : sizeof(uint32_t);
+  const char *first = (const char *)panels + (size_t)(n0 / 16) * panel * bytes;
+#define PANEL_AT(j) ((const void *)(first + (size_t)((j) / 16) * panel * bytes))
+  if (M == 1) {
+    for (int j = 0; j < N; j += 64) {
+      const int np = (N - j + 15) / 16 < 4 ? (N - j + 15) / 16 : 4;
+      row1x64(width, np, K, a, PANEL_AT(j), panel, sq_lanes16(N - j - 16 * (np - 1)), alpha,
+              beta, c + j);
+    }
+    return;
+  }
   int chunk = (int)((chunk_bytes() / sizeof(float)) / (size_t)K) / 8 * 8;
   if (chunk < 8) chunk = 8;
   for (int i0 = 0; i0 < M; i0 += chunk) {
     const int i1 = M - i0 < chunk ? M : i0 + chunk;
     for (int j = 0; j < N; j += 32) {
-      const float *p0 = first + (size_t)(j / 16) * panel;
+      const void *p0 = PANEL_AT(j), *p1 = PANEL_AT(j + 16);
       const __mmask16 m0 = sq_lanes16(N - j), m1 = sq_lanes16(N - j - 16);
       for (int i = i0; i < i1; i += 8) {
         const int mr = i1 - i < 8 ? i1 - i : 8;
         const float *ai = a + (size_t)i * (size_t)lda;
         float *ci = c + (size_t)i * (size_t)ldc + j;
-        if (N - j > 16)
-          panel8x32(mr, K, ai, lda, p0, p0 + panel, m0, m1, alpha, beta, ci, ldc);
-        else /* one panel left */
+        if (width == SQ_HALF_NONE && N - j > 16)
+          panel8x32(mr, K, ai, lda, p0, p1, m0, m1, alpha, beta, ci, ldc);
+        else if (width == SQ_HALF_NONE) /* one panel left */
           panel8x16(mr, K, ai, lda, p0, m0, alpha, beta, ci, ldc);
+        else if (N - j > 16)
+          half8x32(width, mr, K, ai, lda, p0, p1, m0, m1, alpha, beta, ci, ldc);
+        else
+          half8x16(width, mr, K, ai, lda, p0, m0, alpha, beta, ci, ldc);
       }
     }
   }
+#undef PANEL_AT
 }
 
 /* One gather per k of a panel: the 16 rows' k-th elements (rows past N: 0). */
@@ -306,7 +450,14 @@ static NT_TARGET void pack_kn_avx512(int K, int N, const float *b, int ldb, floa
 
 void sq_gemm_nt_panels(int M, int N, int K, float alpha, const float *a, int lda,
                        const float *panels, int n0, float beta, float *c, int ldc) {
-  panels_f32(M, N, K, alpha, a, lda, panels, n0, beta, c, ldc);
+  panels_product(SQ_HALF_NONE, M, N, K, alpha, a, lda, panels, n0, beta, c, ldc);
+}
+
+void sq_gemm_nt_half_panels(int M, int N, int K, float alpha, const float *a, int lda,
+                            const uint32_t *panels, int n0, int width, float beta, float *c,
+                            int ldc) {
+  panels_product(width == SQ_HALF_F16 ? SQ_HALF_F16 : SQ_HALF_BF16, M, N, K, alpha, a, lda,
+                 panels, n0, beta, c, ldc);
 }
 
 int sq_gemm_nt_available(void) {
@@ -342,10 +493,11 @@ void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
   (void)beta, (void)c, (void)ldc;
 }
 
-void sq_gemm_nt_pairs(int M, int N, int K, float alpha, const float *a, int lda,
-                      const uint16_t *pairs, int n0, float beta, float *c, int ldc) {
-  (void)M, (void)N, (void)K, (void)alpha, (void)a, (void)lda, (void)pairs, (void)n0;
-  (void)beta, (void)c, (void)ldc;
+void sq_gemm_nt_half_panels(int M, int N, int K, float alpha, const float *a, int lda,
+                            const uint32_t *panels, int n0, int width, float beta, float *c,
+                            int ldc) {
+  (void)M, (void)N, (void)K, (void)alpha, (void)a, (void)lda, (void)panels, (void)n0;
+  (void)width, (void)beta, (void)c, (void)ldc;
 }
 
 #endif
@@ -383,25 +535,30 @@ void sq_gemm_pack(int N, int K, const float *b, int ldb, float *panels) {
   pack_scalar(N, K, b, (size_t)ldb, 1, panels);
 }
 
-int sq_gemm_pairs_row(int K) { return (K + 31) / 32 * 32; }
-
-size_t sq_gemm_pairs_words(int N, int K) {
-  return (size_t)((N + 7) / 8) * 8 * (size_t)sq_gemm_pairs_row(K);
+size_t sq_gemm_half_panels_words(int N, int K) {
+  return (size_t)((N + 15) / 16) * 16 * (size_t)((K + 1) / 2);
 }
 
-void sq_gemm_pack_pairs(int N, int K, const float *b, int ldb, uint16_t *pairs) {
-  const int row = sq_gemm_pairs_row(K);
-  for (int n = 0; n < (N + 7) / 8 * 8; n++) {
-    /* group n / 8, then block by block, row n % 8's 32 words in each */
-    uint16_t *out = pairs + (size_t)(n / 8) * 8 * (size_t)row + (size_t)(n % 8) * 32;
-    for (int k0 = 0; k0 < row; k0 += 32, out += 8 * 32) {
-      uint16_t w[32] = {0}; /* elements k0 .. k0 + 31 of row n; 0 past K or N */
-      if (n < N && k0 < K)
-        sq_halfwidth_bits_n(b + (size_t)n * (size_t)ldb + k0, w,
-                            (size_t)(K - k0 < 32 ? K - k0 : 32), SQ_HALF_BF16);
-      for (int j = 0; j < 16; j++) {
-        out[2 * j] = w[j];
-        out[2 * j + 1] = w[16 + j];
+void sq_gemm_pack_half_panels(int N, int K, const float *b, int ldb, int width,
+                              uint32_t *panels) {
+  const int pairs = (K + 1) / 2;
+  enum { PIECE = 512 }; /* elements of a row converted at a time (even) */
+  uint16_t w[PIECE];
+  for (int n = 0; n < (N + 15) / 16 * 16; n++) {
+    /* row n is column n % 16 of every pair of panel n / 16: bfloat16 in word
+     * n % 16 (k in its low half, k + 1 in its high half), binary16 in
+     * halves n % 16 (k) and 16 + n % 16 (k + 1) */
+    uint16_t *out = (uint16_t *)(panels + (size_t)(n / 16) * 16 * (size_t)pairs);
+    const size_t lo = width == SQ_HALF_F16 ? (size_t)(n % 16) : 2 * (size_t)(n % 16);
+    const size_t hi = width == SQ_HALF_F16 ? lo + 16 : lo + 1;
+    for (int k0 = 0; k0 < 2 * pairs; k0 += PIECE) {
+      const int cnt = K - k0 < PIECE ? K - k0 : PIECE; /* at most 0 past N */
+      if (n < N && cnt > 0)
+        sq_halfwidth_bits_n(b + (size_t)n * (size_t)ldb + k0, w, (size_t)cnt, (sq_halfwidth)width);
+      for (int i = 0; i < PIECE && k0 + i < 2 * pairs; i += 2) { /* zeros past K and N */
+        uint16_t *pair = out + 32 * (size_t)((k0 + i) / 2);
+        pair[lo] = n < N && i < cnt ? w[i] : 0;
+        pair[hi] = n < N && i + 1 < cnt ? w[i + 1] : 0;
       }
     }
   }

@@ -21,7 +21,7 @@ void sq_gemm_nt(int M, int N, int K, float alpha, const float *a, int lda, const
 void sq_gemm_nt_half(int M, int N, int K, float alpha, const float *a, int lda,
                      const uint16_t *b, int ldb, int width, float beta, float *c, int ldc);
 
-/* Weights packed once for products with many rows (gemm_nt.c): B [N, K] as
+/* Weights packed once for the products over them (gemm_nt.c): B [N, K] as
  * ceil(N / 16) panels of K x 16 floats (panel p holds columns 16p..16p+15,
  * k-major, zeros past N), so the product broadcasts A and reads B in the
  * order it uses it, with no packing per call. sq_gemm_panels_floats is the
@@ -37,31 +37,32 @@ void sq_gemm_pack_kn(int K, int N, const float *b, int ldb, float *panels);
 /* C[M, N] = alpha A B^T + beta C with B given as panels (sq_gemm_pack of the
  * whole B; columns n0..n0+N of it, n0 a multiple of 16); only when
  * sq_gemm_nt_available(). Each element is one float sum over k in order, one
- * fused multiply-add per k, whatever the blocking: the bits do not depend on
- * how the product is split. */
+ * fused multiply-add per k, whatever the blocking and the row count: the
+ * bits do not depend on how the product is split, nor on how many rows of A
+ * it has. */
 void sq_gemm_nt_panels(int M, int N, int K, float alpha, const float *a, int lda,
                        const float *panels, int n0, float beta, float *c, int ldc);
 
-/* bfloat16 weights paired for the one-row product (decoding at batch 1):
- * B [N, K] in groups of eight rows (zero rows past N), each group stored
- * block by block: for each 32 elements of k (K rounded up to
- * sq_gemm_pairs_row(K), zeros past K), the eight rows' 32 words in turn, and
- * a row's 32 words are 16 pairs: word j holds element j in its low half and
- * element 16 + j in its high half. One 512-bit load then widens into the two
- * vectors of k the float32 product reads, by one shift and one AND (plain
- * bfloat16 takes a shuffle and a shift per 16), and the product reads the
- * copy front to back, one stream. b holds values representable in bfloat16
- * (their bits are kept); sq_gemm_pack_pairs writes sq_gemm_pairs_words(N, K)
- * words. */
-int sq_gemm_pairs_row(int K);
-size_t sq_gemm_pairs_words(int N, int K);
-void sq_gemm_pack_pairs(int N, int K, const float *b, int ldb, uint16_t *pairs);
-/* C[M, N] = alpha A B^T + beta C over pairs (rows n0 .. n0 + N - 1 of
- * sq_gemm_pack_pairs's copy, n0 a multiple of 8); only when
- * sq_gemm_nt_available(). The bits of sq_gemm_nt over the float32 values:
- * each lane adds its k in the same order, and the lanes fold in the same
- * tree. */
-void sq_gemm_nt_pairs(int M, int N, int K, float alpha, const float *a, int lda,
-                      const uint16_t *pairs, int n0, float beta, float *c, int ldc);
+/* The same panels at 16 bits (bfloat16 or binary16 weights: width is
+ * core/halfwidth.h's SQ_HALF_BF16 or SQ_HALF_F16), with k taken in pairs:
+ * panel p holds ceil(K / 2) pairs of 64 bytes, pair t columns 16p..16p+15's
+ * elements 2t and 2t + 1 (zeros past N and K): for bfloat16, 32-bit word j
+ * holds column j's element 2t in its low half and 2t + 1 in its high half;
+ * for binary16, 16-bit half j holds element 2t and half 16 + j element
+ * 2t + 1. One 512-bit load then widens into two of the float32 panels' rows,
+ * exactly (bfloat16: a shift and an AND; binary16: vcvtph2ps of each 256-bit
+ * half), so the product reads half the bytes. b holds values representable at the width
+ * (their bits are kept); sq_gemm_pack_half_panels writes
+ * sq_gemm_half_panels_words(N, K) words. */
+size_t sq_gemm_half_panels_words(int N, int K);
+void sq_gemm_pack_half_panels(int N, int K, const float *b, int ldb, int width,
+                              uint32_t *panels);
+/* sq_gemm_nt_panels over 16-bit panels (columns n0..n0+N of the packed
+ * copy, n0 a multiple of 16); only when sq_gemm_nt_available(). The bits of
+ * sq_gemm_nt_panels over the float32 values: each element adds the same
+ * products in the same order. */
+void sq_gemm_nt_half_panels(int M, int N, int K, float alpha, const float *a, int lda,
+                            const uint32_t *panels, int n0, int width, float beta, float *c,
+                            int ldc);
 
 #endif

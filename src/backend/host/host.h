@@ -35,15 +35,20 @@ seqcl_status sq_host_scratch(sq_backend *be, size_t n, float **out);
 /* Weights ranges (host_packed.c): the freeze slot; whether B [N, K] (row
  * stride ldb) lies in its buffer's weights range; its packed copy in a form
  * (SQ_PACKED_NK: sq_gemm_pack's panels; SQ_PACKED_KN: B stored [K, N],
- * sq_gemm_pack_kn's panels for C = A B; SQ_PACKED_PAIRS: sq_gemm_pack_pairs's
- * bfloat16 rows, for one-row products over bfloat16-exact weights),
+ * sq_gemm_pack_kn's panels for C = A B; SQ_PACKED_BF16 / SQ_PACKED_F16:
+ * sq_gemm_pack_half_panels's 16-bit panels, for weights exact at that width),
  * made on first use and packed again after a write over it;
  * drop_range marks the copies that overlap count floats from off stale (what
  * a write over them does); free frees them all (the buffer's end). */
 typedef struct sq_host_packed sq_host_packed;
 void sq_host_freeze(sq_backend *be, sq_ref at, size_t count);
 int sq_host_packable(sq_ref B, int N, int K, int ldb);
-typedef enum sq_packed_form { SQ_PACKED_NK, SQ_PACKED_KN, SQ_PACKED_PAIRS } sq_packed_form;
+typedef enum sq_packed_form {
+  SQ_PACKED_NK,
+  SQ_PACKED_KN,
+  SQ_PACKED_BF16,
+  SQ_PACKED_F16
+} sq_packed_form;
 seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb,
                                 sq_packed_form form, const void **out);
 void sq_host_packed_drop_range(sq_buf *buf, size_t off, size_t count);

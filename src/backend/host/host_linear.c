@@ -73,14 +73,14 @@ typedef struct gemm_job {
   const float *a, *b;
   const uint16_t *b16; /* own only: B's 16-bit copy (sq_buf.half), else NULL */
   int b16_width;
-  /* own over bfloat16 weights: B's paired copy (sq_gemm_pack_pairs), else
-   * NULL; read instead of b16 */
-  const uint16_t *pairs;
   /* B packed (weights, sq_host_packed_get), else NULL; the
    * columns are then split in whole panels of 16. kn: B is [K, N] (tb = 0),
-   * packed by its columns */
+   * packed by its columns. half_panels: B's 16-bit panels at half_width
+   * (weights held at a reduced precision) instead of panels */
   const float *panels;
   int kn;
+  const uint32_t *half_panels;
+  int half_width;
   float *c;
   size_t sa, sb, sc;
 } gemm_job;
@@ -92,9 +92,9 @@ static void gemm_one(const gemm_job *g, int M, int N, const float *a, const floa
   if (g->panels) /* columns from (b - B) / ldb (kn: b - B) on: a whole panel's first */
     sq_gemm_nt_panels(M, N, g->K, g->alpha, a, g->lda, g->panels,
                       (int)(g->kn ? b - g->b : (b - g->b) / g->ldb), g->beta, c, g->ldc);
-  else if (g->pairs) /* rows from (b - B) / ldb on: a whole group's first */
-    sq_gemm_nt_pairs(M, N, g->K, g->alpha, a, g->lda, g->pairs, (int)((b - g->b) / g->ldb),
-                     g->beta, c, g->ldc);
+  else if (g->half_panels) /* columns from (b - B) / ldb on, as panels' */
+    sq_gemm_nt_half_panels(M, N, g->K, g->alpha, a, g->lda, g->half_panels,
+                           (int)((b - g->b) / g->ldb), g->half_width, g->beta, c, g->ldc);
   else if (g->own && g->b16) /* the same values as b, read as 16-bit ones */
     sq_gemm_nt_half(M, N, g->K, g->alpha, a, g->lda, g->b16 + (b - g->b), g->ldb, g->b16_width,
                     g->beta, c, g->ldc);
@@ -122,8 +122,8 @@ static void gemm_part(void *arg, int p) {
     return;
   }
   const int rows = g->how == SPLIT_ROWS;
-  if (!rows && (g->panels || g->pairs)) { /* whole panels of 16 columns, groups of 8 */
-    const int w = g->panels ? 16 : 8;
+  if (!rows && (g->panels || g->half_panels)) { /* whole panels of 16 columns */
+    const int w = 16;
     sq_pool_range((g->N + w - 1) / w, g->parts, p, &lo, &hi);
     lo *= w;
     hi = hi * w < g->N ? hi * w : g->N;
@@ -151,56 +151,66 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
                 .a = sq_host_f32(A), .b = sq_host_f32(B), .c = sq_host_f32(C),
                 .sa = sa, .sb = sb, .sc = sc};
   /* The own kernel for the nn.Linear layout where the CPU runs it, up to
-   * own_max_rows() rows: it streams A past each block of four rows of B, so
-   * it wins while A stays in cache and OpenBLAS's packing of B is not paid
-   * back (decode steps at small batches; at batch 64, H 256 1.5x OpenBLAS's
-   * Haswell kernels on AMD family 26), and OpenBLAS's packed blocking wins
-   * beyond (the encoder's hoisted input product, 1280 x 768 x 128: 0.85x).
-   * Decided on the whole product, before any split, so the bits do not depend
-   * on the thread count. `seqcl bench` shows both. */
+   * own_max_rows() rows, over what is not read packed (below: everything
+   * but weights, and weights under --ablate packed_weights): it streams A
+   * past each block of four rows of B, so it wins while A stays in cache
+   * and OpenBLAS's packing of B is not paid back (decode steps at small
+   * batches; at batch 64, H 256 1.5x OpenBLAS's Haswell kernels on AMD
+   * family 26), and OpenBLAS's packed blocking wins beyond (the encoder's
+   * hoisted input product, 1280 x 768 x 128: 0.85x). Decided on the whole
+   * product, before any split, so the bits do not depend on the thread
+   * count. `seqcl bench` shows both. */
   g.own = !ta && tb && M <= own_max_rows() && sq_gemm_nt_available() &&
           !(sq_ablated(be->ctx) & SQ_ABL_SMALL_GEMM);
+  /* Weights (a buffer's weights range: a loaded model's, training's
+   * parameters) are read packed (host_packed.c) at every row count, rather
+   * than in place by the 4 x 4 blocks or packed again by OpenBLAS in every
+   * product: panels of 16 columns, which the 8 x 32 blocks (and, for one row,
+   * four panels at a time) read in the order they use them, broadcasting A,
+   * with no lane folding. One Zen 4 core, B in L2 or L3 (bench/RESULTS.md):
+   * against the 4 x 4 blocks 1.2-1.5x at one row, 1.6-2.0x at 2-24 rows of
+   * [768, 128], [256, 256], [1000, 256] and [1024, 256], 1.9-2.6x at
+   * [8000, 256]; against OpenBLAS 1.2-1.5x at decode's [64, K] x [N, K]^T.
+   * Weights held at a reduced precision are read as 16-bit panels: half the
+   * bytes, the float32 panels' bits over the rounded values, so a
+   * reduced-precision product still equals float32's over the rounded
+   * weights bit for bit, at every row count. One batch only (each batch's B
+   * would be another copy), and decided before any split. */
+  if (!ta && batch == 1 && sq_gemm_nt_available() && !(sq_ablated(be->ctx) & SQ_ABL_PACKED) &&
+      (tb ? sq_host_packable(B, N, K, ldb) : sq_host_packable(B, K, N, ldb))) {
+    const void *panels = NULL;
+    g.own = 0;
+    if (tb && B.buf->half) {
+      g.half_width = B.buf->half_width;
+      SQ_TRY(sq_host_packed_get(be, B, N, K, ldb,
+                                g.half_width == SQ_HALF_F16 ? SQ_PACKED_F16 : SQ_PACKED_BF16,
+                                &panels));
+      g.half_panels = panels;
+    } else if (tb) {
+      SQ_TRY(sq_host_packed_get(be, B, N, K, ldb, SQ_PACKED_NK, &panels));
+      g.panels = panels;
+    } else {
+      /* C = A W (training's dX = dY W): W's columns packed, the same panels'
+       * product; the bits are sq_gemm_nn's (gemm_block8.h), OpenBLAS's pass
+       * over all of W per call and the direct kernel's strided rows of W
+       * (66 % of the FMA rate in a G2P step, against 90 % or more for the
+       * panels) both avoided */
+      SQ_TRY(sq_host_packed_get(be, B, N, K, ldb, SQ_PACKED_KN, &panels));
+      g.panels = panels;
+      g.kn = 1;
+    }
+  }
+  /* The own kernel reads a reduced-precision buffer's plain 16-bit copy
+   * (under --ablate packed_weights) */
   if (g.own && B.buf->half) {
     g.b16 = B.buf->half + B.off;
     g.b16_width = B.buf->half_width;
   }
-  /* One row over bfloat16 weights (decoding at batch 1) reads them paired
-   * (gemm_nt.h): the same bits, 1.4-1.6x the plain 16-bit rows' speed at
-   * decode shapes. With more rows the 4 x 4 blocks, which load each weight
-   * once for four rows, mostly stay ahead (0.8-0.9x at 4, 8, 13, 20 and 24
-   * rows with B in cache; bench/RESULTS.md). */
-  if (g.b16 && g.b16_width == SQ_HALF_BF16 && M == 1 && batch == 1 &&
-      sq_host_packable(B, N, K, ldb) && !(sq_ablated(be->ctx) & SQ_ABL_PACKED)) {
-    const void *pairs;
-    SQ_TRY(sq_host_packed_get(be, B, N, K, ldb, SQ_PACKED_PAIRS, &pairs));
-    g.pairs = pairs;
-  }
-  /* Beyond the own kernel's rows, weights (a buffer's weights range: a loaded
-   * model's) are read packed (host_packed.c) rather
-   * than packed again by OpenBLAS in every product: 1.2-1.5x at decode's
-   * [64, K] x [N, K]^T shapes. One batch only (each batch's B would be
-   * another copy), and decided before any split. */
-  if (!g.own && !ta && batch == 1 && sq_gemm_nt_available() &&
-      !(sq_ablated(be->ctx) & SQ_ABL_PACKED)) {
-    const void *panels = NULL;
-    if (tb && sq_host_packable(B, N, K, ldb))
-      SQ_TRY(sq_host_packed_get(be, B, N, K, ldb, SQ_PACKED_NK, &panels));
-    /* C = A W (training's dX = dY W): W's columns packed, the same panels'
-     * product; the bits are sq_gemm_nn's (gemm_block8.h), OpenBLAS's pass
-     * over all of W per call and the direct kernel's strided rows of W
-     * (66 % of the FMA rate in a G2P step, against 90 % or more for the
-     * panels) both avoided */
-    else if (!tb && sq_host_packable(B, K, N, ldb)) {
-      SQ_TRY(sq_host_packed_get(be, B, N, K, ldb, SQ_PACKED_KN, &panels));
-      g.kn = 1;
-    }
-    g.panels = panels;
-  }
   /* The backward's products where OpenBLAS's packing is not paid back
    * (direct_wins); decided on the whole product, so the bits do not depend
    * on the thread count. */
-  g.direct = !g.own && !g.panels && !tb && sq_gemm_nt_available() && direct_wins(ta, M, N, K) &&
-             !(sq_ablated(be->ctx) & SQ_ABL_SMALL_GEMM);
+  g.direct = !g.own && !g.panels && !g.half_panels && !tb && sq_gemm_nt_available() &&
+             direct_wins(ta, M, N, K) && !(sq_ablated(be->ctx) & SQ_ABL_SMALL_GEMM);
   const double work = (double)M * N * K * batch;
   const int most = sq_pool_parts(be, batch > M ? (batch > N ? batch : N) : (M > N ? M : N), work);
   if (most > 1 && batch >= most) {
@@ -216,7 +226,8 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
    * small-matrix kernels (SkylakeX and Cooperlake), whose sums round
    * differently from its blocked ones: a part must stay above that, or the
    * bits would depend on the thread count. */
-  while (!g.own && !g.panels && !g.direct && g.how != SPLIT_BATCH && g.parts > 1 &&
+  while (!g.own && !g.panels && !g.half_panels && !g.direct && g.how != SPLIT_BATCH &&
+         g.parts > 1 &&
          (double)((g.how == SPLIT_ROWS ? M : N) / g.parts) * (g.how == SPLIT_ROWS ? N : M) * K <=
              GEMM_BLAS_SMALL)
     g.parts--;

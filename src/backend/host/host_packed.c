@@ -1,9 +1,10 @@
-/* Packed copies of the weights the host's products with many rows read (a
- * loaded model's; any weights range that changes rarely), and the paired
- * bfloat16 copy one-row products read at a reduced precision. OpenBLAS
- * packs all of B before every product; at decode shapes ([64, 256] x
- * [768, 256]^T) that packing was 18 % of a step, as much as the product of
- * those few rows is worth. Weights change rarely (a model's never), so each
+/* Packed copies of the weights the host's products read (a loaded model's;
+ * any weights range that changes rarely): float32 panels, or the 16-bit
+ * panels of weights held at a reduced precision. OpenBLAS packs all of B
+ * before every product; at decode shapes ([64, 256] x [768, 256]^T) that
+ * packing was 18 % of a step, as much as the product of those few rows is
+ * worth, and the own kernel that reads B in place folds 16 lanes per element
+ * (gemm_nt.c). Weights change rarely (a model's never), so each
  * matrix a product reads from a buffer's weights range (the freeze slot) is packed
  * once, on the first product that reads it (sq_gemm_pack), and kept until
  * something writes over it: write, copy, fill and Adam mark the copies that
@@ -23,6 +24,7 @@
 #include "backend/host/pool.h"
 #include "core/ctx.h"
 #include "core/fault.h"
+#include "core/halfwidth.h"
 
 struct sq_host_packed {
   struct sq_host_packed *next;
@@ -30,7 +32,7 @@ struct sq_host_packed {
   int N, K, ldb;
   sq_packed_form form;
   int stale; /* written over since it was packed */
-  void *mem; /* the panels (floats) or the pairs (16-bit words) */
+  void *mem; /* the panels (floats, or 32-bit words of two 16-bit values) */
 };
 
 static pthread_mutex_t packed_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,13 +43,15 @@ static size_t extent(int N, int K, int ldb) { return (size_t)(N - 1) * (size_t)l
 static void pack(const sq_host_packed *p, const float *b) {
   switch (p->form) {
   case SQ_PACKED_KN: sq_gemm_pack_kn(p->K, p->N, b, p->ldb, p->mem); break;
-  case SQ_PACKED_PAIRS: sq_gemm_pack_pairs(p->N, p->K, b, p->ldb, p->mem); break;
+  case SQ_PACKED_BF16: sq_gemm_pack_half_panels(p->N, p->K, b, p->ldb, SQ_HALF_BF16, p->mem); break;
+  case SQ_PACKED_F16: sq_gemm_pack_half_panels(p->N, p->K, b, p->ldb, SQ_HALF_F16, p->mem); break;
   default: sq_gemm_pack(p->N, p->K, b, p->ldb, p->mem); break;
   }
 }
 
 static size_t packed_bytes(sq_packed_form form, int N, int K) {
-  if (form == SQ_PACKED_PAIRS) return sq_gemm_pairs_words(N, K) * sizeof(uint16_t);
+  if (form == SQ_PACKED_BF16 || form == SQ_PACKED_F16)
+    return sq_gemm_half_panels_words(N, K) * sizeof(uint32_t);
   return sq_gemm_panels_floats(N, K) * sizeof(float);
 }
 
@@ -155,8 +159,9 @@ void sq_host_packed_refresh(sq_backend *be, sq_buf *buf) {
   refresh_job j = {.n = 0, .base = sq_host_f32(sq_at(buf, 0))};
   double floats = 0;
   for (sq_host_packed *p = buf->packed; p; p = p->next) {
-    /* pairs (batch-1 reads): packed again by the product that reads them */
-    if (!p->stale || p->form == SQ_PACKED_PAIRS) continue;
+    /* 16-bit panels (a reduced-precision model's, which training does not
+     * update): packed again by the product that reads them */
+    if (!p->stale || p->form == SQ_PACKED_BF16 || p->form == SQ_PACKED_F16) continue;
     if (j.n == REFRESH_MAX) break; /* the rest: packed by the product that reads them */
     j.copy[j.n] = p;
     j.first[j.n + 1] = j.first[j.n] + (p->N + 15) / 16;
