@@ -3,7 +3,7 @@
  * weights in place (the 4 x 4 blocks; --ablate packed_weights) and over
  * their bfloat16 copy, and the packed forms a loaded model's weights are
  * read in, the float32 panels (sq_gemm_nt_panels) and the 16-bit ones
- * (sq_gemm_nt_half_panels, what --precision bf16 reads), N x K, cycling
+ * (sq_gemm_nt_half_panels, what --precision bf16 and f16 read), N x K, cycling
  * through SETS matrices so that the working set is SETS x N x K floats (the
  * decoder's weights, read once per step, are 3 to 5 MB). One thread; the
  * best of 7 rounds of 200 passes. Not built with seqcl: compile it against
@@ -46,11 +46,12 @@ int main(int argc, char **argv) {
   const size_t floats = sq_gemm_panels_floats(N, K), words = sq_gemm_half_panels_words(N, K);
   float *pf = aligned_alloc(64, (size_t)sets * floats * sizeof *pf);
   uint32_t *ph = aligned_alloc(64, (size_t)sets * words * sizeof *ph);
-  if (!a || !b || !c || !h || !pf || !ph) {
+  uint32_t *pg = aligned_alloc(64, (size_t)sets * words * sizeof *pg);
+  if (!a || !b || !c || !h || !pf || !ph || !pg) {
     fprintf(stderr, "%s: out of memory\n", argv[0]);
     return 1;
   }
-  /* values exact in bfloat16 (8 significant bits), never zero */
+  /* values exact in bfloat16 (8 significant bits) and binary16, never zero */
   for (size_t i = 0; i < n; i++) {
     b[i] = (float)(1 + (i * 2654435761u) % 255) / 256.0f;
     uint32_t bits;
@@ -60,19 +61,24 @@ int main(int argc, char **argv) {
   for (int s = 0; s < sets; s++) {
     sq_gemm_pack(N, K, b + (size_t)s * N * K, K, pf + (size_t)s * floats);
     sq_gemm_pack_half_panels(N, K, b + (size_t)s * N * K, K, SQ_HALF_BF16, ph + (size_t)s * words);
+    sq_gemm_pack_half_panels(N, K, b + (size_t)s * N * K, K, SQ_HALF_F16, pg + (size_t)s * words);
   }
   for (int k = 0; k < M * K; k++) a[k] = 0.5f + (float)(k % 13) / 64.0f;
   static const char *const names[] = {"f32 in place  ", "bf16 in place ", "f32 panels    ",
-                                      "bf16 panels   "};
-  double best[4];
-  for (int form = 0; form < 4; form++) best[form] = 1e30;
+                                      "bf16 panels   ", "f16 panels    "};
+  enum { FORMS = 5 };
+  double best[FORMS];
+  for (int form = 0; form < FORMS; form++) best[form] = 1e30;
   for (int round = 0; round < 7; round++)
-    for (int form = 0; form < 4; form++) { /* in turns */
+    for (int form = 0; form < FORMS; form++) { /* in turns */
       const double t0 = sq_bench_now();
       for (int pass = 0; pass < 200; pass++)
         for (int s = 0; s < sets; s++) {
           const size_t off = (size_t)s * N * K;
-          if (form == 3)
+          if (form == 4)
+            sq_gemm_nt_half_panels(M, N, K, 1.0f, a, K, pg + (size_t)s * words, 0, SQ_HALF_F16,
+                                   0.0f, c, N);
+          else if (form == 3)
             sq_gemm_nt_half_panels(M, N, K, 1.0f, a, K, ph + (size_t)s * words, 0, SQ_HALF_BF16,
                                    0.0f, c, N);
           else if (form == 2)
@@ -85,14 +91,17 @@ int main(int argc, char **argv) {
       const double t = (sq_bench_now() - t0) / (200.0 * sets);
       if (t < best[form]) best[form] = t;
     }
-  for (int form = 0; form < 4; form++)
+  for (int form = 0; form < FORMS; form++) {
+    const int bytes = form == 0 || form == 2 ? 4 : 2; /* per weight */
     printf("%s: %.1f us per %d x %d x %d product, %.1f GB/s of weights\n", names[form],
-           best[form] * 1e6, M, N, K, (double)N * K * (form % 2 ? 2 : 4) / best[form] / 1e9);
+           best[form] * 1e6, M, N, K, (double)N * K * bytes / best[form] / 1e9);
+  }
   free(a);
   free(b);
   free(c);
   free(h);
   free(pf);
   free(ph);
+  free(pg);
   return 0;
 }
