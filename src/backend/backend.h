@@ -295,6 +295,12 @@ typedef struct sq_backend_ops {
    * four drop the copies of what they write; no other slot may write there.
    * One range per buffer: a second call replaces the first. */
   void (*freeze)(sq_backend *be, sq_ref at, size_t count);
+  /* Optional: buf's floats in host memory, where the host may fill them
+   * directly instead of staging them for write (the host backend: the buffer
+   * is that memory). Only for a buffer that nothing has written, copied,
+   * frozen or read through a product yet: the writer keeps no derived copies
+   * up to date. NULL from a backend whose memory is elsewhere. */
+  float *(*host_view)(sq_backend *be, sq_buf *buf);
 
   /* ---- linear ---- */
   /* C = alpha * op(A) op(B) + beta * C, row-major, op = transpose when ta/tb;

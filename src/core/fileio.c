@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/hostmem.h"
 
 /* Symlink chains longer than this are refused, as the kernel's ELOOP does. */
 #define MAX_LINKS 40
@@ -76,7 +77,7 @@ seqcl_status sq_file_read_all(const char *path, unsigned char **buf, size_t *len
   if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
       (unsigned long long)sb.st_size < (unsigned long long)(SIZE_MAX / 2))
     cap = (size_t)sb.st_size + 1;
-  unsigned char *data = malloc(cap + 1);
+  unsigned char *data = sq_hostmem_alloc(cap + 1);
   size_t used = 0;
   seqcl_status st = SEQCL_OK;
   if (!data) st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", shown);

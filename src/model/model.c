@@ -9,6 +9,7 @@
 #include "core/fileio.h"
 #include "core/error.h"
 #include "core/grow.h"
+#include "core/hostmem.h"
 #include "model/safetensors.h"
 #include "model/seq2seq.h"
 
@@ -176,7 +177,9 @@ static size_t w_ih_c_count(const seqcl_model *m) {
 static size_t aligned(size_t n) { return (n + WEIGHT_ALIGN - 1) / WEIGHT_ALIGN * WEIGHT_ALIGN; }
 
 /* Converts every found tensor into one host array (and the derived W_ih_ce,
- * W_ih_c and [W_hh ; W_q]), uploads it, and builds the decoder's table. */
+ * W_ih_c and [W_hh ; W_q]), uploads it, and builds the decoder's table. On
+ * the host backend the array is the weights buffer itself: no second copy of
+ * the weights to fill and write (a fifth of a one-line decode's start-up). */
 static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
   size_t total = aligned(w_ih_ce_count(m)) + aligned(w_ih_c_count(m)) + aligned(w_hhq_count(m));
   m->dec_w_ih_ce = m->dec_w_ih_c = m->dec_w_hhq = sq_none();
@@ -185,15 +188,19 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
     if (l->v[k].found) total += aligned(l->v[k].found->nelem);
   }
   if (total == 0) total = WEIGHT_ALIGN;
-  float *host = calloc(total, sizeof *host);
+  if (total > SIZE_MAX / sizeof(float))
+    return sq_fail(m->ctx, SEQCL_ERR_OUT_OF_MEMORY, "%s: %zu weights do not fit in memory",
+                   f->path, total);
+  seqcl_status st = sq_buf_alloc(m->ctx, total * sizeof(float), &m->weights);
+  if (st != SEQCL_OK)
+    return sq_fail_wrap(m->ctx, st, "%s: weights (%zu bytes)", f->path, total * sizeof(float));
+  float *const view = sq_buf_host_view(m->ctx, m->weights);
+  /* zero: the alignment gaps between tensors are uploaded too */
+  float *host = view ? memset(view, 0, total * sizeof *host)
+                     : sq_hostmem_zalloc(total * sizeof *host);
   if (!host)
     return sq_fail(m->ctx, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu weights",
                    f->path, total);
-  seqcl_status st = sq_buf_alloc(m->ctx, total * sizeof(float), &m->weights);
-  if (st != SEQCL_OK) {
-    free(host);
-    return sq_fail_wrap(m->ctx, st, "%s: weights (%zu bytes)", f->path, total * sizeof(float));
-  }
   size_t off = 0, w_ih_off = 0, w_hh_off = 0, w_q_off = 0;
   for (size_t k = 0; k < l->count; k++) {
     const sq_st_tensor *t = l->v[k].found;
@@ -201,7 +208,7 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
     sq_st_to_f32(f, t, host + off);
     st = sq_model_round_weights(m, f->path, t->name, host + off, t->nelem);
     if (st != SEQCL_OK) {
-      free(host);
+      if (!view) free(host);
       return st;
     }
     *l->v[k].dst = sq_at(m->weights, off);
@@ -225,8 +232,10 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
   memcpy(host + off, host + w_hh_off, hh * sizeof(float));
   memcpy(host + off + hh, host + w_q_off, (w_hhq_count(m) - hh) * sizeof(float));
   m->dec_w_hhq = sq_at(m->weights, off);
-  st = sq_write(m->ctx, sq_at(m->weights, 0), host, total * sizeof(float));
-  free(host);
+  if (!view) {
+    st = sq_write(m->ctx, sq_at(m->weights, 0), host, total * sizeof(float));
+    free(host);
+  }
   if (st == SEQCL_OK) st = sq_model_halfwidth_copy(m, m->weights);
   /* before the freeze: the table's one product over W_ih would otherwise
    * pack a copy of it that nothing reads again */

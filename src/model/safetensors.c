@@ -35,7 +35,7 @@ void sq_st_free(sq_st_file *f) {
   if (!f) return;
   for (size_t i = 0; i < f->count; i++) free(f->tensors[i].name);
   free(f->tensors);
-  free(f->data);
+  free(f->mem);
   free(f->path);
   free(f);
 }
@@ -268,12 +268,12 @@ static seqcl_status parse_impl(const unsigned char *bytes, size_t len, const cha
   st = check_tiling(name, f, data_start);
   if (st != SEQCL_OK) goto fail;
 
-  if (owned) {
-    memmove(owned, owned + data_start, f->data_bytes);
-    f->data = owned;
+  if (owned) { /* the data section where it was read: not moved (megabytes) */
+    f->mem = owned;
+    f->data = owned + data_start;
     owned = NULL;
   } else {
-    f->data = malloc(f->data_bytes ? f->data_bytes : 1);
+    f->mem = f->data = malloc(f->data_bytes ? f->data_bytes : 1);
     if (!f->data) {
       st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
       goto fail;

@@ -28,8 +28,9 @@ typedef struct sq_st_file {
   char *path;
   size_t count;
   sq_st_tensor *tensors; /* sorted by begin offset */
-  unsigned char *data;   /* the data section (owned) */
+  unsigned char *data;   /* the data section, inside mem */
   size_t data_bytes;
+  unsigned char *mem;    /* what data lies in: the file's bytes as read (owned) */
 } sq_st_file;
 
 /* Reads and validates the whole file: header length bounded and inside the

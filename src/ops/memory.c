@@ -117,6 +117,11 @@ seqcl_status sq_buf_halfwidth(seqcl_ctx *ctx, sq_buf *buf, sq_halfwidth width) {
   return OPS(ctx)->halfwidth_copy(BE(ctx), buf, (int)width);
 }
 
+float *sq_buf_host_view(seqcl_ctx *ctx, sq_buf *buf) {
+  const sq_backend_ops *o = OPS(ctx);
+  return buf && buf->be == BE(ctx) && o->host_view ? o->host_view(BE(ctx), buf) : NULL;
+}
+
 void sq_freeze(seqcl_ctx *ctx, sq_ref at, size_t count) {
   if (ctx && at.buf && at.buf->be == BE(ctx) && OPS(ctx)->freeze &&
       at.off + count <= at.buf->bytes / sizeof(float))

@@ -45,6 +45,10 @@ seqcl_status sq_buf_halfwidth(seqcl_ctx *ctx, sq_buf *buf, sq_halfwidth width);
  * keeps none. */
 void sq_freeze(seqcl_ctx *ctx, sq_ref at, size_t count);
 void sq_buf_freeze(seqcl_ctx *ctx, sq_buf *buf);
+/* buf's floats in host memory to fill directly, where the backend has them
+ * there (the host_view slot, backend.h: only for a buffer fresh from
+ * sq_buf_alloc); NULL elsewhere (then stage them and sq_write). */
+float *sq_buf_host_view(seqcl_ctx *ctx, sq_buf *buf);
 
 /* ---- linear (linear.c) ---- */
 seqcl_status sq_gemm(seqcl_ctx *ctx, int ta, int tb, int M, int N, int K, float alpha, sq_ref A,

@@ -512,6 +512,50 @@ static void gemm_packed_rows_bitwise(void **state) {
     }
 }
 
+/* The packed copies of one buffer's matrices share chunks of memory
+ * (host_packed.c): four matrices whose panels (N padded to 16) outgrow the
+ * weights range take two chunks, the first holding three copies one after the
+ * other. Each product, made as its copy is packed and again once all four
+ * exist (so a later copy written over an earlier one would show), gives the
+ * k-order fused sum bit for bit (as gemm_packed_rows_bitwise), at 3 and 9 rows. */
+static void gemm_packed_copies_share_chunks(void **state) {
+  seqcl_ctx *ctx = *state;
+  if (!sq_gemm_nt_available()) skip();
+  enum { MATS = 4, MMAX = 9, KMAX = 200, NMAX = 75 };
+  static const int Ns[MATS] = {37, 75, 5, 50}, Ks[MATS] = {83, 7, 200, 64};
+  size_t at[MATS + 1] = {0};
+  for (int m = 0; m < MATS; m++) at[m + 1] = at[m] + (size_t)Ns[m] * Ks[m];
+  static float w[37 * 83 + 75 * 7 + 5 * 200 + 50 * 64], a[MMAX * KMAX], c[MMAX * NMAX];
+  th_rng r = th_seed(41);
+  th_fill(&r, w, at[MATS], 1.0f);
+  th_fill(&r, a, (size_t)MMAX * KMAX, 1.0f);
+  sq_buf *bw = th_buf(ctx, (int)at[MATS], w), *ba = th_buf(ctx, MMAX * KMAX, a);
+  sq_buf *bc = th_buf(ctx, MMAX * NMAX, NULL);
+  sq_ctx_set_ablated(ctx, 0);
+  sq_buf_freeze(ctx, bw);
+  for (int round = 0; round < 2; round++)
+    for (int m = 0; m < MATS; m++)
+      for (int M = 3; M <= MMAX; M += 6) {
+        const int N = Ns[m], K = Ks[m];
+        TH_OK(sq_gemm(ctx, 0, 1, M, N, K, 1.0f, sq_at(ba, 0), K, 0, sq_at(bw, at[m]), K, 0, 0.0f,
+                      sq_at(bc, 0), N, 0, 1));
+        TH_OK(sq_read(ctx, sq_at(bc, 0), c, sizeof(float) * (size_t)M * N));
+        for (int i = 0; i < M; i++)
+          for (int j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++) s = fmaf(a[i * K + k], w[at[m] + (size_t)j * K + k], s);
+            if (memcmp(&c[i * N + j], &s, sizeof s))
+              fail_msg("round %d matrix %d M %d: C[%d,%d] = %.9g, the k-order sum %.9g", round, m,
+                       M, i, j, (double)c[i * N + j], (double)s);
+          }
+      }
+  assert_int_equal(sq_host_packed_fresh(bw), MATS);
+  assert_int_equal(sq_host_packed_chunks(bw), 2);
+  sq_buf_free(bw);
+  sq_buf_free(ba);
+  sq_buf_free(bc);
+}
+
 /* Products over weights (a buffer's weights range: a model's, training's
  * parameters) with more rows than the own kernel takes read B packed once
  * (host_packed.c). Checked, for a whole frozen buffer and for a range: the
@@ -741,6 +785,7 @@ SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx,
       cmocka_unit_test(gemm_integer_exact),
       cmocka_unit_test(gemm_own_rows_bitwise),
       cmocka_unit_test(gemm_packed_rows_bitwise),
+      cmocka_unit_test(gemm_packed_copies_share_chunks),
       cmocka_unit_test(gemm_frozen_packed),
       cmocka_unit_test(gemm_frozen_packed_kn),
       cmocka_unit_test(vector_math_accuracy),

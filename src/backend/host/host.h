@@ -59,6 +59,8 @@ void sq_host_packed_refresh(sq_backend *be, sq_buf *buf);
 void sq_host_packed_free(sq_buf *buf);
 /* How many of buf's packed copies hold its current values (for the tests). */
 int sq_host_packed_fresh(sq_buf *buf);
+/* How many chunks of memory buf's packed copies sit in (for the tests). */
+int sq_host_packed_chunks(sq_buf *buf);
 
 /* The generator behind host_dropout.c (exposed for the known-answer test). */
 void sq_host_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);

@@ -18,18 +18,16 @@
 #include "core/ctx.h"
 #include "core/fault.h"
 #include "core/halfwidth.h"
-
-/* Cache-line alignment keeps every row start that is a multiple of 16 floats
- * aligned for the vector loads. */
-enum { SQ_HOST_ALIGN = 64 };
+#include "core/hostmem.h"
 
 static seqcl_status host_buf_alloc(sq_backend *be, size_t bytes, sq_buf **out) {
   *out = NULL;
   sq_buf *buf = malloc(sizeof *buf);
+  /* Cache-line alignment keeps every row start that is a multiple of 16 floats
+   * aligned for the vector loads; a large buffer (a model's weights, a
+   * workspace) is on huge pages where the kernel has them (core/hostmem.h) */
   void *mem = NULL;
-  /* posix_memalign does not promise anything for size 0: ask for one line. */
-  size_t want = bytes ? bytes : SQ_HOST_ALIGN;
-  if (!buf || sq_fault_hit(SQ_FAULT_ALLOC) || posix_memalign(&mem, SQ_HOST_ALIGN, want) != 0) {
+  if (!buf || sq_fault_hit(SQ_FAULT_ALLOC) || !(mem = sq_hostmem_alloc(bytes))) {
     free(buf);
     return sq_fail(be->ctx, SEQCL_ERR_OUT_OF_MEMORY,
                    "host backend: cannot allocate a buffer of %zu bytes", bytes);
@@ -76,7 +74,7 @@ static seqcl_status host_write(sq_backend *be, sq_ref dst, const void *src, size
 
 static seqcl_status host_halfwidth_copy(sq_backend *be, sq_buf *buf, int width) {
   const size_t n = buf->bytes / sizeof(float);
-  uint16_t *half = malloc((n ? n : 1) * sizeof *half);
+  uint16_t *half = sq_hostmem_alloc((n ? n : 1) * sizeof *half);
   if (!half || sq_fault_hit(SQ_FAULT_ALLOC)) {
     free(half);
     return sq_fail(be->ctx, SEQCL_ERR_OUT_OF_MEMORY,
@@ -88,6 +86,11 @@ static seqcl_status host_halfwidth_copy(sq_backend *be, sq_buf *buf, int width) 
   buf->half = half;
   buf->half_width = width;
   return SEQCL_OK;
+}
+
+static float *host_view(sq_backend *be, sq_buf *buf) {
+  (void)be;
+  return buf->ptr;
 }
 
 static seqcl_status host_read(sq_backend *be, sq_ref src, void *dst, size_t bytes) {
@@ -223,6 +226,7 @@ static const sq_backend_ops host_ops = {
     .finish = host_finish,
     .halfwidth_copy = host_halfwidth_copy,
     .freeze = sq_host_freeze,
+    .host_view = host_view,
     /* the op slots: sq_host_<name> of every line of backend/slots.def (no
      * argmax_greedy: on the host the two slots cost no extra launch) */
 #define SQ_SLOT(name, params) .name = sq_host_##name,

@@ -12,6 +12,13 @@
  * product that reads one packs it again in the same memory (no allocation,
  * no page faults: a range Adam updates every step is packed once per step).
  *
+ * The copies of a buffer share chunks of memory as large as its weights range
+ * (the first copy's chunk usually holds them all), so that they sit on huge
+ * pages (core/hostmem.h) although each is only a megabyte or so: packing a
+ * model's weights into copies of their own took ~700 page faults, a fifth of
+ * a one-line `seqcl decode` process. A copy is never freed alone, so a chunk
+ * goes when its buffer's copies all do.
+ *
  * Products run on several pool threads at once (the two encoder directions are
  * two tasks), so the list is searched and changed under one mutex; an entry is
  * never changed once it is in the list, and only the thread that runs the
@@ -25,6 +32,7 @@
 #include "core/ctx.h"
 #include "core/fault.h"
 #include "core/halfwidth.h"
+#include "core/hostmem.h"
 
 struct sq_host_packed {
   struct sq_host_packed *next;
@@ -33,7 +41,11 @@ struct sq_host_packed {
   sq_packed_form form;
   int stale; /* written over since it was packed */
   void *mem; /* the panels (floats, or 32-bit words of two 16-bit values) */
+  char *chunk_end; /* the end of the chunk mem is in; the next copy may follow it */
+  int owns_chunk;  /* mem is its chunk's start (freed with this copy) */
 };
+
+enum { PACKED_ALIGN = 64 };
 
 static pthread_mutex_t packed_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -63,7 +75,7 @@ static void free_all(sq_buf *buf) {
   pthread_mutex_unlock(&packed_lock);
   while (p) {
     sq_host_packed *next = p->next;
-    free(p->mem);
+    if (p->owns_chunk) free(p->mem);
     free(p);
     p = next;
   }
@@ -93,6 +105,29 @@ void sq_host_packed_drop_range(sq_buf *buf, size_t off, size_t count) {
   pthread_mutex_unlock(&packed_lock);
 }
 
+/* Room for a copy of `bytes`: after the newest copy in its chunk, else at the
+ * start of a new chunk (*owns = 1) as large as the buffer's weights range, or
+ * as the copy if that is larger. NULL when out of memory. */
+static void *carve(const sq_buf *buf, size_t bytes, char **chunk_end, int *owns) {
+  const sq_host_packed *last = buf->packed;
+  if (last) {
+    const size_t used = packed_bytes(last->form, last->N, last->K);
+    char *at = (char *)last->mem + (used + PACKED_ALIGN - 1) / PACKED_ALIGN * PACKED_ALIGN;
+    if (at <= last->chunk_end && (size_t)(last->chunk_end - at) >= bytes) {
+      *chunk_end = last->chunk_end;
+      *owns = 0;
+      return at;
+    }
+  }
+  const size_t range = (buf->weights_hi - buf->weights_lo) * sizeof(float);
+  const size_t cap = range > bytes ? range : bytes;
+  char *mem = sq_hostmem_alloc(cap);
+  if (!mem) return NULL;
+  *chunk_end = mem + cap;
+  *owns = 1;
+  return mem;
+}
+
 seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb,
                                 sq_packed_form form, const void **out) {
   *out = NULL;
@@ -106,9 +141,11 @@ seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb,
     p->stale = 0;
   } else if (!p) {
     const size_t bytes = packed_bytes(form, N, K);
-    void *mem = NULL;
+    char *chunk_end = NULL;
+    int owns = 0;
     p = malloc(sizeof *p);
-    if (!p || sq_fault_hit(SQ_FAULT_ALLOC) || posix_memalign(&mem, 64, bytes) != 0) {
+    void *mem = p && !sq_fault_hit(SQ_FAULT_ALLOC) ? carve(B.buf, bytes, &chunk_end, &owns) : NULL;
+    if (!mem) {
       free(p);
       p = NULL;
       st = sq_fail(be->ctx, SEQCL_ERR_OUT_OF_MEMORY,
@@ -118,7 +155,7 @@ seqcl_status sq_host_packed_get(sq_backend *be, sq_ref B, int N, int K, int ldb,
     } else {
       const size_t end =
           B.off + (form == SQ_PACKED_KN ? extent(K, N, ldb) : extent(N, K, ldb));
-      *p = (sq_host_packed){B.buf->packed, B.off, end, N, K, ldb, form, 0, mem};
+      *p = (sq_host_packed){B.buf->packed, B.off, end, N, K, ldb, form, 0, mem, chunk_end, owns};
       pack(p, sq_host_f32(B));
       B.buf->packed = p;
     }
@@ -171,6 +208,14 @@ void sq_host_packed_refresh(sq_backend *be, sq_buf *buf) {
   sq_pool_for(be, j.first[j.n], floats, refresh_panels, &j);
   for (int i = 0; i < j.n; i++) j.copy[i]->stale = 0;
   pthread_mutex_unlock(&packed_lock);
+}
+
+int sq_host_packed_chunks(sq_buf *buf) {
+  int n = 0;
+  pthread_mutex_lock(&packed_lock);
+  for (const sq_host_packed *p = buf->packed; p; p = p->next) n += p->owns_chunk;
+  pthread_mutex_unlock(&packed_lock);
+  return n;
 }
 
 int sq_host_packed_fresh(sq_buf *buf) {

@@ -1,0 +1,33 @@
+/* Host memory for the library's large arrays: weights, their packed and 16-bit
+ * copies, workspaces, a model file's bytes. Each new page of an allocation is
+ * a page fault the first time it is written, and in a virtual machine a fault
+ * costs microseconds: before this, loading a 5.7 MB model into a `seqcl
+ * decode` process took 7 700 faults and most of the process's start-up
+ * (bench/RESULTS.md). From SQ_HOSTMEM_HUGE bytes on, an allocation is aligned
+ * to 2 MiB and advised to the kernel's transparent huge pages, one fault per
+ * 2 MiB where the kernel allows them (Linux, THP "madvise" or "always");
+ * elsewhere it is an ordinary aligned allocation and nothing changes. */
+#ifndef SQ_CORE_HOSTMEM_H
+#define SQ_CORE_HOSTMEM_H
+
+#include <stddef.h>
+
+/* The size from which an allocation is aligned and advised to huge pages:
+ * one huge page on x86-64 and most arm64 kernels. */
+#define SQ_HOSTMEM_HUGE ((size_t)2 << 20)
+
+/* bytes (at least one) of uninitialised memory, aligned to 64 bytes (to 2 MiB
+ * from SQ_HOSTMEM_HUGE on), or NULL when out of memory. Released with free();
+ * realloc() may move it and lose the larger alignment. The huge pages span
+ * whole 2 MiB units of the allocation: its last partial unit too when that is
+ * at least half a unit, so rounding never costs more than 1 MiB. */
+void *sq_hostmem_alloc(size_t bytes);
+
+/* As sq_hostmem_alloc, zero-filled. */
+void *sq_hostmem_zalloc(size_t bytes);
+
+/* Where sq_hostmem_alloc(bytes) advises huge pages: *len bytes from its start
+ * (0: none). Exposed for the tests. */
+void sq_hostmem_huge_span(size_t bytes, size_t *len);
+
+#endif
