@@ -9,12 +9,15 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "backend/host/host_blocks.h"
 
 /* Private state: a scratch row that grows on demand (the fused attention keeps
- * its energies there when the caller does not want alpha back). */
+ * its energies there when the caller does not want alpha back), and the large
+ * buffers freed for reuse (host_blocks.c). */
 typedef struct sq_host {
   float *scratch;
   size_t scratch_floats;
+  sq_host_blocks blocks;
 } sq_host;
 
 static inline float *sq_host_f32(sq_ref r) { return (float *)r.buf->ptr + r.off; }

@@ -27,7 +27,12 @@ static seqcl_status host_buf_alloc(sq_backend *be, size_t bytes, sq_buf **out) {
    * aligned for the vector loads; a large buffer (a model's weights, a
    * workspace) is on huge pages where the kernel has them (core/hostmem.h) */
   void *mem = NULL;
-  if (!buf || sq_fault_hit(SQ_FAULT_ALLOC) || !(mem = sq_hostmem_alloc(bytes))) {
+  if (buf && !sq_fault_hit(SQ_FAULT_ALLOC)) {
+    sq_host *h = be->impl;
+    mem = sq_host_blocks_take(&h->blocks, bytes);
+    if (!mem) mem = sq_hostmem_alloc(bytes);
+  }
+  if (!mem) {
     free(buf);
     return sq_fail(be->ctx, SEQCL_ERR_OUT_OF_MEMORY,
                    "host backend: cannot allocate a buffer of %zu bytes", bytes);
@@ -57,11 +62,11 @@ static void drop_copies(sq_ref dst, size_t count) {
 }
 
 static void host_buf_free(sq_backend *be, sq_buf *buf) {
-  (void)be;
   if (!buf) return;
+  sq_host *h = be->impl;
   sq_host_packed_free(buf);
   free(buf->half);
-  free(buf->ptr);
+  sq_host_blocks_give(&h->blocks, buf->ptr, buf->bytes);
   free(buf);
 }
 
@@ -183,7 +188,10 @@ seqcl_status sq_host_scratch(sq_backend *be, size_t n, float **out) {
 static void host_destroy(sq_backend *be) {
   if (!be) return;
   sq_host *h = be->impl;
-  if (h) free(h->scratch);
+  if (h) {
+    free(h->scratch);
+    sq_host_blocks_release(&h->blocks);
+  }
   free(h);
   free(be);
 }
@@ -242,6 +250,7 @@ seqcl_status sq_host_backend_create(seqcl_ctx *ctx, sq_backend **out) {
   *out = NULL;
   sq_backend *be = sq_backend_new(ctx, &host_ops, sizeof(sq_host));
   if (!be) return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
+  sq_host_blocks_init(&((sq_host *)be->impl)->blocks);
   (void)sq_host_threads(); /* OpenBLAS to one thread before the first product */
   *out = be;
   return SEQCL_OK;
