@@ -278,6 +278,19 @@ def agree(seqcl_lines, torch_outs, eos):
     return same, tie, bad
 
 
+def torch_thread_counts(args):
+    """The CPU thread counts PyTorch is timed at (its faster is reported): 1 and
+    the machine's core count, the count seqcl's pool uses by default, unless
+    --torch-threads names them. Debian's torch 1.13 starts with one thread on
+    some machines and with one per core on others: taking its default alone
+    compared seqcl's two threads with PyTorch's one. A GPU device: as it is."""
+    if args.torch_device != "cpu":
+        return [torch.get_num_threads()]
+    if args.torch_threads:
+        return sorted(set(args.torch_threads))
+    return sorted({1, os.cpu_count() or 1})
+
+
 def decode_peer(args, V, D, H, A, S, batch, beam=1, lines=None, **shape):
     """One point: PyTorch both ways and seqcl in-process and as a whole process,
     on the same exported model and lines."""
@@ -307,20 +320,31 @@ def decode_peer(args, V, D, H, A, S, batch, beam=1, lines=None, **shape):
         dev = torch.device(args.torch_device)
         m, src_dev = m.to(dev), src.to(dev)   # exported above, from the CPU copy
         # The three are timed in turns, one repetition each, so that a change
-        # in the machine's load falls on all of them alike.
-        ts, to, sqs = [], [], []
-        _, outs = time_torch(m, src_dev, batch, args.steps, bos, eos, False, 1, beam)
-        time_torch(m, src_dev, batch, args.steps, bos, eos, True, 1, beam, warm=False)
+        # in the machine's load falls on all of them alike; PyTorch at each of
+        # its thread counts in turn too, the faster count's median kept.
+        counts, threads0 = torch_thread_counts(args), torch.get_num_threads()
+        ts, to, sqs = {c: [] for c in counts}, {c: [] for c in counts}, []
+        for c in counts:
+            torch.set_num_threads(c)
+            _, outs = time_torch(m, src_dev, batch, args.steps, bos, eos, False, 1, beam)
+            time_torch(m, src_dev, batch, args.steps, bos, eos, True, 1, beam, warm=False)
         for _ in range(args.reps):
-            t, outs = time_torch(m, src_dev, batch, args.steps, bos, eos, False, 1, beam,
-                                 warm=False)
-            ts.append(t)
+            for c in counts:
+                torch.set_num_threads(c)
+                t, outs = time_torch(m, src_dev, batch, args.steps, bos, eos, False, 1, beam,
+                                     warm=False)
+                ts[c].append(t)
             subprocess.run(bench_cmd, check=True, stdout=subprocess.DEVNULL)
             with open(json_file) as f:
                 sqs.append(json.load(f))
-            to.append(time_torch(m, src_dev, batch, args.steps, bos, eos, True, 1, beam,
-                                 warm=False)[0])
-        t_torch, t_once = statistics.median(ts), statistics.median(to)
+            for c in counts:
+                torch.set_num_threads(c)
+                to[c].append(time_torch(m, src_dev, batch, args.steps, bos, eos, True, 1, beam,
+                                        warm=False)[0])
+        torch.set_num_threads(threads0)
+        c_torch = min(counts, key=lambda c: statistics.median(ts[c]))
+        c_once = min(counts, key=lambda c: statistics.median(to[c]))
+        t_torch, t_once = statistics.median(ts[c_torch]), statistics.median(to[c_once])
         sqs.sort(key=lambda r: r["decode_seconds"])
         sq = sqs[len(sqs) // 2]   # the median run's figures, all from one run
         t_proc = statistics.median(r["process_seconds"] for r in sqs)
@@ -339,7 +363,8 @@ def decode_peer(args, V, D, H, A, S, batch, beam=1, lines=None, **shape):
         "bidirectional": shape.get("bidirectional", False),
         "score": shape.get("score", "additive"),
         "output": "state_context" if shape.get("state_context", True) else "state",
-        "torch_device": args.torch_device, "torch_threads": torch.get_num_threads(),
+        "torch_device": args.torch_device, "torch_threads_tried": counts,
+        "torch_threads": c_torch, "torch_keys_once_threads": c_once,
         "torch_seed000_s": t_torch, "torch_keys_once_s": t_once, "seqcl_s": t_seqcl,
         "seqcl_process_s": t_proc,
         "torch_seed000_tok_s": tokens / t_torch, "torch_keys_once_tok_s": tokens / t_once,
@@ -384,7 +409,7 @@ def grid_lines(quick, batch):
 def run_grid(args, results):
     print(f"{'point':<14} {'B':>3} {'K':>2} {'torch s000':>10} {'torch k1x':>10} "
           f"{'seqcl':>9} {'process':>9} {'x s000':>7} {'x k1x':>6} {'proc x s000':>11} "
-          f"{'GF/s':>6} {'of ceiling':>14}  outputs")
+          f"{'GF/s':>6} {'of ceiling':>14} {'torch thr':>9}  outputs")
     for label, shape, V, S, beam, batches, quick in GRID:
         for B in (quick if args.quick else batches):
             sh = {"state_context": False, **shape}
@@ -398,7 +423,9 @@ def run_grid(args, results):
                   f"{r['seqcl_process_tok_s']:>7.0f}/s {r['speedup_vs_seed000']:>6.2f}x "
                   f"{r['speedup_vs_keys_once']:>5.2f}x {r['process_speedup_vs_seed000']:>10.2f}x "
                   f"{r['seqcl_gflops']:>6.1f} {100 * r['seqcl_fraction_of_ceiling']:>4.0f}% of "
-                  f"{r['seqcl_ceiling']:>5.1f} {unit}  {r['outputs_identical']} same, "
+                  f"{r['seqcl_ceiling']:>5.1f} {unit} "
+                  f"{r['torch_threads']:>4}/{r['torch_keys_once_threads']:<4}"
+                  f"  {r['outputs_identical']} same, "
                   f"{r['outputs_near_tie']} near-tie, {r['outputs_disagree']} differ",
                   flush=True)
 
@@ -453,6 +480,9 @@ def main():
     p.add_argument("--device", default="cpu", help="seqcl's device (a SEQCL_DEVICE selector)")
     p.add_argument("--torch-device", default="cpu", choices=["cpu", "cuda", "xpu"],
                    help="where the PyTorch side runs (default cpu)")
+    p.add_argument("--torch-threads", type=int, nargs="+",
+                   help="PyTorch's CPU thread counts to time decoding at, the faster kept "
+                        "(default: 1 and the core count)")
     p.add_argument("--hidden", type=int, nargs="+", default=[256])
     p.add_argument("--src-len", type=int, nargs="+", default=[20])
     p.add_argument("--batch", type=int, nargs="+", default=[1, 64])
@@ -476,8 +506,9 @@ def main():
         return 2
     results = {"decode": [], "torch_version": torch.__version__,
                "torch_device": args.torch_device}
-    print(f"torch {torch.__version__} on {args.torch_device}, {torch.get_num_threads()} CPU "
-          f"threads (default); seqcl {args.seqcl} on {args.device}")
+    print(f"torch {torch.__version__} on {args.torch_device}, decoding timed at "
+          f"{' and '.join(map(str, torch_thread_counts(args)))} CPU thread(s), the faster kept "
+          f"(its default here: {torch.get_num_threads()}); seqcl {args.seqcl} on {args.device}")
     hdr = (f"{'H':>4} {'S':>3} {'B':>3} {'torch seed000':>14} {'torch keys1x':>13} "
            f"{'seqcl':>10} {'x seed000':>10} {'x keys1x':>9}  outputs")
     if args.grid:
