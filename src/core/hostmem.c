@@ -12,7 +12,7 @@ void sq_hostmem_huge_span(size_t bytes, size_t *len) {
   if (bytes < SQ_HOSTMEM_HUGE) return;
   const size_t whole = bytes / SQ_HOSTMEM_HUGE * SQ_HOSTMEM_HUGE;
   const size_t tail = bytes - whole;
-  *len = tail >= SQ_HOSTMEM_HUGE / 2 ? whole + SQ_HOSTMEM_HUGE : whole;
+  *len = tail >= SQ_HOSTMEM_HUGE / 4 ? whole + SQ_HOSTMEM_HUGE : whole;
 }
 
 void *sq_hostmem_alloc(size_t bytes) {

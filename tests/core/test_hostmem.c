@@ -27,7 +27,7 @@
 static const size_t MIB = (size_t)1 << 20;
 
 /* The span rule: nothing below 2 MiB; whole units; the last partial unit when
- * it is at least half a unit. */
+ * it is at least a quarter of a unit. */
 static void huge_span_rule(void **state) {
   (void)state;
   static const struct {
@@ -37,13 +37,15 @@ static void huge_span_rule(void **state) {
       {2 * MIB - 1, 0},
       {2 * MIB, 2 * MIB},
       {2 * MIB + 1, 2 * MIB},
-      {3 * MIB - 1, 2 * MIB},
+      {2 * MIB + MIB / 2 - 1, 2 * MIB},
+      {2 * MIB + MIB / 2, 4 * MIB},
       {3 * MIB, 4 * MIB},
       {4 * MIB - 64, 4 * MIB},
+      {4 * MIB + 12345, 4 * MIB},
       {5 * MIB + 12345, 6 * MIB},
-      {7 * MIB - 4096, 6 * MIB},
+      {6 * MIB + MIB / 2 - 4096, 6 * MIB},
       {7 * MIB, 8 * MIB},
-      {9 * MIB - 1, 8 * MIB},
+      {8 * MIB + MIB / 2 - 1, 8 * MIB},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     size_t len = 99;

@@ -553,7 +553,50 @@ static void test_read_errors(void **state) {
   free(b.p);
 }
 
+/* sq_st_first_non_finite over F32 data: 1 000 values (blocks of 256 and a
+ * partial last one) of every magnitude up to FLT_MAX, with NaN, +inf and -inf
+ * placed at positions inside and at the edges of the blocks; the first one is
+ * found wherever the others are, and none where there are none. */
+static void test_first_non_finite_f32(void **state) {
+  (void)state;
+  enum { N = 1000 };
+  static const uint32_t bad[] = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffffffffu};
+  static const size_t where[] = {0, 1, 255, 256, 300, 511, 700, 768, 998, 999};
+  unsigned char data[4 * N];
+  uint64_t s = 7;
+  char header[128];
+  snprintf(header, sizeof header, "{\"w\":{\"dtype\":\"F32\",\"shape\":[%d],\"data_offsets\":[0,%d]}}",
+           N, 4 * N);
+  for (size_t a = 0; a < sizeof where / sizeof where[0]; a++)
+    for (size_t b = 0; b <= sizeof where / sizeof where[0]; b++) {
+      for (int i = 0; i < N; i++) { /* finite: exponents up to 0xfe, both signs */
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        const uint32_t w = (uint32_t)(s >> 33) % 0x7f800000u | (uint32_t)(s >> 11 & 1) << 31;
+        for (int k = 0; k < 4; k++) data[4 * i + k] = (unsigned char)(w >> (8 * k));
+      }
+      const size_t at[2] = {where[a], b < sizeof where / sizeof where[0] ? where[b] : where[a]};
+      for (int j = 0; j < 2; j++)
+        for (int k = 0; k < 4; k++)
+          data[4 * at[j] + k] = (unsigned char)(bad[(a + b + j) % 5] >> (8 * k));
+      bytes f = make_file(header, -1, data, sizeof data);
+      sq_st_file *st = expect_ok(f, 0);
+      const size_t got = sq_st_first_non_finite(st, sq_st_find(st, "w"));
+      const size_t want = at[0] < at[1] ? at[0] : at[1];
+      if (got != want) fail_msg("bad values at %zu and %zu: first found %zu", at[0], at[1], got);
+      sq_st_free(st);
+      free(f.p);
+    }
+  for (int i = 0; i < N; i++) /* all finite: the largest floats below FLT_MAX */
+    for (int k = 0; k < 4; k++) data[4 * i + k] = (unsigned char)((0x7f7fffffu - (unsigned)i) >> (8 * k));
+  bytes f = make_file(header, -1, data, sizeof data);
+  sq_st_file *st = expect_ok(f, 0);
+  assert_true(sq_st_first_non_finite(st, sq_st_find(st, "w")) == SIZE_MAX);
+  sq_st_free(st);
+  free(f.p);
+}
+
 SQ_TEST_MAIN(NULL, NULL,
+      cmocka_unit_test(test_first_non_finite_f32),
       cmocka_unit_test(test_valid),
       cmocka_unit_test(test_valid_variants),
       cmocka_unit_test(test_bad_headers),
