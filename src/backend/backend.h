@@ -271,6 +271,9 @@ typedef struct sq_backend_ops {
    * directions): the host runs them on its threads when it has exactly n, each
    * chain's slots then on its thread alone. fn must not fail. */
   void (*run_tasks)(sq_backend *be, int n, void (*fn)(void *arg, int task), void *arg);
+  /* Optional: how many chains run_tasks runs at the same time now (NULL: 1;
+   * 1 inside a task). */
+  int (*task_threads)(const sq_backend *be);
 
   /* ---- memory (the backend's own file) ---- */
   seqcl_status (*buf_alloc)(sq_backend *be, size_t bytes, sq_buf **out);

@@ -12,7 +12,7 @@ static const struct {
     {SQ_ABL_NO_SYNC, "no_step_sync"},    {SQ_ABL_SMALL_GEMM, "small_gemm"},
     {SQ_ABL_THREADS, "host_threads"}, {SQ_ABL_FUSED_GREEDY, "fused_argmax_update"},
     {SQ_ABL_OUTPUT_ONE_GEMM, "output_one_gemm"}, {SQ_ABL_PACKED, "packed_weights"},
-    {SQ_ABL_DEC_TABLE, "embedding_table"},
+    {SQ_ABL_DEC_TABLE, "embedding_table"}, {SQ_ABL_SPLIT_BATCH, "split_batch"},
 };
 
 unsigned sq_ablate_bit(const char *name) {

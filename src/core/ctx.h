@@ -17,6 +17,9 @@ struct seqcl_ctx {
   struct sq_backend *be;
   sq_settings settings; /* read once when the context opened */
   char message[SQ_MSG_MAX];
+  /* batches decoded as parts on the backend's task threads, and the parts
+   * (model/decode.c): for the tests and the benchmark */
+  unsigned long long split_batches, split_parts;
 };
 
 /* The ablation switches now off in this context (SQ_ABL_*). */

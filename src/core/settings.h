@@ -56,6 +56,10 @@ enum {
    * (sq_encoded_group); off: the encoding copied K times. Not in the greedy
    * ablation table: the model tests compare beam outputs both ways */
   SQ_ABL_BEAM_SHARED = 1u << 12,
+  /* a batch's lines decoded as one independent part per host thread, each
+   * part's slots on its thread alone (model/decode.c); off: the batch as one,
+   * each slot split across the threads */
+  SQ_ABL_SPLIT_BATCH = 1u << 13,
   /* Not an ablation: the own small-GEMM kernel for every product it supports,
    * whatever the shape and device (bench compares it with CLBlast). */
   SQ_FORCE_SMALL_GEMM = 1u << 7

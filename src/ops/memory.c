@@ -88,6 +88,12 @@ static void run_private(void *arg, int task) {
   sq_message_private(was);
 }
 
+int sq_task_threads(seqcl_ctx *ctx) {
+  if (!ctx || !ctx->be || !ctx->be->ops->run_tasks || !ctx->be->ops->task_threads) return 1;
+  const int n = ctx->be->ops->task_threads(ctx->be);
+  return n < 1 ? 1 : n;
+}
+
 void sq_run_tasks(seqcl_ctx *ctx, int n, void (*fn)(void *arg, int task), void *arg) {
   private_task t = {fn, arg};
   if (ctx && ctx->be && ctx->be->ops->run_tasks) {

@@ -34,6 +34,9 @@ seqcl_status sq_finish(seqcl_ctx *ctx);
  * never write the context's message together: the task keeps that message
  * (seqcl_last_message() on its thread) and the caller raises it again. */
 void sq_run_tasks(seqcl_ctx *ctx, int n, void (*fn)(void *arg, int task), void *arg);
+/* How many tasks sq_run_tasks runs at the same time on ctx's backend now (1
+ * where it runs them in order, and inside a task). */
+int sq_task_threads(seqcl_ctx *ctx);
 /* Reduced precision: whether ctx's backend keeps 16-bit copies of weights for
  * its products, and giving buf (whose floats are already rounded to width)
  * such a copy (the halfwidth_copy slot, backend.h). */

@@ -10,13 +10,15 @@
 
 #include "backend/backend.h"
 #include "backend/host/host_blocks.h"
+#include "backend/host/pool.h"
 
-/* Private state: a scratch row that grows on demand (the fused attention keeps
- * its energies there when the caller does not want alpha back), and the large
- * buffers freed for reuse (host_blocks.c). */
+/* Private state: a scratch row per pool thread that grows on demand (the
+ * fused attention keeps its energies there when the caller does not want
+ * alpha back; per thread, since tasks run slots on two threads at once), and
+ * the large buffers freed for reuse (host_blocks.c). */
 typedef struct sq_host {
-  float *scratch;
-  size_t scratch_floats;
+  float *scratch[SQ_POOL_MAX_THREADS];
+  size_t scratch_floats[SQ_POOL_MAX_THREADS];
   sq_host_blocks blocks;
 } sq_host;
 

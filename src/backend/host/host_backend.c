@@ -173,15 +173,16 @@ static seqcl_status host_finish(sq_backend *be) {
 
 seqcl_status sq_host_scratch(sq_backend *be, size_t n, float **out) {
   sq_host *h = be->impl;
-  if (n > h->scratch_floats) {
-    float *grown = realloc(h->scratch, n * sizeof(float));
+  const int t = sq_pool_thread_slot();
+  if (n > h->scratch_floats[t]) {
+    float *grown = realloc(h->scratch[t], n * sizeof(float));
     if (!grown)
       return sq_fail(be->ctx, SEQCL_ERR_OUT_OF_MEMORY,
                      "host backend: cannot allocate %zu bytes of scratch", n * sizeof(float));
-    h->scratch = grown;
-    h->scratch_floats = n;
+    h->scratch[t] = grown;
+    h->scratch_floats[t] = n;
   }
-  *out = h->scratch;
+  *out = h->scratch[t];
   return SEQCL_OK;
 }
 
@@ -189,7 +190,7 @@ static void host_destroy(sq_backend *be) {
   if (!be) return;
   sq_host *h = be->impl;
   if (h) {
-    free(h->scratch);
+    for (int t = 0; t < SQ_POOL_MAX_THREADS; t++) free(h->scratch[t]);
     sq_host_blocks_release(&h->blocks);
   }
   free(h);
@@ -218,12 +219,17 @@ static void host_run_tasks(sq_backend *be, int n, void (*fn)(void *arg, int task
   for (int i = 0; i < n; i++) fn(arg, i);
 }
 
+static int host_task_threads(const sq_backend *be) {
+  return sq_pool_parts(be, INT_MAX, HUGE_VAL);
+}
+
 static const sq_backend_ops host_ops = {
     .kind = SQ_BACKEND_HOST,
     .name = "host",
     .blas = "OpenBLAS",
     .supports = host_supports,
     .run_tasks = host_run_tasks,
+    .task_threads = host_task_threads,
     .buf_alloc = host_buf_alloc,
     .buf_free = host_buf_free,
     .write = host_write,

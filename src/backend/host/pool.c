@@ -40,7 +40,7 @@
 #define SQ_POOL_MIN_WORK 65536.0
 /* How long an idle worker watches for the next job before it sleeps. */
 #define SPIN_NS 200000L
-#define MAX_WORKERS 63
+#define MAX_WORKERS (SQ_POOL_MAX_THREADS - 1)
 #define TASK_BITS 16
 #define TASK_MASK ((1u << TASK_BITS) - 1)
 
@@ -89,8 +89,13 @@ static void run_claimed(int task) {
   atomic_fetch_sub(&pending, 1);
 }
 
-static void *worker_main(void *unused) {
-  (void)unused;
+/* 0 on threads that are not the pool's, 1 + the start order on its workers. */
+static _Thread_local int thread_slot;
+
+int sq_pool_thread_slot(void) { return thread_slot; }
+
+static void *worker_main(void *slot) {
+  thread_slot = (int)(intptr_t)slot;
   for (;;) {
     int task;
     if (try_claim(&task)) {
@@ -131,7 +136,8 @@ static void start_workers(void) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     for (int i = 0; i < want; i++) {
       pthread_t t;
-      if (pthread_create(&t, &attr, worker_main, NULL) != 0) break; /* run with fewer */
+      if (pthread_create(&t, &attr, worker_main, (void *)(intptr_t)(n_workers + 1)) != 0)
+        break; /* run with fewer */
       n_workers++;
     }
     pthread_attr_destroy(&attr);

@@ -14,6 +14,14 @@
 typedef void (*sq_pool_fn)(void *arg, int task);
 void sq_pool_run(int tasks, sq_pool_fn fn, void *arg);
 
+/* The most threads the pool has, the caller's included. */
+enum { SQ_POOL_MAX_THREADS = 64 };
+/* Which of them this thread is: 0 for any thread that is not a worker (the
+ * callers), 1 .. SQ_POOL_MAX_THREADS - 1 for the workers. Per-thread state of
+ * the slots (the host's scratch rows) is kept by this number, since two
+ * tasks of one job (sq_run_tasks) run slots at the same time. */
+int sq_pool_thread_slot(void);
+
 /* Into how many contiguous parts to split `items` items (rows, columns,
  * batches) costing about `work` multiply-adds in all, for a slot of backend be:
  * one part per thread, but never parts of less than SQ_POOL_MIN_WORK, nor more
