@@ -17,10 +17,20 @@
  * fork and join per batch instead of one per slot call (about ten a step),
  * with its rows' activations in its core's caches: 8-27 % more tokens/s at
  * batch 16 and 64 on two cores, where 4-row parts (batch 8) were slower
- * than splitting each slot (bench/RESULTS.md). Every op computes a row the
- * same whatever the other rows (the products' bits included), so the output
- * is the same bit for bit (tests/model/test_split_batch.c). */
+ * than splitting each slot (bench/RESULTS.md). But each part then reads all
+ * of the weights where a split slot reads its share: at V 8 000 (an 8 MB
+ * output layer) batch 64 was 4-7 % slower split, so a model whose output
+ * layer is larger than SPLIT_MAX_OUT_BYTES is not split. Every op computes a
+ * row the same whatever the other rows (the products' bits included), so the
+ * output is the same bit for bit (tests/model/test_split_batch.c). */
 enum { SPLIT_MIN_ROWS = 8, SPLIT_MAX_PARTS = 64 };
+#define SPLIT_MAX_OUT_BYTES ((size_t)4 << 20)
+
+/* The bytes of a model's output layer (V x H_d, or x (H_d + H_e) over [s ; c]). */
+static size_t output_bytes(const seqcl_model *m) {
+  const size_t cols = (size_t)m->cfg.dec_hidden + (m->cfg.output == SQ_OUTPUT_STATE ? 0 : (size_t)m->He);
+  return (size_t)m->cfg.tgt_vocab * cols * sizeof(float);
+}
 
 void seqcl_decode_options_init(seqcl_decode_options *o) {
   if (!o) return;
@@ -177,6 +187,8 @@ static seqcl_status decode_batch(const batch_args *b, size_t first, int n) {
   if (parts > SPLIT_MAX_PARTS) parts = SPLIT_MAX_PARTS;
   if (rows / SPLIT_MIN_ROWS < parts) parts = (int)(rows / SPLIT_MIN_ROWS);
   if (parts > n) parts = n;
+  for (int j = 0; j < b->M; j++)
+    if (output_bytes(b->ms[j]) > SPLIT_MAX_OUT_BYTES) parts = 1;
   if (parts < 2 || (sq_ablated(ctx) & SQ_ABL_SPLIT_BATCH)) return decode_lines(b, first, n);
   split_job j;
   memset(&j, 0, sizeof j);

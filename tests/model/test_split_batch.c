@@ -5,7 +5,8 @@
  * 41 lines of 1 to 9 ids in batches that split into 3 parts, into 2 (rows
  * too few for 3), and not at all (fewer than 16 rows), for four model shapes: every
  * result the same, byte for byte, as the batch decoded whole
- * (SQ_ABL_SPLIT_BATCH), and the parts counted. An allocation failing inside
+ * (SQ_ABL_SPLIT_BATCH), and the parts counted; a model with a large output
+ * layer decoded whole. An allocation failing inside
  * a part fails the decode with that part's message, and the next decode is
  * whole and right. */
 #include <setjmp.h>
@@ -155,6 +156,33 @@ static void parts_equal_whole(void **state) {
   }
 }
 
+/* A model whose output layer is over 4 MiB (V 140 000 x H_d 8 floats) is not
+ * split: each part would read all of it (model/decode.c). */
+static void large_output_whole(void **state) {
+  (void)state;
+  sq_config c;
+  configure(&c, 0);
+  c.tgt_vocab = 140000;
+  c.bos_id = 139998;
+  c.eos_id = 139999;
+  char dir[96];
+  assert_int_equal(hu_mkdtemp(dir, sizeof dir, "splitv"), 0);
+  assert_int_equal(hu_write_model(dir, &c, 4, NULL, 0, 0.0f), 0);
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  seqcl_model *m = NULL;
+  if (seqcl_model_load(ctx, dir, &m) != SEQCL_OK) fail_msg("load: %s", seqcl_last_message());
+  const seqcl_seqs src = lines(c.src_vocab);
+  seqcl_decode_options o;
+  seqcl_decode_options_init(&o);
+  o.max_steps = 4;
+  o.batch_size = LINES;
+  split_and_whole(&m, 1, &src, &o, "V 140 000: one batch of 41, whole", 0, 0);
+  seqcl_model_free(m);
+  seqcl_ctx_close(ctx);
+  hu_rmtree(dir);
+}
+
 #ifdef SEQCL_FAULT_INJECTION
 /* The 1st to 60th allocation after the load fails: each decode that hits it
  * fails with SEQCL_ERR_OUT_OF_MEMORY and a message, and the decode after it
@@ -213,4 +241,5 @@ static void part_failure(void **state) {
 #define PART_FAILURE_TEST
 #endif
 
-SQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(parts_equal_whole), PART_FAILURE_TEST)
+SQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(parts_equal_whole), cmocka_unit_test(large_output_whole),
+             PART_FAILURE_TEST)
