@@ -130,14 +130,15 @@ static int ablation_bits(const seqcl_ctx *ctx, unsigned bits[ABL_MAX]) {
                                       SQ_ABL_THREADS,
                                       SQ_ABL_FUSED_GREEDY,
                                       SQ_ABL_PACKED,
-                                      SQ_ABL_DEC_TABLE};
+                                      SQ_ABL_DEC_TABLE,
+                                      SQ_ABL_SPLIT_BATCH};
   const sq_backend *be = ctx->be;
   const int threads = be->ops->supports && be->ops->supports(be, SQ_CAP_THREADS);
   int nb = 0;
   for (size_t i = 0; i < sizeof all_bits / sizeof all_bits[0]; i++) {
     const unsigned bit = all_bits[i];
     if (bit == SQ_ABL_FUSED_GREEDY && !be->ops->argmax_greedy) continue;
-    if (bit == SQ_ABL_THREADS && !threads) continue;
+    if ((bit == SQ_ABL_THREADS || bit == SQ_ABL_SPLIT_BATCH) && !threads) continue;
     if (bit == SQ_ABL_PACKED && !be->ops->freeze) continue;
     bits[nb++] = bit;
   }
