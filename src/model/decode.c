@@ -28,7 +28,8 @@ enum { SPLIT_MIN_ROWS = 8, SPLIT_MAX_PARTS = 64 };
 
 /* The bytes of a model's output layer (V x H_d, or x (H_d + H_e) over [s ; c]). */
 static size_t output_bytes(const seqcl_model *m) {
-  const size_t cols = (size_t)m->cfg.dec_hidden + (m->cfg.output == SQ_OUTPUT_STATE ? 0 : (size_t)m->He);
+  const size_t ctx_cols = m->cfg.output == SQ_OUTPUT_STATE ? 0 : (size_t)m->He;
+  const size_t cols = (size_t)m->cfg.dec_hidden + ctx_cols;
   return (size_t)m->cfg.tgt_vocab * cols * sizeof(float);
 }
 
@@ -175,7 +176,8 @@ typedef struct split_job {
 
 static void split_part(void *arg, int p) {
   split_job *j = arg;
-  const int lo = (int)((long long)j->n * p / j->parts), hi = (int)((long long)j->n * (p + 1) / j->parts);
+  const int lo = (int)((long long)j->n * p / j->parts);
+  const int hi = (int)((long long)j->n * (p + 1) / j->parts);
   j->st[p] = decode_lines(j->b, j->first + (size_t)lo, hi - lo);
   if (j->st[p] != SEQCL_OK) j->msg[p] = strdup(seqcl_last_message());
 }
@@ -202,7 +204,8 @@ static seqcl_status decode_batch(const batch_args *b, size_t first, int n) {
   seqcl_status st = SEQCL_OK;
   for (int p = 0; p < parts; p++) {
     if (j.st[p] != SEQCL_OK && st == SEQCL_OK)
-      st = sq_fail(ctx, j.st[p], "%s", j.msg[p] ? j.msg[p] : "(the failure's message: out of host memory)");
+      st = sq_fail(ctx, j.st[p], "%s",
+                   j.msg[p] ? j.msg[p] : "(the failure's message: out of host memory)");
     free(j.msg[p]);
   }
   return st;

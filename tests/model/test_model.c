@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "../common/test_main.h"
+#include "../common/test_results.h"
 #include "../harden/harden_util.h"
 #include "test_devices.h"
 
@@ -596,24 +597,7 @@ static void check_beam_shared(const tmodel *tm, seqcl_model *model, const char *
                seqcl_last_message());
   }
   sq_ctx_set_ablated(model->ctx, 0);
-  const seqcl_decode_result *a = r[0], *b = r[1];
-  assert_int_equal(a->count, b->count);
-  assert_memory_equal(a->offsets, b->offsets, (a->count + 1) * sizeof *a->offsets);
-  assert_memory_equal(a->ids, b->ids, a->offsets[a->count] * sizeof *a->ids);
-  assert_memory_equal(a->scores, b->scores, a->count * sizeof *a->scores);
-  assert_memory_equal(a->hyp_counts, b->hyp_counts, a->count * sizeof *a->hyp_counts);
-  for (size_t i = 0; i < a->count * (size_t)a->nbest; i++) {
-    if (i % (size_t)a->nbest >= (size_t)a->hyp_counts[i / (size_t)a->nbest]) continue;
-    assert_int_equal(a->hyps[i].len, b->hyps[i].len);
-    assert_memory_equal(a->hyps[i].ids, b->hyps[i].ids, a->hyps[i].len * sizeof(int32_t));
-    assert_memory_equal(&a->hyps[i].logprob, &b->hyps[i].logprob, sizeof(double));
-  }
-  if (o.want_alignments) {
-    assert_int_equal(a->T, b->T);
-    assert_int_equal(a->S, b->S);
-    assert_memory_equal(a->alignments, b->alignments,
-                        a->count * (size_t)a->T * (size_t)a->S * sizeof(float));
-  }
+  tr_expect_same(r[0], r[1], o.want_alignments);
   print_message("  %-10s beam %d: shared encoding = K copies, bit for bit\n", dev, K);
   seqcl_decode_result_free(r[0]);
   seqcl_decode_result_free(r[1]);

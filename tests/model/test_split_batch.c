@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "../common/test_main.h"
+#include "../common/test_results.h"
 #include "../harden/harden_util.h"
 #include "core/ctx.h"
 #include "core/fault.h"
@@ -46,32 +47,6 @@ static seqcl_seqs lines(int src_vocab) {
   return (seqcl_seqs){LINES, ids, offsets};
 }
 
-static void expect_same(const char *what, const seqcl_decode_result *a,
-                        const seqcl_decode_result *b, int align) {
-  print_message("  %s\n", what);
-  assert_int_equal(a->count, b->count);
-  assert_int_equal(a->nbest, b->nbest);
-  assert_memory_equal(a->offsets, b->offsets, (a->count + 1) * sizeof *a->offsets);
-  assert_memory_equal(a->ids, b->ids, a->offsets[a->count] * sizeof *a->ids);
-  assert_memory_equal(a->steps, b->steps, a->count * sizeof *a->steps);
-  assert_memory_equal(a->scores, b->scores, a->count * sizeof *a->scores);
-  assert_memory_equal(a->hyp_counts, b->hyp_counts, a->count * sizeof *a->hyp_counts);
-  for (size_t i = 0; i < a->count * (size_t)a->nbest; i++) {
-    if (i % (size_t)a->nbest >= (size_t)a->hyp_counts[i / (size_t)a->nbest]) continue;
-    assert_int_equal(a->hyps[i].len, b->hyps[i].len);
-    assert_memory_equal(a->hyps[i].ids, b->hyps[i].ids, a->hyps[i].len * sizeof(int32_t));
-    assert_memory_equal(&a->hyps[i].logprob, &b->hyps[i].logprob, sizeof(double));
-    assert_memory_equal(&a->hyps[i].score, &b->hyps[i].score, sizeof(double));
-  }
-  if (align) {
-    assert_non_null(a->alignments);
-    assert_int_equal(a->T, b->T);
-    assert_int_equal(a->S, b->S);
-    assert_memory_equal(a->alignments, b->alignments,
-                        a->count * (size_t)a->T * (size_t)a->S * sizeof(float));
-  }
-}
-
 /* Decodes src with opts split and whole; the split run must have made
  * `batches` split batches of `parts` parts in all. */
 static void split_and_whole(seqcl_model *const *ms, int M, const seqcl_seqs *src,
@@ -84,16 +59,37 @@ static void split_and_whole(seqcl_model *const *ms, int M, const seqcl_seqs *src
     const unsigned long long b0 = ctx->split_batches, p0 = ctx->split_parts;
     const seqcl_status st = M > 1 ? seqcl_ensemble_decode(ms, M, src, o, &r[whole])
                                   : seqcl_model_decode(ms[0], src, o, &r[whole]);
-    if (st != SEQCL_OK) fail_msg("%s (%s): %s", what, whole ? "whole" : "split", seqcl_last_message());
+    if (st != SEQCL_OK)
+      fail_msg("%s (%s): %s", what, whole ? "whole" : "split", seqcl_last_message());
     const unsigned long long nb = ctx->split_batches - b0, np = ctx->split_parts - p0;
     if (whole ? nb != 0 : (nb != batches || np != parts))
       fail_msg("%s (%s): %llu split batches of %llu parts in all, want %llu of %llu", what,
                whole ? "whole" : "split", nb, np, whole ? 0ull : batches, whole ? 0ull : parts);
   }
   sq_ctx_set_ablated(ctx, 0);
-  expect_same(what, r[0], r[1], o->want_alignments);
+  print_message("  %s\n", what);
+  tr_expect_same(r[0], r[1], o->want_alignments);
   seqcl_decode_result_free(r[0]);
   seqcl_decode_result_free(r[1]);
+}
+
+/* A temporary folder with c's model (seed), a host context and the model loaded. */
+static seqcl_model *open_model(const sq_config *c, uint64_t seed, char dir[96]) {
+  assert_int_equal(hu_mkdtemp(dir, 96, "split"), 0);
+  assert_int_equal(hu_write_model(dir, c, seed, NULL, 0, 0.0f), 0);
+  seqcl_ctx *ctx = NULL;
+  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
+  seqcl_model *m = NULL;
+  if (seqcl_model_load(ctx, dir, &m) != SEQCL_OK) fail_msg("load: %s", seqcl_last_message());
+  return m;
+}
+
+/* Frees the model, closes its context, removes its folder. */
+static void close_model(seqcl_model *m, const char *dir) {
+  seqcl_ctx *ctx = m->ctx;
+  seqcl_model_free(m);
+  seqcl_ctx_close(ctx);
+  hu_rmtree(dir);
 }
 
 static void configure(sq_config *c, int shape) {
@@ -123,7 +119,8 @@ static void parts_equal_whole(void **state) {
     seqcl_model *ms[2] = {NULL, NULL};
     for (int j = 0; j < 2; j++) {
       assert_int_equal(hu_mkdtemp(dir[j], sizeof dir[j], "split"), 0);
-      assert_int_equal(hu_write_model(dir[j], &c, 5 + (uint64_t)(10 * shape + j), NULL, 0, 0.0f), 0);
+      const uint64_t seed = 5 + (uint64_t)(10 * shape + j);
+      assert_int_equal(hu_write_model(dir[j], &c, seed, NULL, 0, 0.0f), 0);
       if (seqcl_model_load(ctx, dir[j], &ms[j]) != SEQCL_OK)
         fail_msg("shape %d: load: %s", shape, seqcl_last_message());
     }
@@ -166,21 +163,14 @@ static void large_output_whole(void **state) {
   c.bos_id = 139998;
   c.eos_id = 139999;
   char dir[96];
-  assert_int_equal(hu_mkdtemp(dir, sizeof dir, "splitv"), 0);
-  assert_int_equal(hu_write_model(dir, &c, 4, NULL, 0, 0.0f), 0);
-  seqcl_ctx *ctx = NULL;
-  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
-  seqcl_model *m = NULL;
-  if (seqcl_model_load(ctx, dir, &m) != SEQCL_OK) fail_msg("load: %s", seqcl_last_message());
+  seqcl_model *m = open_model(&c, 4, dir);
   const seqcl_seqs src = lines(c.src_vocab);
   seqcl_decode_options o;
   seqcl_decode_options_init(&o);
   o.max_steps = 4;
   o.batch_size = LINES;
   split_and_whole(&m, 1, &src, &o, "V 140 000: one batch of 41, whole", 0, 0);
-  seqcl_model_free(m);
-  seqcl_ctx_close(ctx);
-  hu_rmtree(dir);
+  close_model(m, dir);
 }
 
 #ifdef SEQCL_FAULT_INJECTION
@@ -192,12 +182,8 @@ static void part_failure(void **state) {
   sq_config c;
   configure(&c, 0);
   char dir[96];
-  assert_int_equal(hu_mkdtemp(dir, sizeof dir, "splitf"), 0);
-  assert_int_equal(hu_write_model(dir, &c, 3, NULL, 0, 0.0f), 0);
-  seqcl_ctx *ctx = NULL;
-  assert_int_equal(seqcl_ctx_open("cpu", &ctx), SEQCL_OK);
-  seqcl_model *m = NULL;
-  assert_int_equal(seqcl_model_load(ctx, dir, &m), SEQCL_OK);
+  seqcl_model *m = open_model(&c, 3, dir);
+  seqcl_ctx *ctx = m->ctx;
   const seqcl_seqs src = lines(c.src_vocab);
   seqcl_decode_options o;
   seqcl_decode_options_init(&o);
@@ -227,14 +213,12 @@ static void part_failure(void **state) {
     }
     seqcl_decode_result *again = NULL;
     assert_int_equal(seqcl_model_decode(m, &src, &o, &again), SEQCL_OK);
-    expect_same("after the failure", ref, again, 1);
+    tr_expect_same(ref, again, 1);
     seqcl_decode_result_free(again);
   }
   assert_true(failed >= 10);
   seqcl_decode_result_free(ref);
-  seqcl_model_free(m);
-  seqcl_ctx_close(ctx);
-  hu_rmtree(dir);
+  close_model(m, dir);
 }
 #define PART_FAILURE_TEST cmocka_unit_test(part_failure),
 #else
