@@ -15,8 +15,8 @@
  * host's pool), when each part gets at least this many decoder rows (lines
  * times beam width): each part then runs every slot on its thread alone, one
  * fork and join per batch instead of one per slot call (about ten a step),
- * with its rows' activations in its core's caches: 8-27 % more tokens/s at
- * batch 16 and 64 on two cores, where 4-row parts (batch 8) were slower
+ * with its rows' activations in its core's caches: 25-28 % more tokens/s at
+ * batch 16 and 3-17 % at 64 on two cores, where 4-row parts (batch 8) were slower
  * than splitting each slot (bench/RESULTS.md). But each part then reads all
  * of the weights where a split slot reads its share: at V 8 000 (an 8 MB
  * output layer) batch 64 was 4-7 % slower split, so a model whose output
