@@ -28,14 +28,12 @@ seqcl_status sq_dec_table_build(seqcl_model *m) {
   if (!m->dec_w_ih_c.buf) return SEQCL_OK; /* too large: model.c made no W_ih_c either */
   const int D = c->embed_dim, X = D + m->He;
   seqcl_status st = sq_buf_alloc(m->ctx, V * Hd3 * sizeof(float), &m->dec_table);
-  if (st != SEQCL_OK)
-    return sq_fail_wrap(m->ctx, st, "seqcl_model_load: the decoder's embedding table "
-                        "(%zu x %zu floats)", V, Hd3);
   /* T = E W_ih[:, :D]^T: the same f32 product the step ran over these columns,
    * from the weights as loaded (rounded first at a reduced precision, so the
    * reduced path still equals the f32 path over the rounded weights). */
-  st = sq_gemm(m->ctx, 0, 1, (int)V, (int)Hd3, D, 1.0f, m->dec_emb, D, 0, m->dec.w_ih, X, 0,
-               0.0f, sq_at(m->dec_table, 0), (int)Hd3, 0, 1);
+  if (st == SEQCL_OK)
+    st = sq_gemm(m->ctx, 0, 1, (int)V, (int)Hd3, D, 1.0f, m->dec_emb, D, 0, m->dec.w_ih, X, 0,
+                 0.0f, sq_at(m->dec_table, 0), (int)Hd3, 0, 1);
   return st == SEQCL_OK ? st
                         : sq_fail_wrap(m->ctx, st, "seqcl_model_load: the decoder's embedding "
                                        "table (%zu x %zu floats)", V, Hd3);

@@ -311,16 +311,19 @@ seqcl_status sq_st_read(const char *path, int allow_i32, sq_st_file **out) {
  * branch per value (every model load scans all its weights: a byte test with
  * an exit per value was 3 % of a one-line decode's process), and only a block
  * that holds one is searched. */
+static inline unsigned f32_not_finite(const unsigned char *p, size_t i) {
+  return (((unsigned)p[4 * i + 2] | (unsigned)p[4 * i + 3] << 8) & 0x7f80u) == 0x7f80u;
+}
+
 static size_t first_non_finite_f32(const unsigned char *p, size_t n) {
   enum { BLOCK = 256 };
   for (size_t b = 0; b < n; b += BLOCK) {
     const size_t e = n - b < BLOCK ? n : b + BLOCK;
     unsigned any = 0;
-    for (size_t i = b; i < e; i++)
-      any |= (((unsigned)p[4 * i + 2] | (unsigned)p[4 * i + 3] << 8) & 0x7f80u) == 0x7f80u;
+    for (size_t i = b; i < e; i++) any |= f32_not_finite(p, i);
     if (!any) continue;
     for (size_t i = b; i < e; i++)
-      if ((((unsigned)p[4 * i + 2] | (unsigned)p[4 * i + 3] << 8) & 0x7f80u) == 0x7f80u) return i;
+      if (f32_not_finite(p, i)) return i;
   }
   return SIZE_MAX;
 }

@@ -211,17 +211,18 @@ static int host_supports(const sq_backend *be, sq_backend_cap cap) {
  * task then find the pool taken and run on their thread alone (pool.c), and
  * with more threads than tasks splitting each slot keeps them all busy. The
  * slots' results never depend on the thread count, so neither do the tasks'. */
+static int host_task_threads(const sq_backend *be) {
+  return sq_pool_parts(be, INT_MAX, HUGE_VAL);
+}
+
 static void host_run_tasks(sq_backend *be, int n, void (*fn)(void *arg, int task), void *arg) {
-  if (n > 1 && sq_pool_parts(be, INT_MAX, HUGE_VAL) == n) {
+  if (n > 1 && host_task_threads(be) == n) {
     sq_pool_run(n, fn, arg);
     return;
   }
   for (int i = 0; i < n; i++) fn(arg, i);
 }
 
-static int host_task_threads(const sq_backend *be) {
-  return sq_pool_parts(be, INT_MAX, HUGE_VAL);
-}
 
 static const sq_backend_ops host_ops = {
     .kind = SQ_BACKEND_HOST,
