@@ -22,8 +22,8 @@
 #include "core/error.h"
 
 /* The additive energies run EW = 16 lanes wide with one float partial sum per
- * lane, compiled once per instruction set (SQ_HOT_CLONES: AVX-512, AVX2, the
- * baseline); every clone computes the same bits. */
+ * lane, compiled once per instruction set (SQ_HOT_CLONES: x86-64-v4 and v3,
+ * which fuse multiply-adds and compute the same bits, and the baseline). */
 SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
 #define EW SQ_VW16
 typedef sq_vf16 ew_vf;

@@ -111,8 +111,8 @@ static float row_max(const float *row, int V, int K, float *least) {
 }
 
 /* log sum_v exp(x_v - mx) + mx with the 16-lane exp of host_math.h: sixteen
- * partial sums, folded in lane order (the same bits on every clone and
- * thread count). A NaN maximum (a NaN logit) gives NaN, as beam.cl. */
+ * partial sums, folded in lane order (the same bits at any thread count).
+ * A NaN maximum (a NaN logit) gives NaN, as beam.cl. */
 SQ_HOT_CLONES
 static float row_lse(const float *row, int V, float mx) {
   sq_vf16 acc = {0};

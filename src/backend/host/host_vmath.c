@@ -1,0 +1,24 @@
+/* host_vmath.h: the 16-lane functions of host_math.h behind one clone-compiled
+ * loop, the way additive_energies and gates_row call them. */
+#include "backend/host/host_vmath.h"
+
+#include <string.h>
+
+#include "backend/host/host_math.h"
+
+SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
+
+SQ_HOT_CLONES
+void sq_host_vmath16(sq_vmath_fn fn, int n, const float *x, float *y) {
+  for (int i = 0; i < n; i += SQ_VW16) {
+    const size_t lanes = (size_t)(n - i < SQ_VW16 ? n - i : SQ_VW16);
+    sq_vf16 v = {0}, r;
+    memcpy(&v, x + i, lanes * sizeof(float));
+    switch (fn) {
+    case SQ_VMATH_EXP: r = sq_v16_exp(v); break;
+    case SQ_VMATH_TANH: r = sq_v16_tanh(v); break;
+    default: r = sq_v16_sigmoid(v); break;
+    }
+    memcpy(y + i, &r, lanes * sizeof(float));
+  }
+}

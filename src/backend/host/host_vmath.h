@@ -1,0 +1,13 @@
+/* The vector exp, tanh and sigmoid of host_math.h as the hot loops run them:
+ * compiled once per instruction set (SQ_HOT_CLONES), so a test measures the
+ * accuracy of the clone this CPU picks, FMA contraction included. */
+#ifndef SQ_BACKEND_HOST_VMATH_H
+#define SQ_BACKEND_HOST_VMATH_H
+
+typedef enum sq_vmath_fn { SQ_VMATH_EXP, SQ_VMATH_TANH, SQ_VMATH_SIGMOID } sq_vmath_fn;
+
+/* y[i] = fn(x[i]) for i < n, sixteen lanes at a time (a short last vector
+ * padded with zeros). */
+void sq_host_vmath16(sq_vmath_fn fn, int n, const float *x, float *y);
+
+#endif
