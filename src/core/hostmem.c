@@ -9,7 +9,7 @@ enum { SQ_HOSTMEM_ALIGN = 64 };
 
 void sq_hostmem_huge_span(size_t bytes, size_t *len) {
   *len = 0;
-  if (bytes < SQ_HOSTMEM_HUGE) return;
+  if (bytes < SQ_HOSTMEM_HUGE_MIN) return;
   const size_t whole = bytes / SQ_HOSTMEM_HUGE * SQ_HOSTMEM_HUGE;
   const size_t tail = bytes - whole;
   *len = tail >= SQ_HOSTMEM_HUGE / 4 ? whole + SQ_HOSTMEM_HUGE : whole;

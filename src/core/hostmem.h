@@ -3,7 +3,7 @@
  * a page fault the first time it is written, and in a virtual machine a fault
  * costs microseconds: before this, loading a 5.7 MB model into a `seqcl
  * decode` process took 7 700 faults and most of the process's start-up
- * (bench/RESULTS.md). From SQ_HOSTMEM_HUGE bytes on, an allocation is aligned
+ * (bench/RESULTS.md). From SQ_HOSTMEM_HUGE_MIN bytes on, an allocation is aligned
  * to 2 MiB and advised to the kernel's transparent huge pages, one fault per
  * 2 MiB where the kernel allows them (Linux, THP "madvise" or "always");
  * elsewhere it is an ordinary aligned allocation and nothing changes. */
@@ -12,12 +12,16 @@
 
 #include <stddef.h>
 
-/* The size from which an allocation is aligned and advised to huge pages:
- * one huge page on x86-64 and most arm64 kernels. */
+/* One huge page on x86-64 and most arm64 kernels, and the size from which
+ * an allocation is aligned to it and advised to huge pages: half of one. An
+ * allocation between the two takes a whole huge page (at most 1 MiB unused)
+ * for one fault instead of up to 512: a batch-64 decode's encoder gates of
+ * just under 2 MiB per part took a thousand faults on 4 KiB pages. */
 #define SQ_HOSTMEM_HUGE ((size_t)2 << 20)
+#define SQ_HOSTMEM_HUGE_MIN (SQ_HOSTMEM_HUGE / 2)
 
 /* bytes (at least one) of uninitialised memory, aligned to 64 bytes (to 2 MiB
- * from SQ_HOSTMEM_HUGE on), or NULL when out of memory. Released with free();
+ * from SQ_HOSTMEM_HUGE_MIN on), or NULL when out of memory. Released with free();
  * realloc() may move it and lose the larger alignment. The huge pages span
  * whole 2 MiB units of the allocation: its last partial unit too when that is
  * at least a quarter of a unit (a decoder's 3 MB table took 238 faults for its

@@ -26,15 +26,18 @@
 
 static const size_t MIB = (size_t)1 << 20;
 
-/* The span rule: nothing below 2 MiB; whole units; the last partial unit when
- * it is at least a quarter of a unit. */
+/* The span rule: nothing below 1 MiB; one unit from 1 MiB to 2 MiB; whole
+ * units; the last partial unit when it is at least a quarter of a unit. */
 static void huge_span_rule(void **state) {
   (void)state;
   static const struct {
     size_t bytes, span;
   } cases[] = {
       {1, 0},
-      {2 * MIB - 1, 0},
+      {MIB - 1, 0},
+      {MIB, 2 * MIB},
+      {MIB + 12345, 2 * MIB},
+      {2 * MIB - 1, 2 * MIB},
       {2 * MIB, 2 * MIB},
       {2 * MIB + 1, 2 * MIB},
       {2 * MIB + MIB / 2 - 1, 2 * MIB},
@@ -55,14 +58,14 @@ static void huge_span_rule(void **state) {
   }
 }
 
-/* Alignment (64 bytes, 2 MiB from 2 MiB on), every byte writable and kept,
+/* Alignment (64 bytes, 2 MiB from 1 MiB on), every byte writable and kept,
  * zalloc zero-filled, free() releases it; sizes 0, 1, primes and the edges. */
 static void alignment_and_contents(void **state) {
   (void)state;
-  static const size_t sizes[] = {0, 1, 63, 4099, 1000003, 2 * MIB - 1, 2 * MIB, 3 * MIB + 7,
-                                 5 * MIB + 12345};
+  static const size_t sizes[] = {0,           1,       63,          4099,           1000003,
+                                 MIB + 4099, 2 * MIB, 2 * MIB - 1, 3 * MIB + 7, 5 * MIB + 12345};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-    const size_t n = sizes[i], align = n >= SQ_HOSTMEM_HUGE ? SQ_HOSTMEM_HUGE : 64;
+    const size_t n = sizes[i], align = n >= SQ_HOSTMEM_HUGE_MIN ? SQ_HOSTMEM_HUGE : 64;
     unsigned char *p = sq_hostmem_alloc(n), *z = sq_hostmem_zalloc(n);
     assert_non_null(p);
     assert_non_null(z);

@@ -25,13 +25,13 @@ static void *block(size_t bytes) {
   return p;
 }
 
-/* Below 2 MiB nothing is kept; a take fits the smallest block no more than a
+/* Below 64 KiB nothing is kept; a take fits the smallest block no more than a
  * quarter larger than the request, and only once. */
 static void take_fits(void **state) {
   (void)state;
   sq_host_blocks b;
   sq_host_blocks_init(&b);
-  sq_host_blocks_give(&b, block(MIB), MIB); /* freed at once */
+  sq_host_blocks_give(&b, block(SQ_HOST_BLOCKS_MIN - 1), SQ_HOST_BLOCKS_MIN - 1); /* freed */
   assert_int_equal(b.n, 0);
   void *p8 = block(8 * MIB), *p5 = block(5 * MIB), *p6 = block(6 * MIB);
   sq_host_blocks_give(&b, p8, 8 * MIB);
@@ -39,7 +39,7 @@ static void take_fits(void **state) {
   sq_host_blocks_give(&b, p6, 6 * MIB);
   assert_int_equal(b.n, 3);
   assert_int_equal(b.total, 19 * MIB);
-  assert_null(sq_host_blocks_take(&b, MIB));          /* too small to be kept */
+  assert_null(sq_host_blocks_take(&b, SQ_HOST_BLOCKS_MIN - 1)); /* too small to be kept */
   assert_null(sq_host_blocks_take(&b, 9 * MIB));      /* larger than any */
   assert_null(sq_host_blocks_take(&b, 3 * MIB));      /* 5 MiB is over a quarter more */
   assert_ptr_equal(sq_host_blocks_take(&b, 5 * MIB + 1), p6); /* 5 MiB is too small */
@@ -78,7 +78,7 @@ static void limits(void **state) {
 }
 
 /* Through the backend: a buffer freed and another of a similar size allocated
- * get the same memory; a small one does not. */
+ * get the same memory, at 6 MiB (huge pages) and at 200 KiB (4 KiB pages). */
 static void backend_reuses(void **state) {
   (void)state;
   seqcl_ctx *ctx = NULL;
@@ -92,6 +92,12 @@ static void backend_reuses(void **state) {
   assert_int_equal(b->bytes, 5 * MIB);
   float *f = b->ptr;
   f[5 * MIB / sizeof(float) - 1] = 1.0f; /* all of it usable */
+  sq_buf_free(b);
+  assert_int_equal(sq_buf_alloc(ctx, 200 << 10, &a), SEQCL_OK);
+  mem = a->ptr;
+  sq_buf_free(a);
+  assert_int_equal(sq_buf_alloc(ctx, 180 << 10, &b), SEQCL_OK);
+  assert_ptr_equal(b->ptr, mem);
   sq_buf_free(b);
   seqcl_ctx_close(ctx);
 }

@@ -1,12 +1,16 @@
-/* Large host buffers kept for reuse instead of freed. A decode allocates its
- * encoder outputs and step workspaces again for every batch: at source length
- * 100 and batch 64 the keys alone are 6.5 MB. Freed, such a block goes back
- * to the kernel and the next batch's is new memory, every page of it faulted
- * and zeroed again (on huge pages, core/hostmem.h, 2 MiB per fault, which
- * made that decode 10 % slower than glibc's reuse of its heap). Kept, the
- * next batch takes it as it is: buffers hold no promise of contents.
+/* Host buffers kept for reuse instead of freed. A decode allocates its
+ * encoder outputs and step workspaces again for every batch (and every part
+ * of a split batch): at source length 100 and batch 64 the keys alone are
+ * 6.5 MB, at batch 64 of 20 positions each part's encoder gates are just
+ * under 2 MiB. Freed, such a block goes back to the kernel (glibc maps
+ * blocks of this size on their own) and the next batch's is new memory,
+ * every page of it faulted and zeroed again: on huge pages (core/hostmem.h)
+ * that made an S 100 decode 10 % slower than glibc's reuse of its heap, and
+ * on 4 KiB pages a batch-64 `seqcl decode` took 3 500 faults, two thirds of
+ * them the GEMMs' first writes to new outputs. Kept, the next batch takes
+ * the block as it is: buffers hold no promise of contents.
  *
- * Only blocks of SQ_HOSTMEM_HUGE bytes or more are kept, at most
+ * Blocks of SQ_HOST_BLOCKS_MIN bytes or more are kept, at most
  * SQ_HOST_BLOCKS_MAX of them and KEEP_MAX_BYTES in all, the oldest freed
  * first; a take fits a request into a block at most a quarter larger, so a
  * smaller last batch still reuses the full batches' blocks. */
@@ -34,7 +38,7 @@ static void *drop(sq_host_blocks *b, int i) {
 }
 
 void *sq_host_blocks_take(sq_host_blocks *b, size_t bytes) {
-  if (bytes < SQ_HOSTMEM_HUGE) return NULL;
+  if (bytes < SQ_HOST_BLOCKS_MIN) return NULL;
   void *mem = NULL;
   pthread_mutex_lock(&b->lock);
   int best = -1;
@@ -50,7 +54,7 @@ void *sq_host_blocks_take(sq_host_blocks *b, size_t bytes) {
 
 void sq_host_blocks_give(sq_host_blocks *b, void *mem, size_t bytes) {
   if (!mem) return;
-  if (bytes < SQ_HOSTMEM_HUGE || bytes > KEEP_MAX_BYTES) {
+  if (bytes < SQ_HOST_BLOCKS_MIN || bytes > KEEP_MAX_BYTES) {
     free(mem);
     return;
   }

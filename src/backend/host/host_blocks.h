@@ -5,7 +5,9 @@
 #include <pthread.h>
 #include <stddef.h>
 
-enum { SQ_HOST_BLOCKS_MAX = 16 };
+/* Blocks kept at most, and the smallest size kept (host_blocks.c). */
+enum { SQ_HOST_BLOCKS_MAX = 64 };
+#define SQ_HOST_BLOCKS_MIN ((size_t)64 << 10)
 
 typedef struct sq_host_block {
   void *mem;
