@@ -63,11 +63,12 @@ unsigned sq_fault_pending(sq_fault_kind kind) {
 static void check_gemm_env(void) {
   const char *v = getenv("SEQCL_FAULT_GEMM");
   if (!v || !*v) return;
-  static const char *const paths[] = {"small", "direct", "indirect", "batched"};
+  static const char *const paths[] = {"small", "direct", "indirect", "batched", "unloadable"};
   for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
     if (!strcmp(v, paths[i])) return;
   fprintf(stderr,
-          "seqcl: ignoring SEQCL_FAULT_GEMM='%s' (expected small, direct, indirect or batched)\n",
+          "seqcl: ignoring SEQCL_FAULT_GEMM='%s' (expected small, direct, indirect, batched or "
+          "unloadable)\n",
           v);
 }
 

@@ -136,6 +136,14 @@ group_env() {
       env SEQCL_FAULT=often "$seqcl" decode --model "$gold" --src "$gold/src.txt"
     run_case "SEQCL_FAULT_GEMM=all" 0 "SEQCL_FAULT_GEMM='all'|batched" -- \
       env SEQCL_FAULT_GEMM=all "$seqcl" decode --model "$gold" --src "$gold/src.txt"
+    # CLBlast is loaded when an OpenCL device opens: without it, that open
+    # fails with the loader's reason, and nothing is written
+    if "$seqcl" devices 2>/dev/null | grep -q ' opencl:0 '; then
+      run_case "CLBlast missing" 1 "opening opencl:0|cannot load CLBlast|libclblast" -- \
+        env SEQCL_FAULT_GEMM=unloadable "$seqcl" decode --model "$gold" --src "$gold/src.txt" \
+        --device opencl:0 --out nolib.txt
+      absent nolib.txt
+    fi
   fi
   run_case "SEQCL_DEVICE matches nothing" 2 "SEQCL_DEVICE='opencl:99'|environment|--device" -- \
     env SEQCL_DEVICE=opencl:99 "$seqcl" decode --model "$gold" --src "$gold/src.txt"

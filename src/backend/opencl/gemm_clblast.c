@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/opencl/clblast_lib.h"
 #include "backend/opencl/clblast_params.h"
 #include "backend/opencl/gemm_small.h"
 #include "backend/opencl/ops_internal.h"
@@ -125,13 +126,14 @@ seqcl_status sq_ocl_gemm_clblast(sq_backend *be, int ta, int tb, int M, int N, i
   snprintf(what, sizeof what, "CLBlast gemm (M=%d N=%d K=%d%s%s, batch %d)", M, N, K,
            ta ? " A^T" : "", tb ? " B^T" : "", batch);
   sq_ocl_note_work(o, what);
+  const sq_clblast *lib = sq_clblast_get(NULL); /* loaded when the device opened */
   CLBlastStatusCode s;
   if (batch == 1) {
-    s = CLBlastSgemm(CLBlastLayoutRowMajor, opa, opb, (size_t)M, (size_t)N, (size_t)K, alpha,
+    s = lib->sgemm(CLBlastLayoutRowMajor, opa, opb, (size_t)M, (size_t)N, (size_t)K, alpha,
                      sq_ocl_mem(A), A.off, (size_t)lda, sq_ocl_mem(B), B.off, (size_t)ldb, beta,
                      sq_ocl_mem(C), C.off, (size_t)ldc, &o->queue, NULL);
   } else {
-    s = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, opa, opb, (size_t)M, (size_t)N, (size_t)K,
+    s = lib->sgemm_strided_batched(CLBlastLayoutRowMajor, opa, opb, (size_t)M, (size_t)N, (size_t)K,
                                    alpha, sq_ocl_mem(A), A.off, (size_t)lda, sa, sq_ocl_mem(B),
                                    B.off, (size_t)ldb, sb, beta, sq_ocl_mem(C), C.off, (size_t)ldc,
                                    sc, (size_t)batch, &o->queue, NULL);
@@ -161,8 +163,9 @@ seqcl_status sq_ocl_gemm_paths(sq_backend *be, int force, size_t *side) {
    * between two correct kernels, never changes what is computed. */
   const char *names[1] = {"XGEMM_MIN_INDIRECT_SIZE"};
   const size_t values[1] = {force ? 0 : o->clblast_indirect};
-  SQ_TRY(clblast_status(o, CLBlastOverrideParameters(o->device, "GemmRoutine",
-                                                     CLBlastPrecisionSingle, 1, names, values),
+  SQ_TRY(clblast_status(o,
+                        sq_clblast_get(NULL)->override_parameters(
+                            o->device, "GemmRoutine", CLBlastPrecisionSingle, 1, names, values),
                         "CLBlastOverrideParameters(GemmRoutine)"));
   o->clblast_forced = force != 0;
   return SEQCL_OK;
@@ -176,5 +179,5 @@ void sq_ocl_clblast_forget(sq_ocl *o) {
    * own teardown, corrupted the heap (exit status 134). Emptying the cache
    * while the context is still open releases them in order; a context still
    * open elsewhere only rebuilds its CLBlast kernels on its next call. */
-  CLBlastClearCache();
+  sq_clblast_get(NULL)->clear_cache();
 }

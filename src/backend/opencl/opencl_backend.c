@@ -1,9 +1,9 @@
 /* The OpenCL backend: device/context/queue setup, buffers, and the table. */
-#include <clblast_c.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/opencl/clblast_lib.h"
 #include "backend/opencl/ocl.h"
 #include "backend/opencl/ops_internal.h"
 #include "backend/opencl/program.h"
@@ -220,7 +220,12 @@ seqcl_status sq_opencl_backend_create(seqcl_ctx *ctx, sq_backend **out) {
     return sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "opening %s: out of memory", ctx->info.selector);
   sq_ocl *o = be->impl;
   o->ctx = ctx;
-  seqcl_status st = find_device(ctx, &o->platform, &o->device);
+  const char *no_clblast = NULL;
+  seqcl_status st = sq_clblast_get(&no_clblast)
+                        ? SEQCL_OK
+                        : sq_fail(ctx, SEQCL_ERR_UNSUPPORTED, "opening %s: %s", ctx->info.selector,
+                                  no_clblast);
+  if (st == SEQCL_OK) st = find_device(ctx, &o->platform, &o->device);
   cl_int err = CL_SUCCESS;
   if (st == SEQCL_OK) {
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)o->platform, 0};
