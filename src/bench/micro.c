@@ -33,6 +33,13 @@ static seqcl_status fill_random(seqcl_ctx *ctx, sq_buf *b, size_t count, unsigne
 /* The op under test, called `inner` times per repetition. */
 typedef seqcl_status (*op_fn)(seqcl_ctx *ctx, void *arg);
 
+/* A repetition lasts at least this long: a 4 MB copy takes about 40 us, and
+ * two of them per repetition made the batch-1 grid's bandwidth ceiling move
+ * between 110 and 205 GB/s from one point to the next (the same model's
+ * weights). The calls per repetition never exceed MAX_INNER. */
+#define MIN_REP_SECONDS 2e-3
+enum { MAX_INNER = 4096 };
+
 static seqcl_status time_op(seqcl_ctx *ctx, op_fn fn, void *arg, int inner, int reps,
                             double *seconds) {
   if (reps < 1) reps = 1;
@@ -40,6 +47,11 @@ static seqcl_status time_op(seqcl_ctx *ctx, op_fn fn, void *arg, int inner, int 
   double t[MAX_REPS];
   SQ_TRY(fn(ctx, arg)); /* warm-up: builds programs, tunes nothing */
   SQ_TRY(sq_finish(ctx));
+  const double t0 = sq_bench_now();
+  SQ_TRY(fn(ctx, arg)); /* one call's time sizes the repetitions */
+  SQ_TRY(sq_finish(ctx));
+  const double one = sq_bench_now() - t0;
+  while (inner < MAX_INNER && one * inner < MIN_REP_SECONDS) inner *= 2;
   for (int r = 0; r < reps; r++) {
     double t0 = sq_bench_now();
     for (int i = 0; i < inner; i++) SQ_TRY(fn(ctx, arg));
