@@ -148,6 +148,14 @@ seqcl_status sq_bench_decode_once(seqcl_model *m, const seqcl_seqs *src, int bat
 seqcl_status sq_bench_time_decode(seqcl_model *m, const seqcl_seqs *src, int batch, int beam,
                                   int steps, int reps, double *sec, size_t *tokens,
                                   size_t *batch_steps);
+/* Seconds per decoder step of a decode that took `seconds` over batch_steps
+ * steps: the same decode at one step a batch is timed too and taken off, so
+ * that encoding, start-up of each batch and the first step go out the way
+ * the decode runs them (a split batch encodes each part on its own thread;
+ * the encoder timed alone as one batch over the pool overstated its share,
+ * up to a 2-layer encoder's steps reading 160 % of the GEMM ceiling). */
+seqcl_status sq_bench_step_seconds(seqcl_model *m, const seqcl_seqs *src, int batch, int beam,
+                                   int reps, double seconds, size_t batch_steps, double *step);
 /* Median seconds of encoding the first n lines of src as one batch. */
 seqcl_status sq_bench_time_encode(seqcl_ctx *ctx, seqcl_model *m, const seqcl_seqs *src, int n,
                                   int reps, double *sec);

@@ -79,8 +79,12 @@ seqcl_status sq_bench_decode(seqcl_ctx *ctx, const sq_bench_cfg *cfg, const sq_b
             st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "bench: out of memory");
             break;
           }
-          double t = 0, te = 0, cnt[3] = {0, 0, 0};
-          st = sq_bench_time_decode(m, &src.view, Bs[b], 1, cfg->steps, cfg->reps, &t, NULL, NULL);
+          double t = 0, te = 0, step = 0, cnt[3] = {0, 0, 0};
+          size_t bsteps = 0;
+          st = sq_bench_time_decode(m, &src.view, Bs[b], 1, cfg->steps, cfg->reps, &t, NULL,
+                                    &bsteps);
+          if (st == SEQCL_OK)
+            st = sq_bench_step_seconds(m, &src.view, Bs[b], 1, cfg->reps, t, bsteps, &step);
           if (st == SEQCL_OK) st = sq_bench_time_encode(ctx, m, &src.view, Bs[b], cfg->reps, &te);
           if (st == SEQCL_OK) st = per_step_counts(ctx, m, &src.view, Bs[b], 8, cnt);
           free_src(&src);
@@ -89,7 +93,7 @@ seqcl_status sq_bench_decode(seqcl_ctx *ctx, const sq_bench_cfg *cfg, const sq_b
               .score = scores[si], .hidden = Hs[hi], .src_len = Ss[s], .batch = Bs[b],
               .steps = cfg->steps, .seconds = t,
               .tokens_per_s = (double)Bs[b] * cfg->steps / t,
-              .step_ms = 1e3 * (t - te) / cfg->steps,
+              .step_ms = 1e3 * step,
               .launches = cnt[0], .blas_calls = cnt[1], .syncs = cnt[2],
               .enc_seconds = te, .enc_tokens_per_s = (double)Bs[b] * Ss[s] / te};
           if (sink->decode) sink->decode(sink->user, &row);

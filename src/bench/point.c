@@ -70,6 +70,16 @@ seqcl_status sq_bench_time_decode(seqcl_model *m, const seqcl_seqs *src, int bat
   return SEQCL_OK;
 }
 
+seqcl_status sq_bench_step_seconds(seqcl_model *m, const seqcl_seqs *src, int batch, int beam,
+                                   int reps, double seconds, size_t batch_steps, double *step) {
+  double t1 = 0;
+  size_t steps1 = 0;
+  SQ_TRY(sq_bench_time_decode(m, src, batch, beam, 1, reps, &t1, NULL, &steps1));
+  *step = batch_steps > steps1 && seconds > t1 ? (seconds - t1) / (double)(batch_steps - steps1)
+                                               : seconds / (double)(batch_steps ? batch_steps : 1);
+  return SEQCL_OK;
+}
+
 seqcl_status sq_bench_time_encode(seqcl_ctx *ctx, seqcl_model *m, const seqcl_seqs *src, int n,
                                   int reps, double *sec) {
   double t[64];
@@ -248,12 +258,8 @@ seqcl_status sq_bench_point(seqcl_ctx *ctx, const sq_bench_point_in *in,
   SQ_TRY(sq_bench_time_decode(m, in->src, batch, in->beam, in->steps, in->reps, &row->seconds,
                               &row->tokens, &bsteps));
   row->tokens_per_s = (double)row->tokens / row->seconds;
-  double te = 0;
-  SQ_TRY(sq_bench_time_encode(ctx, m, in->src, first_n, in->reps, &te));
-  const size_t batches = (lines + (size_t)batch - 1) / (size_t)batch;
-  if (!bsteps) bsteps = 1;
-  double step = (row->seconds - (double)batches * te) / (double)bsteps;
-  if (step <= 0) step = row->seconds / (double)bsteps; /* noise: no encoder share */
+  double step = 0;
+  SQ_TRY(sq_bench_step_seconds(m, in->src, batch, in->beam, in->reps, row->seconds, bsteps, &step));
   row->step_ms = 1e3 * step;
   double flops = 0, bytes = 0;
   sq_bench_step_work(m, R, S, &flops, &bytes);
