@@ -122,11 +122,13 @@ typedef struct sq_bench_point_row {
   size_t lines, tokens; /* tokens: the steps of every line (all steps when EOS is blocked) */
   double seconds, tokens_per_s;                 /* in this process, median */
   double process_seconds, process_tokens_per_s; /* a whole `seqcl decode`; 0: not run */
-  double step_ms;        /* a decoder step over one batch, the encoder taken out */
+  double step_ms;        /* a decoder step over one batch, the encoder taken out (median) */
   double step_mflop;     /* counted from the shapes (sq_bench_step_work) */
   double step_weight_mb; /* bytes of weights and keys a step reads */
   double gflops, weight_gbps; /* achieved by the step */
   const char *bound;     /* "gemm": ceiling in GFLOP/s; "copy": in GB/s */
+  /* the ceiling's median, and the median over the rounds of each round's
+   * step against the ceiling measured right after it (sq_bench_point) */
   double ceiling, fraction;
 } sq_bench_point_row;
 

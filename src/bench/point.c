@@ -195,7 +195,7 @@ static seqcl_status time_process(seqcl_ctx *ctx, const sq_bench_point_in *in, do
 /* The machine's figure for a step's work: GEMM GFLOP/s over the step's three
  * products (their FLOPs over the sum of their best times), or copy GB/s. */
 static seqcl_status ceiling(seqcl_ctx *ctx, const seqcl_model *m, int R, double bytes, int reps,
-                            sq_bench_point_row *row) {
+                            double *value) {
   if (R >= SQ_BENCH_GEMM_ROWS) {
     step_gemm g[3];
     step_gemms(m, R, g);
@@ -212,19 +212,30 @@ static seqcl_status ceiling(seqcl_ctx *ctx, const seqcl_model *m, int R, double 
       f += 2.0 * g[i].M * g[i].N * g[i].K;
       t += s < s_blas ? s : s_blas;
     }
-    row->ceiling = f / t / 1e9;
-    row->bound = "gemm";
-    row->fraction = row->gflops / row->ceiling;
+    *value = f / t / 1e9;
   } else {
-    double gbps = 0;
     size_t b = (size_t)bytes;
     if (b < (1u << 16)) b = 1u << 16;
-    SQ_TRY(sq_bench_copy(ctx, b, reps, &gbps));
-    row->ceiling = gbps;
-    row->bound = "copy";
-    row->fraction = row->weight_gbps / gbps;
+    SQ_TRY(sq_bench_copy(ctx, b, reps, value));
   }
   return SEQCL_OK;
+}
+
+/* Seconds per decode of src, `inner` decodes in a row (no warm-up). */
+static seqcl_status time_decodes(const sq_bench_point_in *in, int batch, int steps, int inner,
+                                 double *sec) {
+  const double t0 = sq_bench_now();
+  for (int i = 0; i < inner; i++)
+    SQ_TRY(sq_bench_decode_once(in->m, in->src, batch, in->beam, steps, NULL, NULL));
+  *sec = (sq_bench_now() - t0) / inner;
+  return SEQCL_OK;
+}
+
+/* How many decodes make a repetition of at least SQ_BENCH_MIN_REP_S, from
+ * one decode's time. */
+static int decodes_per_rep(double once) {
+  int inner = once > 0 && once < SQ_BENCH_MIN_REP_S ? (int)(SQ_BENCH_MIN_REP_S / once) + 1 : 1;
+  return inner > 1000 ? 1000 : inner;
 }
 
 seqcl_status sq_bench_point(seqcl_ctx *ctx, const sq_bench_point_in *in,
@@ -254,20 +265,44 @@ seqcl_status sq_bench_point(seqcl_ctx *ctx, const sq_bench_point_in *in,
   row->steps = in->steps;
   row->lines = lines;
 
-  size_t bsteps = 0;
-  SQ_TRY(sq_bench_time_decode(m, in->src, batch, in->beam, in->steps, in->reps, &row->seconds,
-                              &row->tokens, &bsteps));
-  row->tokens_per_s = (double)row->tokens / row->seconds;
-  double step = 0;
-  SQ_TRY(sq_bench_step_seconds(m, in->src, batch, in->beam, in->reps, row->seconds, bsteps, &step));
-  row->step_ms = 1e3 * step;
+  /* Warm-ups, the run's work, and each decode's length. Then rounds, each
+   * timing the decode, the same decode at one step a batch (its difference
+   * is the steps alone: encoding and each batch's start go out the way the
+   * decode runs them) and the machine's ceiling one after the other: this
+   * machine's speed moves between seconds, so each round's fraction of the
+   * ceiling is a ratio of neighbouring timings, and the row reports the
+   * median of each figure over the rounds. */
+  size_t bsteps = 0, bsteps1 = 0;
+  double t0 = sq_bench_now();
+  SQ_TRY(sq_bench_decode_once(m, in->src, batch, in->beam, in->steps, &row->tokens, &bsteps));
+  const int inner = decodes_per_rep(sq_bench_now() - t0);
+  t0 = sq_bench_now();
+  SQ_TRY(sq_bench_decode_once(m, in->src, batch, in->beam, 1, NULL, &bsteps1));
+  const int inner1 = decodes_per_rep(sq_bench_now() - t0);
   double flops = 0, bytes = 0;
   sq_bench_step_work(m, R, S, &flops, &bytes);
+  const int rounds = in->reps < 1 ? 1 : in->reps > 16 ? 16 : in->reps;
+  double full[16], step_s[16], ceil[16], frac[16];
+  for (int r = 0; r < rounds; r++) {
+    double one = 0;
+    SQ_TRY(time_decodes(in, batch, in->steps, inner, &full[r]));
+    SQ_TRY(time_decodes(in, batch, 1, inner1, &one));
+    step_s[r] = bsteps > bsteps1 && full[r] > one ? (full[r] - one) / (double)(bsteps - bsteps1)
+                                                  : full[r] / (double)(bsteps ? bsteps : 1);
+    SQ_TRY(ceiling(ctx, m, R, bytes, 1, &ceil[r]));
+    frac[r] = (R >= SQ_BENCH_GEMM_ROWS ? flops : bytes) / step_s[r] / 1e9 / ceil[r];
+  }
+  row->seconds = sq_bench_median(full, rounds);
+  row->tokens_per_s = (double)row->tokens / row->seconds;
+  const double step = sq_bench_median(step_s, rounds);
+  row->step_ms = 1e3 * step;
   row->step_mflop = flops / 1e6;
   row->step_weight_mb = bytes / 1e6;
   row->gflops = flops / step / 1e9;
   row->weight_gbps = bytes / step / 1e9;
-  SQ_TRY(ceiling(ctx, m, R, bytes, in->reps, row));
+  row->bound = R >= SQ_BENCH_GEMM_ROWS ? "gemm" : "copy";
+  row->ceiling = sq_bench_median(ceil, rounds);
+  row->fraction = sq_bench_median(frac, rounds);
   if (in->exe) {
     SQ_TRY(time_process(ctx, in, &row->process_seconds));
     row->process_tokens_per_s = (double)row->tokens / row->process_seconds;
