@@ -176,6 +176,12 @@ static size_t w_ih_c_count(const seqcl_model *m) {
 
 static size_t aligned(size_t n) { return (n + WEIGHT_ALIGN - 1) / WEIGHT_ALIGN * WEIGHT_ALIGN; }
 
+/* Zeros the alignment gap after n floats at host + off, which is uploaded too
+ * (the gaps alone: zeroing the whole buffer first wrote every page twice). */
+static void zero_gap(float *host, size_t off, size_t n) {
+  memset(host + off + n, 0, (aligned(n) - n) * sizeof *host);
+}
+
 /* Converts every found tensor into one host array (and the derived W_ih_ce,
  * W_ih_c and [W_hh ; W_q]), uploads it, and builds the decoder's table. On
  * the host backend the array is the weights buffer itself: no second copy of
@@ -195,9 +201,7 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
   if (st != SEQCL_OK)
     return sq_fail_wrap(m->ctx, st, "%s: weights (%zu bytes)", f->path, total * sizeof(float));
   float *const view = sq_buf_host_view(m->ctx, m->weights);
-  /* zero: the alignment gaps between tensors are uploaded too */
-  float *host = view ? memset(view, 0, total * sizeof *host)
-                     : sq_hostmem_zalloc(total * sizeof *host);
+  float *host = view ? view : sq_hostmem_alloc(total * sizeof *host);
   if (!host)
     return sq_fail(m->ctx, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu weights",
                    f->path, total);
@@ -205,8 +209,11 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
   for (size_t k = 0; k < l->count; k++) {
     const sq_st_tensor *t = l->v[k].found;
     if (!t) continue;
-    sq_st_to_f32(f, t, host + off);
-    st = sq_model_round_weights(m, f->path, t->name, host + off, t->nelem);
+    /* read from the file into place, checked finite (the file was opened
+     * with sq_st_open); only the buffer holds the weights */
+    st = sq_st_tensor_f32(f, t, host + off);
+    if (st == SEQCL_OK) st = sq_model_round_weights(m, f->path, t->name, host + off, t->nelem);
+    zero_gap(host, off, t->nelem);
     if (st != SEQCL_OK) {
       if (!view) free(host);
       return st;
@@ -219,19 +226,24 @@ static seqcl_status upload(seqcl_model *m, const sq_st_file *f, spec_list *l) {
   }
   if (w_ih_ce_count(m)) {
     swap_w_ih(m, host + w_ih_off, host + off);
+    zero_gap(host, off, w_ih_ce_count(m));
     m->dec_w_ih_ce = sq_at(m->weights, off);
     off += aligned(w_ih_ce_count(m));
   }
   if (w_ih_c_count(m)) {
     w_ih_columns(m, host + w_ih_off, (size_t)m->cfg.embed_dim, (size_t)m->He, host + off,
                  (size_t)m->He);
+    zero_gap(host, off, w_ih_c_count(m));
     m->dec_w_ih_c = sq_at(m->weights, off);
     off += aligned(w_ih_c_count(m));
   }
   const size_t hh = (size_t)3 * m->cfg.dec_hidden * m->cfg.dec_hidden;
   memcpy(host + off, host + w_hh_off, hh * sizeof(float));
   memcpy(host + off + hh, host + w_q_off, (w_hhq_count(m) - hh) * sizeof(float));
+  zero_gap(host, off, w_hhq_count(m));
   m->dec_w_hhq = sq_at(m->weights, off);
+  off += aligned(w_hhq_count(m));
+  memset(host + off, 0, (total - off) * sizeof *host); /* an empty model's one block */
   if (!view) {
     st = sq_write(m->ctx, sq_at(m->weights, 0), host, total * sizeof(float));
     free(host);
@@ -282,17 +294,16 @@ seqcl_status seqcl_model_load_with(seqcl_ctx *ctx, const char *dir,
     st = sq_fail(ctx, SEQCL_ERR_OUT_OF_MEMORY, "seqcl_model_load: out of host memory");
     goto done;
   }
-  st = sq_st_read(st_path, 0, &f);
+  st = sq_st_open(st_path, 0, &f);
   if (st != SEQCL_OK) goto done;
   st = match_tensors(f, &specs);
   if (st != SEQCL_OK) goto done;
-  /* One pass over the bytes on the host: a NaN or an infinity in a weight is a
-   * malformed model (SPEC §2), caught here the same way for every device,
-   * rather than an answer that depends on how a device propagates it. */
-  for (size_t k = 0; k < specs.count && st == SEQCL_OK; k++)
-    if (specs.v[k].found) st = sq_st_check_finite(f, specs.v[k].found);
-  if (st != SEQCL_OK) goto done;
-  /* Everything checked: only now does the device see the model. */
+  /* The tensors are read into the weights (upload), each checked as it comes
+   * in: a NaN or an infinity in a weight is a malformed model (SPEC §2),
+   * caught on the host the same way for every device, rather than an answer
+   * that depends on how a device propagates it. A device that is not the
+   * host sees the weights only once every tensor passed; on the host, a
+   * failure frees the buffer with the model. */
   st = upload(m, f, &specs);
   if (st == SEQCL_OK) st = sq_finish(ctx);
 done:

@@ -1,11 +1,15 @@
 /* safetensors reader: validates everything the format promises before any byte
  * of tensor data is trusted (header bounds, JSON, dtypes, shapes, byte ranges
  * tiling the data section), then converts F16/BF16 to float32 exactly. */
+#define _POSIX_C_SOURCE 200809L /* pread */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -35,6 +39,7 @@ void sq_st_free(sq_st_file *f) {
   if (!f) return;
   for (size_t i = 0; i < f->count; i++) free(f->tensors[i].name);
   free(f->tensors);
+  if (f->fd >= 0) close(f->fd);
   free(f->mem);
   free(f->path);
   free(f);
@@ -224,14 +229,18 @@ done:
   return st;
 }
 
-/* Parses bytes[0..len). When owned is non-NULL, it is the malloc'd buffer holding
- * bytes, and becomes the data section storage (moved to its front) instead of a
- * copy; it is freed on failure either way. */
+/* Parses a file of len bytes whose first bytes are at `bytes`: all len of them,
+ * or, when fd >= 0 (sq_st_open), the header alone (8 + its length, checked by
+ * the caller), the data section staying in the file fd, which f then owns.
+ * When owned is non-NULL, it is the malloc'd buffer holding bytes, and becomes
+ * the data section storage instead of a copy; it is freed on failure either
+ * way, as fd is closed. */
 static seqcl_status parse_impl(const unsigned char *bytes, size_t len, const char *name,
-                               int allow_i32, unsigned char *owned, sq_st_file **out) {
+                               int allow_i32, unsigned char *owned, int fd, sq_st_file **out) {
   *out = NULL;
   seqcl_status st;
   sq_st_file *f = calloc(1, sizeof *f);
+  if (f) f->fd = -1;
   if (!f || !(f->path = strdup(name))) {
     st = sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
     goto fail;
@@ -268,7 +277,11 @@ static seqcl_status parse_impl(const unsigned char *bytes, size_t len, const cha
   st = check_tiling(name, f, data_start);
   if (st != SEQCL_OK) goto fail;
 
-  if (owned) { /* the data section where it was read: not moved (megabytes) */
+  f->data_start = data_start;
+  if (fd >= 0) { /* read a tensor at a time (sq_st_tensor_f32) */
+    f->fd = fd;
+    fd = -1;
+  } else if (owned) { /* the data section where it was read: not moved (megabytes) */
     f->mem = owned;
     f->data = owned + data_start;
     owned = NULL;
@@ -280,10 +293,12 @@ static seqcl_status parse_impl(const unsigned char *bytes, size_t len, const cha
     }
     if (f->data_bytes) memcpy(f->data, bytes + data_start, f->data_bytes);
   }
+  free(owned); /* sq_st_open's header alone, parsed (the other buffers moved into f) */
   *out = f;
   return SEQCL_OK;
 fail:
   free(owned);
+  if (fd >= 0) close(fd);
   sq_st_free(f);
   return st;
 }
@@ -294,7 +309,8 @@ seqcl_status sq_st_parse(const unsigned char *bytes, size_t len, const char *nam
   *out = NULL;
   if (!bytes && len) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_st_parse: bytes is NULL");
   static const unsigned char none[1] = {0};
-  return parse_impl(bytes ? bytes : none, len, name ? name : "safetensors", allow_i32, NULL, out);
+  return parse_impl(bytes ? bytes : none, len, name ? name : "safetensors", allow_i32, NULL, -1,
+                    out);
 }
 
 seqcl_status sq_st_read(const char *path, int allow_i32, sq_st_file **out) {
@@ -303,7 +319,61 @@ seqcl_status sq_st_read(const char *path, int allow_i32, sq_st_file **out) {
   unsigned char *buf = NULL;
   size_t len = 0;
   SQ_TRY(sq_file_read_all(path, &buf, &len));
-  return parse_impl(buf, len, path, allow_i32, buf, out);
+  return parse_impl(buf, len, path, allow_i32, buf, -1, out);
+}
+
+/* n bytes at offset off of fd into buf; 0, or -1 with errno (0 at an early end
+ * of file). */
+static int read_at(int fd, void *buf, size_t n, size_t off) {
+  unsigned char *p = buf;
+  while (n) {
+    const ssize_t got = pread(fd, p, n, (off_t)off);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      if (got == 0) errno = 0;
+      return -1;
+    }
+    p += got;
+    n -= (size_t)got;
+    off += (size_t)got;
+  }
+  return 0;
+}
+
+seqcl_status sq_st_open(const char *path, int allow_i32, sq_st_file **out) {
+  if (!out || !path) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_st_open: NULL argument");
+  *out = NULL;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat sb;
+  unsigned char len8[8];
+  /* Whatever is not a well-formed start of a regular file goes the whole-file
+   * way, which reports it (a folder, a pipe, a short file, a header length out
+   * of bounds) with its own messages. */
+  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 8 ||
+      (unsigned long long)sb.st_size > (unsigned long long)(SIZE_MAX / 2) ||
+      read_at(fd, len8, sizeof len8, 0) != 0) {
+    if (fd >= 0) close(fd);
+    return sq_st_read(path, allow_i32, out);
+  }
+  const size_t len = (size_t)sb.st_size;
+  const uint64_t hlen = load_le64(len8);
+  if (hlen == 0 || hlen > SQ_ST_MAX_HEADER || hlen > len - 8) {
+    close(fd);
+    return sq_st_read(path, allow_i32, out);
+  }
+  unsigned char *head = malloc(8 + (size_t)hlen);
+  if (!head) {
+    close(fd);
+    return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
+  }
+  if (read_at(fd, head, 8 + (size_t)hlen, 0) != 0) {
+    const int e = errno;
+    free(head);
+    close(fd);
+    return sq_fail(NULL, SEQCL_ERR_IO, "%s: read failed: %s", path,
+                   e ? strerror(e) : "the file became shorter while it was read");
+  }
+  return parse_impl(head, len, path, allow_i32, head, fd, out);
 }
 
 /* The first of n little-endian float32 at p with an all-ones exponent (the
@@ -328,9 +398,8 @@ static size_t first_non_finite_f32(const unsigned char *p, size_t n) {
   return SIZE_MAX;
 }
 
-size_t sq_st_first_non_finite(const sq_st_file *f, const sq_st_tensor *t) {
-  if (!f || !t) return SIZE_MAX;
-  const unsigned char *p = f->data + t->begin;
+/* sq_st_first_non_finite over t's bytes at p */
+static size_t first_non_finite_at(const sq_st_tensor *t, const unsigned char *p) {
   /* an all-ones exponent is an infinity or a NaN in each of the three formats;
    * the bytes are little-endian, so the exponent sits in the last one or two */
   switch (t->dtype) {
@@ -349,11 +418,17 @@ size_t sq_st_first_non_finite(const sq_st_file *f, const sq_st_tensor *t) {
   return SIZE_MAX;
 }
 
-seqcl_status sq_st_check_finite(const sq_st_file *f, const sq_st_tensor *t) {
-  const size_t i = sq_st_first_non_finite(f, t);
+size_t sq_st_first_non_finite(const sq_st_file *f, const sq_st_tensor *t) {
+  if (!f || !t || !f->data) return SIZE_MAX;
+  return first_non_finite_at(t, f->data + t->begin);
+}
+
+/* sq_st_check_finite over t's bytes at p */
+static seqcl_status check_finite_at(const sq_st_file *f, const sq_st_tensor *t,
+                                    const unsigned char *p) {
+  const size_t i = first_non_finite_at(t, p);
   if (i == SIZE_MAX) return SEQCL_OK;
   float v = 0;
-  const unsigned char *p = f->data + t->begin;
   if (t->dtype == SQ_DT_F32) {
     uint32_t bits = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
                     (uint32_t)p[4 * i + 3] << 24;
@@ -381,14 +456,28 @@ seqcl_status sq_st_check_finite(const sq_st_file *f, const sq_st_tensor *t) {
                  f->path, t->name, where, i, isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf");
 }
 
-void sq_st_to_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst) {
-  if (!f || !t || !dst) return;
-  const unsigned char *p = f->data + t->begin;
+seqcl_status sq_st_check_finite(const sq_st_file *f, const sq_st_tensor *t) {
+  if (!f->data) /* sq_st_open's: sq_st_tensor_f32 checks as it reads */
+    return sq_fail(NULL, SEQCL_ERR_INTERNAL, "%s: tensor '%s' is not in memory", f->path, t->name);
+  return check_finite_at(f, t, f->data + t->begin);
+}
+
+/* Whether a float32 tensor's file bytes are this machine's floats as they are. */
+static int to_f32_in_place(void) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+/* sq_st_to_f32 of t's bytes at p; dst may be p itself for F32 */
+static void to_f32_at(const sq_st_tensor *t, const unsigned char *p, float *dst) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   /* the file's little-endian float32 is this machine's: one copy (the loop
    * below, a dtype switch per element, was 7 % of a one-line decode) */
   if (t->dtype == SQ_DT_F32) {
-    memcpy(dst, p, t->nelem * sizeof *dst);
+    if ((const void *)dst != (const void *)p) memcpy(dst, p, t->nelem * sizeof *dst);
     return;
   }
 #endif
@@ -418,8 +507,37 @@ void sq_st_to_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst) {
   }
 }
 
+void sq_st_to_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst) {
+  if (!f || !t || !dst || !f->data) return;
+  to_f32_at(t, f->data + t->begin, dst);
+}
+
+seqcl_status sq_st_tensor_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst) {
+  if (f->fd < 0) {
+    SQ_TRY(sq_st_check_finite(f, t));
+    sq_st_to_f32(f, t, dst);
+    return SEQCL_OK;
+  }
+  const size_t bytes = t->end - t->begin;
+  /* float32 lands in place (a little-endian host's own format); the 16-bit
+   * types and a big-endian host convert from a copy */
+  const int in_place = t->dtype == SQ_DT_F32 && to_f32_in_place();
+  unsigned char *p = in_place ? (unsigned char *)dst : malloc(bytes ? bytes : 1);
+  if (!p) return sq_fail(NULL, SEQCL_ERR_OUT_OF_MEMORY, "%s: out of host memory", f->path);
+  seqcl_status st = SEQCL_OK;
+  if (read_at(f->fd, p, bytes, f->data_start + t->begin) != 0) {
+    const int e = errno;
+    st = sq_fail(NULL, SEQCL_ERR_IO, "%s: tensor '%s': read failed: %s", f->path, t->name,
+                 e ? strerror(e) : "the file became shorter after it was opened");
+  }
+  if (st == SEQCL_OK) st = check_finite_at(f, t, p);
+  if (st == SEQCL_OK) to_f32_at(t, p, dst);
+  if (!in_place) free(p);
+  return st;
+}
+
 int sq_st_to_i32(const sq_st_file *f, const sq_st_tensor *t, int32_t *dst) {
-  if (!f || !t || !dst || t->dtype != SQ_DT_I32) return -1;
+  if (!f || !t || !dst || !f->data || t->dtype != SQ_DT_I32) return -1;
   const unsigned char *p = f->data + t->begin;
   for (size_t i = 0; i < t->nelem; i++) {
     const unsigned char *q = p + 4 * i;

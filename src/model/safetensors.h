@@ -28,9 +28,11 @@ typedef struct sq_st_file {
   char *path;
   size_t count;
   sq_st_tensor *tensors; /* sorted by begin offset */
-  unsigned char *data;   /* the data section, inside mem */
+  unsigned char *data;   /* the data section, inside mem; NULL from sq_st_open */
   size_t data_bytes;
   unsigned char *mem;    /* what data lies in: the file's bytes as read (owned) */
+  int fd;                /* sq_st_open: the file, its data section at data_start; else -1 */
+  size_t data_start;
 } sq_st_file;
 
 /* Reads and validates the whole file: header length bounded and inside the
@@ -42,6 +44,17 @@ typedef struct sq_st_file {
 seqcl_status sq_st_read(const char *path, int allow_i32, sq_st_file **out);
 seqcl_status sq_st_parse(const unsigned char *bytes, size_t len, const char *name, int allow_i32,
                          sq_st_file **out);
+/* As sq_st_read, with the same checks, but a regular file's data section is
+ * left on disk (the data section's length from the file's size) and read a
+ * tensor at a time by sq_st_tensor_f32, straight into where it goes: a model
+ * load then never holds the file's bytes in memory of their own (a 6 MB file
+ * buffer was 14 ms of a 16-line `seqcl decode`, its pages faulted and zeroed
+ * in this VM). Anything else (a pipe) is read whole, as sq_st_read does. */
+seqcl_status sq_st_open(const char *path, int allow_i32, sq_st_file **out);
+/* Tensor t as float32 in dst (t->nelem floats), SEQCL_ERR_BAD_MODEL (as
+ * sq_st_check_finite) when it holds a NaN or an infinity, SEQCL_ERR_IO when
+ * the file can no longer be read as it was opened (it changed). */
+seqcl_status sq_st_tensor_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst);
 void sq_st_free(sq_st_file *f);
 const sq_st_tensor *sq_st_find(const sq_st_file *f, const char *name);
 /* The flat index of t's first NaN or infinity, read from the bits on disk

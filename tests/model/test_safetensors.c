@@ -553,6 +553,91 @@ static void test_read_errors(void **state) {
   free(b.p);
 }
 
+static void write_bytes(const char *path, bytes b, size_t n) {
+  FILE *fp = fopen(path, "wb");
+  assert_non_null(fp);
+  assert_int_equal(fwrite(b.p, 1, n, fp), n);
+  assert_int_equal(fclose(fp), 0);
+}
+
+/* sq_st_open: the header alone read, every tensor then read into place with
+ * sq_st_tensor_f32 (F32 and F16), values as sq_st_read gives them; every
+ * prefix of the file, a byte too many and a folder fail as sq_st_read does,
+ * with its status and message; a NaN is reported with sq_st_check_finite's
+ * message; a file cut short after it was opened is an I/O error naming the
+ * tensor, never values read past its end. */
+static void test_open_reads_in_place(void **state) {
+  (void)state;
+  char path[128];
+  snprintf(path, sizeof path, "%s/m.safetensors", hu_tmpdir);
+  bytes b = valid_file();
+  write_bytes(path, b, b.n);
+  sq_st_file *f = NULL, *whole = NULL;
+  assert_int_equal(sq_st_open(path, 0, &f), SEQCL_OK);
+  assert_int_equal(sq_st_read(path, 0, &whole), SEQCL_OK);
+  assert_null(f->data);
+  assert_true(f->fd >= 0);
+  assert_int_equal(f->count, whole->count);
+  assert_int_equal(f->data_bytes, whole->data_bytes);
+  for (size_t i = 0; i < f->count; i++) {
+    const sq_st_tensor *t = &f->tensors[i];
+    float got[4] = {-7, -7, -7, -7}, want[4] = {-7, -7, -7, -7};
+    assert_int_equal(sq_st_tensor_f32(f, t, got), SEQCL_OK);
+    assert_int_equal(sq_st_tensor_f32(whole, sq_st_find(whole, t->name), want), SEQCL_OK);
+    assert_memory_equal(got, want, sizeof got); /* the values, and nothing past nelem */
+  }
+  assert_true(sq_st_first_non_finite(f, &f->tensors[0]) == SIZE_MAX); /* not in memory */
+  sq_st_free(whole);
+
+  /* cut after opening: the read of 'b' (bytes [8, 14)) comes up short */
+  assert_int_equal(truncate(path, (off_t)(b.n - 3)), 0);
+  float v[4];
+  assert_int_equal(sq_st_tensor_f32(f, sq_st_find(f, "a"), v), SEQCL_OK);
+  assert_int_equal(sq_st_tensor_f32(f, sq_st_find(f, "b"), v), SEQCL_ERR_IO);
+  assert_non_null(strstr(seqcl_last_message(), "tensor 'b': read failed"));
+  assert_non_null(strstr(seqcl_last_message(), path));
+  sq_st_free(f);
+
+  /* every malformed length fails as the whole-file reader does */
+  for (size_t n = 0; n <= b.n + 1; n++) {
+    if (n == b.n) continue;
+    unsigned char *longer = calloc(b.n + 1, 1);
+    memcpy(longer, b.p, b.n);
+    write_bytes(path, (bytes){longer, b.n + 1}, n);
+    free(longer);
+    f = whole = (sq_st_file *)1;
+    const seqcl_status want = sq_st_read(path, 0, &whole);
+    char want_msg[512];
+    snprintf(want_msg, sizeof want_msg, "%s", seqcl_last_message());
+    const seqcl_status got = sq_st_open(path, 0, &f);
+    if (got != want || strcmp(seqcl_last_message(), want_msg))
+      fail_msg("%zu bytes: open %s '%s', read %s '%s'", n, seqcl_status_name(got),
+               seqcl_last_message(), seqcl_status_name(want), want_msg);
+    assert_int_equal(want, SEQCL_ERR_BAD_MODEL);
+    assert_null(f);
+  }
+  f = (sq_st_file *)1;
+  assert_int_equal(sq_st_open(hu_tmpdir, 0, &f), SEQCL_ERR_IO);
+  assert_null(f);
+
+  /* a NaN in 'a' (its second float's exponent bytes) */
+  b.p[8 + strlen(VALID_HEADER) + 6] = 0xc0;
+  b.p[8 + strlen(VALID_HEADER) + 7] = 0x7f;
+  write_bytes(path, b, b.n);
+  assert_int_equal(sq_st_read(path, 0, &whole), SEQCL_OK);
+  assert_int_equal(sq_st_check_finite(whole, sq_st_find(whole, "a")), SEQCL_ERR_BAD_MODEL);
+  char want_msg[512];
+  snprintf(want_msg, sizeof want_msg, "%s", seqcl_last_message());
+  assert_int_equal(sq_st_open(path, 0, &f), SEQCL_OK);
+  assert_int_equal(sq_st_tensor_f32(f, sq_st_find(f, "a"), v), SEQCL_ERR_BAD_MODEL);
+  assert_string_equal(seqcl_last_message(), want_msg);
+  assert_non_null(strstr(want_msg, "(flat index 1) is NaN"));
+  sq_st_free(f);
+  sq_st_free(whole);
+  unlink(path);
+  free(b.p);
+}
+
 /* sq_st_first_non_finite over F32 data: 1 000 values (blocks of 256 and a
  * partial last one) of every magnitude up to FLT_MAX, with NaN, +inf and -inf
  * placed at positions inside and at the edges of the blocks; the first one is
@@ -607,4 +692,6 @@ SQ_TEST_MAIN(NULL, NULL,
       cmocka_unit_test(test_bf16_table),
       cmocka_unit_test_setup_teardown(test_write_round_trip, hu_setup_tmpdir, hu_teardown_tmpdir),
       cmocka_unit_test_setup_teardown(test_write_failures_leave_nothing, hu_setup_tmpdir, hu_teardown_tmpdir),
-      cmocka_unit_test_setup_teardown(test_read_errors, hu_setup_tmpdir, hu_teardown_tmpdir))
+      cmocka_unit_test_setup_teardown(test_read_errors, hu_setup_tmpdir, hu_teardown_tmpdir),
+      cmocka_unit_test_setup_teardown(test_open_reads_in_place, hu_setup_tmpdir,
+                                      hu_teardown_tmpdir))
