@@ -37,6 +37,9 @@ typedef struct sq_buf {
    * of the matrices its products read from there (host_packed.c), in `packed` */
   size_t weights_lo, weights_hi;
   struct sq_host_packed *packed;
+  /* host only: what ptr really holds (a kept block reused, or a huge page's
+   * rounding, can be more than bytes), handed back with it (host_blocks.h) */
+  size_t capacity;
 } sq_buf;
 
 typedef struct sq_ref {

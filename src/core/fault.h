@@ -26,8 +26,9 @@ unsigned sq_fault_pending(sq_fault_kind kind);
 /* Test-only: SEQCL_FAULT_GEMM=small|direct|indirect|batched makes every GEMM
  * that takes that path (the device's own kernel; CLBlast's direct or indirect
  * path; a CLBlast strided-batched call) come back with a wrong C, so a test
- * can show the self-check runs that path and fails on it; "unloadable" makes
- * loading CLBlast fail (backend/opencl/clblast_lib.c). Read at every call. */
+ * can show the self-check runs that path and fails on it. Read at every call;
+ * but "unloadable", which makes loading CLBlast fail, is read once, when the
+ * process first loads it (backend/opencl/clblast_lib.c). */
 int sq_fault_gemm(const char *path);
 #else
 static inline int sq_fault_hit(sq_fault_kind kind) {

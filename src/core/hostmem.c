@@ -15,12 +15,19 @@ void sq_hostmem_huge_span(size_t bytes, size_t *len) {
   *len = tail >= SQ_HOSTMEM_HUGE / 4 ? whole + SQ_HOSTMEM_HUGE : whole;
 }
 
+size_t sq_hostmem_capacity(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  size_t huge = 0;
+  sq_hostmem_huge_span(bytes, &huge);
+  return huge > bytes ? huge : bytes;
+}
+
 void *sq_hostmem_alloc(size_t bytes) {
   if (bytes == 0) bytes = 1;
   size_t huge = 0;
   sq_hostmem_huge_span(bytes, &huge);
   /* the allocation covers every byte the advice names, so that no huge page
-   * spans memory that belongs to someone else */
+   * spans memory that belongs to someone else (sq_hostmem_capacity) */
   const size_t want = huge > bytes ? huge : bytes;
   void *p = NULL;
   if (posix_memalign(&p, huge ? SQ_HOSTMEM_HUGE : SQ_HOSTMEM_ALIGN, want) != 0) return NULL;

@@ -28,6 +28,10 @@
  * last 0.93 MB), so rounding never costs more than 1.5 MiB. */
 void *sq_hostmem_alloc(size_t bytes);
 
+/* The bytes sq_hostmem_alloc(bytes) really allocates: bytes, or the huge
+ * pages' span when that is larger (a 1.2 MiB buffer takes 2 MiB). */
+size_t sq_hostmem_capacity(size_t bytes);
+
 /* As sq_hostmem_alloc, zero-filled. */
 void *sq_hostmem_zalloc(size_t bytes);
 

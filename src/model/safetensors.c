@@ -343,12 +343,14 @@ static int read_at(int fd, void *buf, size_t n, size_t off) {
 seqcl_status sq_st_open(const char *path, int allow_i32, sq_st_file **out) {
   if (!out || !path) return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_st_open: NULL argument");
   *out = NULL;
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  struct stat sb;
-  unsigned char len8[8];
   /* Whatever is not a well-formed start of a regular file goes the whole-file
-   * way, which reports it (a folder, a pipe, a short file, a header length out
-   * of bounds) with its own messages. */
+   * way, which reports it (a folder, a short file, a header length out of
+   * bounds) with its own messages. A pipe is never opened here: what a
+   * first open took from it would be lost to the second. */
+  struct stat sb;
+  if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return sq_st_read(path, allow_i32, out);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  unsigned char len8[8];
   if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 8 ||
       (unsigned long long)sb.st_size > (unsigned long long)(SIZE_MAX / 2) ||
       read_at(fd, len8, sizeof len8, 0) != 0) {
@@ -457,6 +459,8 @@ static seqcl_status check_finite_at(const sq_st_file *f, const sq_st_tensor *t,
 }
 
 seqcl_status sq_st_check_finite(const sq_st_file *f, const sq_st_tensor *t) {
+  if (!f || !t)
+    return sq_fail(NULL, SEQCL_ERR_INVALID_ARGUMENT, "sq_st_check_finite: NULL argument");
   if (!f->data) /* sq_st_open's: sq_st_tensor_f32 checks as it reads */
     return sq_fail(NULL, SEQCL_ERR_INTERNAL, "%s: tensor '%s' is not in memory", f->path, t->name);
   return check_finite_at(f, t, f->data + t->begin);

@@ -49,7 +49,11 @@ seqcl_status sq_st_parse(const unsigned char *bytes, size_t len, const char *nam
  * tensor at a time by sq_st_tensor_f32, straight into where it goes: a model
  * load then never holds the file's bytes in memory of their own (a 6 MB file
  * buffer was 14 ms of a 16-line `seqcl decode`, its pages faulted and zeroed
- * in this VM). Anything else (a pipe) is read whole, as sq_st_read does. */
+ * in this VM). Anything else (a pipe) is read whole, as sq_st_read does.
+ * Such a file holds no data in memory (f->data NULL): the helpers below that
+ * read f->data (first_non_finite, to_f32, to_i32) are for sq_st_read's and
+ * sq_st_parse's files only, and find nothing in it (SIZE_MAX, no values, -1;
+ * sq_st_check_finite fails with SEQCL_ERR_INTERNAL). */
 seqcl_status sq_st_open(const char *path, int allow_i32, sq_st_file **out);
 /* Tensor t as float32 in dst (t->nelem floats), SEQCL_ERR_BAD_MODEL (as
  * sq_st_check_finite) when it holds a NaN or an infinity, SEQCL_ERR_IO when
@@ -57,8 +61,8 @@ seqcl_status sq_st_open(const char *path, int allow_i32, sq_st_file **out);
 seqcl_status sq_st_tensor_f32(const sq_st_file *f, const sq_st_tensor *t, float *dst);
 void sq_st_free(sq_st_file *f);
 const sq_st_tensor *sq_st_find(const sq_st_file *f, const char *name);
-/* The flat index of t's first NaN or infinity, read from the bits on disk
- * (F32, F16 and BF16 alike), or SIZE_MAX when every element is finite (and for
+/* The flat index of t's first NaN or infinity, read from the bits on disk of
+ * a file from sq_st_read or sq_st_parse (F32, F16 and BF16 alike), or SIZE_MAX when every element is finite (and for
  * I32 tensors). Costs one pass over the bytes, no conversion. */
 size_t sq_st_first_non_finite(const sq_st_file *f, const sq_st_tensor *t);
 /* SEQCL_ERR_BAD_MODEL naming the file, the tensor, the flat index (and the

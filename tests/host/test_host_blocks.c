@@ -25,6 +25,15 @@ static void *block(size_t bytes) {
   return p;
 }
 
+/* sq_host_blocks_take, its capacity checked: never less than asked. */
+static void *take(sq_host_blocks *b, size_t bytes) {
+  size_t capacity = 99;
+  void *p = sq_host_blocks_take(b, bytes, &capacity);
+  if (p) assert_true(capacity >= bytes);
+  else assert_int_equal(capacity, 0);
+  return p;
+}
+
 /* Below 64 KiB nothing is kept; a take fits the smallest block no more than a
  * quarter larger than the request, and only once. */
 static void take_fits(void **state) {
@@ -39,13 +48,15 @@ static void take_fits(void **state) {
   sq_host_blocks_give(&b, p6, 6 * MIB);
   assert_int_equal(b.n, 3);
   assert_int_equal(b.total, 19 * MIB);
-  assert_null(sq_host_blocks_take(&b, SQ_HOST_BLOCKS_MIN - 1)); /* too small to be kept */
-  assert_null(sq_host_blocks_take(&b, 9 * MIB));      /* larger than any */
-  assert_null(sq_host_blocks_take(&b, 3 * MIB));      /* 5 MiB is over a quarter more */
-  assert_ptr_equal(sq_host_blocks_take(&b, 5 * MIB + 1), p6); /* 5 MiB is too small */
-  assert_ptr_equal(sq_host_blocks_take(&b, 4 * MIB + MIB / 2), p5); /* the smallest that fits */
-  assert_ptr_equal(sq_host_blocks_take(&b, 7 * MIB), p8);
-  assert_null(sq_host_blocks_take(&b, 7 * MIB)); /* each block once */
+  assert_null(take(&b, SQ_HOST_BLOCKS_MIN - 1)); /* too small to be kept */
+  assert_null(take(&b, 9 * MIB));      /* larger than any */
+  assert_null(take(&b, 3 * MIB));      /* 5 MiB is over a quarter more */
+  size_t cap = 0;
+  assert_ptr_equal(sq_host_blocks_take(&b, 5 * MIB + 1, &cap), p6); /* 5 MiB is too small */
+  assert_int_equal(cap, 6 * MIB); /* what the block holds, not what was asked */
+  assert_ptr_equal(take(&b, 4 * MIB + MIB / 2), p5); /* the smallest that fits */
+  assert_ptr_equal(take(&b, 7 * MIB), p8);
+  assert_null(take(&b, 7 * MIB)); /* each block once */
   assert_int_equal(b.n, 0);
   assert_int_equal(b.total, 0);
   free(p5);
@@ -64,7 +75,7 @@ static void limits(void **state) {
   sq_host_blocks_give(&b, first, 2 * MIB);
   for (int i = 1; i < SQ_HOST_BLOCKS_MAX + 3; i++) sq_host_blocks_give(&b, block(3 * MIB), 3 * MIB);
   assert_int_equal(b.n, SQ_HOST_BLOCKS_MAX);
-  assert_null(sq_host_blocks_take(&b, 2 * MIB)); /* the oldest, 2 MiB, was freed */
+  assert_null(take(&b, 2 * MIB)); /* the oldest, 2 MiB, was freed */
   sq_host_blocks_release(&b);
 
   sq_host_blocks_init(&b);
@@ -90,8 +101,21 @@ static void backend_reuses(void **state) {
   assert_int_equal(sq_buf_alloc(ctx, 5 * MIB, &b), SEQCL_OK);
   assert_ptr_equal(b->ptr, mem);
   assert_int_equal(b->bytes, 5 * MIB);
+  assert_int_equal(b->capacity, 6 * MIB);
   float *f = b->ptr;
   f[5 * MIB / sizeof(float) - 1] = 1.0f; /* all of it usable */
+  sq_buf_free(b);
+  /* a 1.2 MiB buffer holds a whole huge page: freed, a 2 MiB one fits in it,
+   * and it goes back to the list as 2 MiB again */
+  assert_int_equal(sq_buf_alloc(ctx, MIB + MIB / 5, &a), SEQCL_OK);
+  assert_int_equal(a->capacity, sq_hostmem_capacity(MIB + MIB / 5));
+  assert_int_equal(a->capacity, 2 * MIB);
+  mem = a->ptr;
+  sq_buf_free(a);
+  assert_int_equal(sq_buf_alloc(ctx, 2 * MIB, &b), SEQCL_OK);
+  assert_ptr_equal(b->ptr, mem);
+  assert_int_equal(b->capacity, 2 * MIB);
+  ((char *)b->ptr)[2 * MIB - 1] = 1;
   sq_buf_free(b);
   assert_int_equal(sq_buf_alloc(ctx, 200 << 10, &a), SEQCL_OK);
   mem = a->ptr;

@@ -27,10 +27,14 @@ static seqcl_status host_buf_alloc(sq_backend *be, size_t bytes, sq_buf **out) {
    * aligned for the vector loads; a large buffer (a model's weights, a
    * workspace) is on huge pages where the kernel has them (core/hostmem.h) */
   void *mem = NULL;
+  size_t capacity = 0;
   if (buf && !sq_fault_hit(SQ_FAULT_ALLOC)) {
     sq_host *h = be->impl;
-    mem = sq_host_blocks_take(&h->blocks, bytes);
-    if (!mem) mem = sq_hostmem_alloc(bytes);
+    mem = sq_host_blocks_take(&h->blocks, bytes, &capacity);
+    if (!mem) {
+      mem = sq_hostmem_alloc(bytes);
+      capacity = sq_hostmem_capacity(bytes);
+    }
   }
   if (!mem) {
     free(buf);
@@ -44,6 +48,7 @@ static seqcl_status host_buf_alloc(sq_backend *be, size_t bytes, sq_buf **out) {
   buf->half_width = SQ_HALF_NONE;
   buf->weights_lo = buf->weights_hi = 0;
   buf->packed = NULL;
+  buf->capacity = capacity;
   *out = buf;
   return SEQCL_OK;
 }
@@ -66,7 +71,7 @@ static void host_buf_free(sq_backend *be, sq_buf *buf) {
   sq_host *h = be->impl;
   sq_host_packed_free(buf);
   free(buf->half);
-  sq_host_blocks_give(&h->blocks, buf->ptr, buf->bytes);
+  sq_host_blocks_give(&h->blocks, buf->ptr, buf->capacity);
   free(buf);
 }
 

@@ -37,7 +37,8 @@ static void *drop(sq_host_blocks *b, int i) {
   return mem;
 }
 
-void *sq_host_blocks_take(sq_host_blocks *b, size_t bytes) {
+void *sq_host_blocks_take(sq_host_blocks *b, size_t bytes, size_t *capacity) {
+  *capacity = 0;
   if (bytes < SQ_HOST_BLOCKS_MIN) return NULL;
   void *mem = NULL;
   pthread_mutex_lock(&b->lock);
@@ -47,7 +48,10 @@ void *sq_host_blocks_take(sq_host_blocks *b, size_t bytes) {
     if (have >= bytes && have - bytes <= bytes / 4 && (best < 0 || have < b->kept[best].bytes))
       best = i;
   }
-  if (best >= 0) mem = drop(b, best);
+  if (best >= 0) {
+    *capacity = b->kept[best].bytes;
+    mem = drop(b, best);
+  }
   pthread_mutex_unlock(&b->lock);
   return mem;
 }

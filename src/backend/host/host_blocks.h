@@ -22,10 +22,11 @@ typedef struct sq_host_blocks {
 } sq_host_blocks;
 
 void sq_host_blocks_init(sq_host_blocks *b);
-/* A kept block for a buffer of `bytes` (removed from the list), or NULL. */
-void *sq_host_blocks_take(sq_host_blocks *b, size_t bytes);
-/* Frees mem (of `bytes`, from sq_hostmem_alloc or a take of that many) or
- * keeps it for a later take. */
+/* A kept block for a buffer of `bytes` (removed from the list), its size in
+ * *capacity; or NULL. */
+void *sq_host_blocks_take(sq_host_blocks *b, size_t bytes, size_t *capacity);
+/* Frees mem (of `bytes`: sq_hostmem_capacity of what sq_hostmem_alloc was
+ * asked, or a take's *capacity) or keeps it for a later take. */
 void sq_host_blocks_give(sq_host_blocks *b, void *mem, size_t bytes);
 /* Frees every kept block. */
 void sq_host_blocks_release(sq_host_blocks *b);
