@@ -50,7 +50,7 @@ static void take_fits(void **state) {
   assert_int_equal(b.total, 19 * MIB);
   assert_null(take(&b, SQ_HOST_BLOCKS_MIN - 1)); /* too small to be kept */
   assert_null(take(&b, 9 * MIB));      /* larger than any */
-  assert_null(take(&b, 3 * MIB));      /* 5 MiB is over a quarter more */
+  assert_null(take(&b, 2 * MIB)); /* 5 MiB is over a quarter more than its 2 MiB */
   size_t cap = 0;
   assert_ptr_equal(sq_host_blocks_take(&b, 5 * MIB + 1, &cap), p6); /* 5 MiB is too small */
   assert_int_equal(cap, 6 * MIB); /* what the block holds, not what was asked */

@@ -12,8 +12,10 @@
  *
  * Blocks of SQ_HOST_BLOCKS_MIN bytes or more are kept, at most
  * SQ_HOST_BLOCKS_MAX of them and KEEP_MAX_BYTES in all, the oldest freed
- * first; a take fits a request into a block at most a quarter larger, so a
- * smaller last batch still reuses the full batches' blocks. */
+ * first; a take fits a request into a block at most a quarter larger than
+ * what a new allocation for it would hold (sq_hostmem_capacity), so a smaller
+ * last batch still reuses the full batches' blocks. Blocks are counted at
+ * what they hold, huge pages' rounding included. */
 #include "backend/host/host_blocks.h"
 
 #include <stdlib.h>
@@ -40,12 +42,15 @@ static void *drop(sq_host_blocks *b, int i) {
 void *sq_host_blocks_take(sq_host_blocks *b, size_t bytes, size_t *capacity) {
   *capacity = 0;
   if (bytes < SQ_HOST_BLOCKS_MIN) return NULL;
+  /* measured against what a new allocation would take: a 6.5 MB buffer
+   * takes 8 MiB of huge pages, and its own block, handed back, must fit it */
+  const size_t fresh = sq_hostmem_capacity(bytes);
   void *mem = NULL;
   pthread_mutex_lock(&b->lock);
   int best = -1;
   for (int i = 0; i < b->n; i++) {
     const size_t have = b->kept[i].bytes;
-    if (have >= bytes && have - bytes <= bytes / 4 && (best < 0 || have < b->kept[best].bytes))
+    if (have >= bytes && have <= fresh + fresh / 4 && (best < 0 || have < b->kept[best].bytes))
       best = i;
   }
   if (best >= 0) {

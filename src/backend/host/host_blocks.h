@@ -23,7 +23,8 @@ typedef struct sq_host_blocks {
 
 void sq_host_blocks_init(sq_host_blocks *b);
 /* A kept block for a buffer of `bytes` (removed from the list), its size in
- * *capacity; or NULL. */
+ * *capacity; or NULL. The block is the smallest that holds `bytes` and is at
+ * most a quarter larger than sq_hostmem_capacity(bytes). */
 void *sq_host_blocks_take(sq_host_blocks *b, size_t bytes, size_t *capacity);
 /* Frees mem (of `bytes`: sq_hostmem_capacity of what sq_hostmem_alloc was
  * asked, or a take's *capacity) or keeps it for a later take. */
