@@ -48,6 +48,21 @@ seqcl_status sq_bench_decode_once(seqcl_model *m, const seqcl_seqs *src, int bat
   return st;
 }
 
+/* How many decodes make a repetition of at least SQ_BENCH_MIN_REP_S, from
+ * one decode's time. */
+static int decodes_per_rep(double once) {
+  int inner = once > 0 && once < SQ_BENCH_MIN_REP_S ? (int)(SQ_BENCH_MIN_REP_S / once) + 1 : 1;
+  return inner > 1000 ? 1000 : inner;
+}
+
+/* Seconds per step of a decode that took `full` over `steps` steps, less the
+ * same decode at one step a batch (`one`, over steps1 steps); all of it per
+ * step when noise leaves nothing to take off. */
+static double step_of(double full, size_t steps, double one, size_t steps1) {
+  return steps > steps1 && full > one ? (full - one) / (double)(steps - steps1)
+                                      : full / (double)(steps ? steps : 1);
+}
+
 seqcl_status sq_bench_time_decode(seqcl_model *m, const seqcl_seqs *src, int batch, int beam,
                                   int steps, int reps, double *sec, size_t *tokens,
                                   size_t *batch_steps) {
@@ -57,9 +72,7 @@ seqcl_status sq_bench_time_decode(seqcl_model *m, const seqcl_seqs *src, int bat
   double t0 = sq_bench_now();
   /* warm-up, the run's length and its work */
   SQ_TRY(sq_bench_decode_once(m, src, batch, beam, steps, tokens, batch_steps));
-  const double once = sq_bench_now() - t0;
-  int inner = once > 0 && once < SQ_BENCH_MIN_REP_S ? (int)(SQ_BENCH_MIN_REP_S / once) + 1 : 1;
-  if (inner > 1000) inner = 1000;
+  const int inner = decodes_per_rep(sq_bench_now() - t0);
   for (int r = 0; r < reps; r++) {
     t0 = sq_bench_now();
     for (int i = 0; i < inner; i++)
@@ -75,8 +88,7 @@ seqcl_status sq_bench_step_seconds(seqcl_model *m, const seqcl_seqs *src, int ba
   double t1 = 0;
   size_t steps1 = 0;
   SQ_TRY(sq_bench_time_decode(m, src, batch, beam, 1, reps, &t1, NULL, &steps1));
-  *step = batch_steps > steps1 && seconds > t1 ? (seconds - t1) / (double)(batch_steps - steps1)
-                                               : seconds / (double)(batch_steps ? batch_steps : 1);
+  *step = step_of(seconds, batch_steps, t1, steps1);
   return SEQCL_OK;
 }
 
@@ -231,13 +243,6 @@ static seqcl_status time_decodes(const sq_bench_point_in *in, int batch, int ste
   return SEQCL_OK;
 }
 
-/* How many decodes make a repetition of at least SQ_BENCH_MIN_REP_S, from
- * one decode's time. */
-static int decodes_per_rep(double once) {
-  int inner = once > 0 && once < SQ_BENCH_MIN_REP_S ? (int)(SQ_BENCH_MIN_REP_S / once) + 1 : 1;
-  return inner > 1000 ? 1000 : inner;
-}
-
 seqcl_status sq_bench_point(seqcl_ctx *ctx, const sq_bench_point_in *in,
                             sq_bench_point_row *row) {
   seqcl_model *m = in->m;
@@ -287,8 +292,7 @@ seqcl_status sq_bench_point(seqcl_ctx *ctx, const sq_bench_point_in *in,
     double one = 0;
     SQ_TRY(time_decodes(in, batch, in->steps, inner, &full[r]));
     SQ_TRY(time_decodes(in, batch, 1, inner1, &one));
-    step_s[r] = bsteps > bsteps1 && full[r] > one ? (full[r] - one) / (double)(bsteps - bsteps1)
-                                                  : full[r] / (double)(bsteps ? bsteps : 1);
+    step_s[r] = step_of(full[r], bsteps, one, bsteps1);
     SQ_TRY(ceiling(ctx, m, R, bytes, 1, &ceil[r]));
     frac[r] = (R >= SQ_BENCH_GEMM_ROWS ? flops : bytes) / step_s[r] / 1e9 / ceil[r];
   }
