@@ -405,7 +405,9 @@ static void context_tol(const sq_case *c, int k, double *const *ref, double *tol
 
 static const char *const context_shapes[] = {"N=1,S=1,He=1", "N=3,S=7,He=13",
                                               "N=5,S=37,He=61,pad=3", "N=4,S=61,He=64",
-                                              "N=2,S=256,He=512", NULL};
+                                              "N=2,S=256,He=512",
+                                              /* the host's 128-wide blocks, then 16, then a part */
+                                              "N=3,S=45,He=200,pad=1", NULL};
 static const char *const context_quick[] = {"N=3,S=7,He=13,pad=3", NULL};
 
 const sq_op sq_op_context = {
@@ -509,6 +511,8 @@ static const char *const additive_fused_shapes[] = {
     /* rows sharing a source (beam search's hypotheses): one chunk, and three */
     "N=6,S=37,He=13,Hd=5,A=11,group=3,mask=1,pad=1", "N=10,S=150,He=17,Hd=6,A=16,group=5",
     "N=7,S=5,He=3,Hd=2,A=5,group=7",
+    /* the host's context in 128-wide blocks, then 16, then a part */
+    "N=3,S=45,He=200,Hd=24,A=40,mask=1",
     NULL};
 static const char *const general_fused_shapes[] = {"N=1,S=1,He=1,Hd=1", "N=3,S=7,He=13,Hd=5,pad=2",
                                                    "N=5,S=37,He=61,Hd=29,bq=0",
@@ -525,7 +529,8 @@ static const char *const general_fused_shapes[] = {"N=1,S=1,He=1,Hd=1", "N=3,S=7
                                                    "N=3,S=300,He=16,Hd=8,poison=1",
                                                    /* rows sharing a source */
                                                    "N=6,S=37,He=13,Hd=5,group=3,mask=1",
-                                                   "N=10,S=150,He=17,Hd=6,group=5", NULL};
+                                                   "N=10,S=150,He=17,Hd=6,group=5",
+                                                   "N=3,S=45,He=200,Hd=24,mask=1", NULL};
 static const char *const dot_fused_shapes[] = {"N=1,S=1,He=1",  "N=3,S=7,He=13,pad=2",
                                                "N=5,S=37,He=61", "N=4,S=61,He=64,mask=1",
                                                "N=2,S=300,He=512", "N=2,S=2053,He=35,mask=1",

@@ -8,7 +8,7 @@
  *  - the softmax denominator is summed in double, so the weights are within a
  *    few ulp whatever S; the fused step does it in one pass over the keys
  *    (fused_row: an online softmax);
- *  - the context sums alpha_j * h_j in float, SQ_VW lanes at a time; the GEMM
+ *  - the context sums alpha_j * h_j in float, 16 lanes at a time (add_keys); the GEMM
  *    tolerance applies. */
 #include <cblas.h>
 #include <float.h>
@@ -159,22 +159,62 @@ static void softmax_row(int S, int len, const int32_t *restrict mask, const floa
   for (int j = len; j < S; j++) y[j] = 0.0f;
 }
 
-/* c += w * h over He (SQ_VW lanes at a time) */
-static void axpy_row(int He, float w, const float *restrict h, float *restrict c) {
-  const sq_vf wv = sq_v_splat(w);
+/* Keys added into a context per call of add_keys: a fused block's positions. */
+enum { FUSED_BLOCK = 32, CTX_VECS = 8 };
+
+/* c += sum_i w[i] h_{idx[i]} over He for i < cnt (cnt <= FUSED_BLOCK), each
+ * element summed in i order, so the bits are those of adding the keys one by
+ * one. CTX_VECS 16-lane vectors of c stay in registers across the block: c is
+ * loaded and stored once per block instead of once per key, and the loop runs
+ * at the multiply-add rate rather than the store rate. Compiled per
+ * instruction set like the energies (SQ_HOT_CLONES). */
+SQ_HOT_CLONES
+static void add_keys(int He, int cnt, const int *restrict idx, const float *restrict w,
+                     const float *restrict keys, float *restrict c) {
   int k = 0;
-  for (; k + SQ_VW <= He; k += SQ_VW)
-    sq_v_store(c + k, sq_v_load(c + k, SQ_VW) + wv * sq_v_load(h + k, SQ_VW), SQ_VW);
-  for (; k < He; k++) c[k] += w * h[k];
+  for (; k + CTX_VECS * EW <= He; k += CTX_VECS * EW) {
+    ew_vf acc[CTX_VECS];
+    memcpy(acc, c + k, sizeof acc);
+    for (int i = 0; i < cnt; i++) {
+      const float *h = keys + (size_t)idx[i] * (size_t)He + k;
+#pragma GCC unroll 8
+      for (int u = 0; u < CTX_VECS; u++) {
+        ew_vf hv;
+        memcpy(&hv, h + u * EW, sizeof hv);
+        acc[u] += w[i] * hv;
+      }
+    }
+    memcpy(c + k, acc, sizeof acc);
+  }
+  for (; k < He; k += EW) { /* the last vectors, the very last one partial */
+    const size_t bytes = (size_t)(He - k < EW ? He - k : EW) * sizeof(float);
+    ew_vf acc = {0};
+    memcpy(&acc, c + k, bytes);
+    for (int i = 0; i < cnt; i++) {
+      ew_vf hv = {0};
+      memcpy(&hv, keys + (size_t)idx[i] * (size_t)He + k, bytes);
+      acc += w[i] * hv;
+    }
+    memcpy(c + k, &acc, bytes);
+  }
 }
 
 /* c = sum_j alpha_j h_j. Positions with alpha exactly 0 (every invalid one) are
  * skipped, so whatever padding the keys hold never reaches the context. */
 static void context_row(int S, int He, const float *restrict alpha, const float *restrict h,
                         float *restrict c) {
+  int idx[FUSED_BLOCK];
+  float w[FUSED_BLOCK];
   for (int k = 0; k < He; k++) c[k] = 0.0f;
-  for (int j = 0; j < S; j++)
-    if (alpha[j] != 0.0f) axpy_row(He, alpha[j], h + (size_t)j * (size_t)He, c);
+  for (int j0 = 0; j0 < S; j0 += FUSED_BLOCK) {
+    int cnt = 0;
+    for (int j = j0; j < S && j < j0 + FUSED_BLOCK; j++)
+      if (alpha[j] != 0.0f) {
+        idx[cnt] = j;
+        w[cnt++] = alpha[j];
+      }
+    add_keys(He, cnt, idx, w, h, c);
+  }
 }
 
 /* Work of one row of energies, in multiply-add equivalents (a tanh costs
@@ -228,7 +268,6 @@ static void context_rows(void *arg, int lo, int hi) {
  * element takes one extra rounding per rescale and one for the final scaling,
  * inside the fused tolerance (the op list checks both paths). Invalid
  * positions are skipped, never multiplied by 0. */
-enum { FUSED_BLOCK = 32 };
 
 static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *restrict mask,
                       const float *restrict keys, int weights, float *restrict e,
@@ -255,12 +294,16 @@ static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *rest
       }
       m = bm;
     }
+    int idx[FUSED_BLOCK], cnt = 0;
+    float w[FUSED_BLOCK];
     for (int j = j0; j < j0 + nb; j++) {
       if ((mask && !mask[j]) || e[j] == -INFINITY) continue;
       const float p = expf(e[j] - m);
       sum += p;
-      axpy_row(He, p, keys + (size_t)j * (size_t)He, c);
+      idx[cnt] = j;
+      w[cnt++] = p;
     }
+    add_keys(He, cnt, idx, w, keys, c);
   }
   if (failed || no_softmax(m, sum)) {
     for (int k = 0; k < He; k++) c[k] = NAN;
