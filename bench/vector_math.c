@@ -8,7 +8,10 @@
  *   gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Isrc bench/vector_math.c -lm -o vector_math
  *   ./vector_math
  *
- * (bench/RESULTS.md). Needs an AVX-512F CPU for the 16-lane timing. */
+ * (bench/RESULTS.md); with -march=x86-64-v4 -ffp-contract=fast added it
+ * measures what the host's x86-64-v4 clone computes (multiply-adds fused,
+ * as SQ_HOT_CLONES compiles it). Needs an AVX-512F CPU for the 16-lane
+ * timing. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
