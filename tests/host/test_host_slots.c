@@ -46,6 +46,115 @@ static void hand_case_seed_000(void **state) {
   for (size_t i = 0; i < 6; i++) sq_buf_free(all[i]);
 }
 
+/* The attention loops compiled per width (host_math.h, SQ_HOT_BY_WIDTH) at
+ * every width this CPU runs: the AVX-512 and AVX2 forms give the same bits
+ * (the same operations per lane), and the 16-byte baseline, which rounds
+ * each product before adding it, agrees within 1e-5 relative (its scores and
+ * contexts sum at most a few hundred such roundings). N = 3, S = 45 (a block
+ * of 32 and one of 13), He = A = 200 (64- and 16-lane blocks, then 8 lanes). */
+static void attention_widths_agree(void **state) {
+  seqcl_ctx *ctx = *state;
+  enum { N = 3, S = 45, He = 200, A = 200, LD = He + 3 };
+  th_rng r = th_seed(7);
+  static float q[N * He], keys[N * S * He], pk[N * S * A], qa[N * A], v[A];
+  float bv[1];
+  th_fill(&r, q, N * He, 1);
+  th_fill(&r, keys, N * S * He, 1);
+  th_fill(&r, pk, N * S * A, 1);
+  th_fill(&r, qa, N * A, 1);
+  th_fill(&r, v, A, 1);
+  th_fill(&r, bv, 1, 1);
+  int32_t lens[N] = {45, 17, 33}, mask[N * S];
+  for (int i = 0; i < N * S; i++) mask[i] = i % 7 != 3;
+  sq_buf *bq = th_buf(ctx, N * He, q), *bk = th_buf(ctx, N * S * He, keys);
+  sq_buf *bpk = th_buf(ctx, N * S * A, pk), *bqa = th_buf(ctx, N * A, qa);
+  sq_buf *bvv = th_buf(ctx, A, v), *bbv = th_buf(ctx, 1, bv), *bl = th_buf(ctx, N, lens);
+  sq_buf *bm = th_buf(ctx, N * S, mask), *bs = th_buf(ctx, N * S, NULL);
+  sq_buf *bc = th_buf(ctx, N * LD, NULL), *ba = th_buf(ctx, N * S, NULL);
+  const int top = sq_host_isa(), levels[3] = {4, 3, 0};
+  static float out[3][2][N * (S + S + LD)]; /* level, kind: scores, alpha, context */
+  int ran[3] = {0, 0, 0};
+  for (int li = 0; li < 3; li++) {
+    if (levels[li] > top) continue;
+    sq_host_isa_limit(levels[li]);
+    for (int kind = 0; kind < 2; kind++) { /* additive, general */
+      sq_attn_args a = {.kind = kind ? SQ_SCORE_GENERAL : SQ_SCORE_ADDITIVE, .N = N, .S = S,
+                        .He = He, .A = A};
+      a.qp = kind ? sq_at(bq, 0) : sq_at(bqa, 0);
+      a.ld_qp = kind ? He : A;
+      a.keys = sq_at(bk, 0);
+      a.pkeys = sq_at(bpk, 0);
+      a.v = sq_at(bvv, 0);
+      a.bv = sq_at(bbv, 0);
+      a.scale = 1.0f;
+      a.lens = sq_at(bl, 0);
+      a.mask = sq_at(bm, 0);
+      float *o = out[li][kind];
+      TH_OK(sq_attn_scores(ctx, &a, lens, mask, sq_at(bs, 0)));
+      TH_OK(sq_attn_fused(ctx, &a, lens, mask, sq_at(bc, 0), LD, sq_at(ba, 0)));
+      TH_OK(sq_read(ctx, sq_at(bs, 0), o, N * S * sizeof(float)));
+      TH_OK(sq_read(ctx, sq_at(ba, 0), o + N * S, N * S * sizeof(float)));
+      TH_OK(sq_read(ctx, sq_at(bc, 0), o + 2 * N * S, N * LD * sizeof(float)));
+      for (int n = 0; n < N; n++) /* the context's padding columns stay as written */
+        for (int k = He; k < LD; k++) o[2 * N * S + n * LD + k] = 0.0f;
+    }
+    ran[li] = 1;
+  }
+  sq_host_isa_limit(-1);
+  const size_t count = (size_t)N * (S + S + LD);
+  for (int kind = 0; kind < 2; kind++) {
+    if (ran[0] && ran[1])
+      assert_memory_equal(out[0][kind], out[1][kind], count * sizeof(float));
+    const int ref = ran[0] ? 0 : ran[1] ? 1 : 2;
+    for (size_t i = 0; i < count; i++)
+      check_close("baseline width", i, out[2][kind][i], out[ref][kind][i],
+                  1e-5 * (fabs(out[ref][kind][i]) + 1.0));
+  }
+  print_message("attention widths run here: %s%s16-byte\n", ran[0] ? "AVX-512, " : "",
+                ran[1] ? "AVX2, " : "");
+  sq_buf *all[] = {bq, bk, bpk, bqa, bvv, bbv, bl, bm, bs, bc, ba};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sq_buf_free(all[i]);
+}
+
+/* The GRU gates per width, as the attention above: the AVX-512 and AVX2 forms
+ * the same bits, the baseline within 1e-5 (it rounds each product first).
+ * H = 45: 16- and 8-lane blocks, then 4 lanes, then 1; N = 3, with biases. */
+static void gates_widths_agree(void **state) {
+  seqcl_ctx *ctx = *state;
+  enum { N = 3, H = 45 };
+  th_rng r = th_seed(11);
+  float gi[N * 3 * H], gh[N * 3 * H], bi[3 * H], bh[3 * H], h0[N * H];
+  th_fill(&r, gi, N * 3 * H, 2);
+  th_fill(&r, gh, N * 3 * H, 2);
+  th_fill(&r, bi, 3 * H, 1);
+  th_fill(&r, bh, 3 * H, 1);
+  th_fill(&r, h0, N * H, 1);
+  sq_buf *bgi = th_buf(ctx, N * 3 * H, gi), *bgh = th_buf(ctx, N * 3 * H, gh);
+  sq_buf *bbi = th_buf(ctx, 3 * H, bi), *bbh = th_buf(ctx, 3 * H, bh);
+  sq_buf *bh0 = th_buf(ctx, N * H, h0), *bout = th_buf(ctx, N * H, NULL);
+  const int top = sq_host_isa(), levels[3] = {4, 3, 0};
+  float out[3][N * H];
+  int ran[3] = {0, 0, 0};
+  for (int li = 0; li < 3; li++) {
+    if (levels[li] > top) continue;
+    sq_host_isa_limit(levels[li]);
+    TH_OK(sq_write(ctx, sq_at(bh0, 0), h0, sizeof h0));
+    sq_gru_args g = {.N = N, .H = H, .gi = sq_at(bgi, 0), .gi_sn = 3 * H, .gh = sq_at(bgh, 0),
+                     .ld_gh = 3 * H, .b_ih = sq_at(bbi, 0), .b_hh = sq_at(bbh, 0),
+                     .h = sq_at(bh0, 0), .out = sq_at(bout, 0), .out_sn = H, .lens = sq_none()};
+    TH_OK(sq_gru_gates(ctx, &g, NULL));
+    TH_OK(sq_read(ctx, sq_at(bout, 0), out[li], sizeof out[li]));
+    ran[li] = 1;
+  }
+  sq_host_isa_limit(-1);
+  if (ran[0] && ran[1]) assert_memory_equal(out[0], out[1], sizeof out[0]);
+  const int ref = ran[0] ? 0 : ran[1] ? 1 : 2;
+  for (size_t i = 0; i < N * H; i++)
+    check_close("baseline gates", i, out[2][i], out[ref][i], 1e-5 * (fabs(out[ref][i]) + 1.0));
+  sq_buf *all[] = {bgi, bgh, bbi, bbh, bh0, bout};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sq_buf_free(all[i]);
+}
+
 /* Logits far beyond +-88 stay finite, rows sum to 1, invalid entries are 0. */
 static void softmax_extreme_logits(void **state) {
   seqcl_ctx *ctx = *state;
@@ -798,6 +907,8 @@ SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx,
       cmocka_unit_test(hand_case_seed_000),
       cmocka_unit_test(softmax_extreme_logits),
       cmocka_unit_test(attention_all_kinds),
+      cmocka_unit_test(attention_widths_agree),
+      cmocka_unit_test(gates_widths_agree),
       cmocka_unit_test(rows_argmax_logsoftmax_ce_embedding),
       cmocka_unit_test(argmax_lanes_against_plain),
       cmocka_unit_test(beam_topk_against_insertion),

@@ -1,15 +1,17 @@
 /* Attention on the host: energies, masked softmax, context, and the fused
  * per-row pass; rows are split across the host pool (pool.c). Accumulation:
  *  - dot-type energies (general, dot, scaled_dot): 16 float partial sums per
- *    position (dot_energies; the GEMM tolerance applies);
+ *    position (dot_energies in host_attention_hot.h; the GEMM tolerance
+ *    applies);
  *  - additive energies: tanh runs 16 lanes at a time (host_math.h,
  *    within 1.5 ulp) and the products v_a * tanh(...) are summed in float,
  *    one partial sum per lane (additive_energies states the bound);
  *  - the softmax denominator is summed in double, so the weights are within a
  *    few ulp whatever S; the fused step does it in one pass over the keys
  *    (fused_row: an online softmax);
- *  - the context sums alpha_j * h_j in float, 16 lanes at a time (add_keys); the GEMM
- *    tolerance applies. */
+ *  - the context sums alpha_j * h_j in float, 16 lanes at a time, a
+ *    multiply-add per key in position order (add_keys); the GEMM tolerance
+ *    applies. */
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
@@ -21,87 +23,32 @@
 #include "backend/host/pool.h"
 #include "core/error.h"
 
-/* The additive energies run EW = 16 lanes wide with one float partial sum per
- * lane, compiled once per instruction set (SQ_HOT_CLONES: x86-64-v4 and v3,
- * which fuse multiply-adds and compute the same bits, and the baseline). */
+/* The loops that carry vectors (the two energies and the context) compiled
+ * per width (host_math.h, SQ_HOT_BY_WIDTH): AVX-512, AVX2, and the 16-byte
+ * baseline, the same bits at the first two. */
 SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
-#define EW SQ_VW16
-typedef sq_vf16 ew_vf;
-#define ew_tanh sq_v16_tanh
+enum { FUSED_BLOCK = 32 }; /* positions per block of the fused step */
 
-/* e[j] = scale * (sum_a v_a tanh(pk[j, a] + q_a) + bv) for j < len, two
- * positions per pass so q and v are loaded once for both (an odd last position
- * is computed twice and stored once). Each lane sums ceil(A / EW) products
- * v_a * tanh(...) in float, then the EW lanes are added in float: at most
- * ceil(A / EW) + EW + 1 roundings of terms bounded by |v_a| (|tanh| <= 1), well
- * inside the (A + 2)-term dot product bound the energy tolerance allows.
- * Missing lanes of a short last vector load 0, and v = 0 adds exactly 0. */
-SQ_HOT_CLONES
-static void additive_energies(int len, int A, const float *restrict pk, const float *restrict q,
-                              const float *restrict v, float bv, float scale, float *restrict e) {
-  for (int j = 0; j < len; j += 2) {
-    const float *p0 = pk + (size_t)j * (size_t)A;
-    const float *p1 = j + 1 < len ? p0 + A : p0;
-    ew_vf s0 = {0}, s1 = {0};
-    int k = 0;
-    for (; k + EW <= A; k += EW) {
-      ew_vf qk, vk, a0, a1;
-      memcpy(&qk, q + k, sizeof qk);
-      memcpy(&vk, v + k, sizeof vk);
-      memcpy(&a0, p0 + k, sizeof a0);
-      memcpy(&a1, p1 + k, sizeof a1);
-      s0 += vk * ew_tanh(a0 + qk);
-      s1 += vk * ew_tanh(a1 + qk);
-    }
-    if (k < A) {
-      const size_t tail = (size_t)(A - k) * sizeof(float);
-      ew_vf qk = {0}, vk = {0}, a0 = {0}, a1 = {0};
-      memcpy(&qk, q + k, tail);
-      memcpy(&vk, v + k, tail);
-      memcpy(&a0, p0 + k, tail);
-      memcpy(&a1, p1 + k, tail);
-      s0 += vk * ew_tanh(a0 + qk);
-      s1 += vk * ew_tanh(a1 + qk);
-    }
-    float h0 = 0.0f, h1 = 0.0f;
-    for (int l = 0; l < EW; l++) {
-      h0 += s0[l];
-      h1 += s1[l];
-    }
-    e[j] = scale * (h0 + bv);
-    if (j + 1 < len) e[j + 1] = scale * (h1 + bv);
-  }
-}
-
-/* e[j] = scale * (h_j . q) for j < len: 16 float partial sums per position
- * (as the additive energies), then the lanes in order: ceil(He / 16) + 16
- * roundings, inside the He-term dot product bound. Replaces cblas_sgemv on
- * these short blocks, where its call and blocking cost more than the dot. */
-SQ_HOT_CLONES
-static void dot_energies(int len, int He, const float *restrict h, const float *restrict q,
-                         float scale, float *restrict e) {
-  for (int j = 0; j < len; j++) {
-    const float *hj = h + (size_t)j * (size_t)He;
-    ew_vf acc = {0};
-    int k = 0;
-    for (; k + EW <= He; k += EW) {
-      ew_vf a, b;
-      memcpy(&a, hj + k, sizeof a);
-      memcpy(&b, q + k, sizeof b);
-      acc += a * b;
-    }
-    if (k < He) {
-      const size_t tail = (size_t)(He - k) * sizeof(float);
-      ew_vf a = {0}, b = {0};
-      memcpy(&a, hj + k, tail);
-      memcpy(&b, q + k, tail);
-      acc += a * b;
-    }
-    float sum = 0.0f;
-    for (int l = 0; l < EW; l++) sum += acc[l];
-    e[j] = scale * sum;
-  }
-}
+#if SQ_HOT_BY_WIDTH
+#define HOT_VF sq_vf16
+#define HOT_W SQ_VW16
+#define HOT_TANH sq_v16_tanh
+#define HOT_ATTR SQ_HOT_V4
+#define HOT_NAME(f) f##_v4
+#include "backend/host/host_attention_hot.h"
+#define HOT_VF sq_vf8
+#define HOT_W SQ_VW8
+#define HOT_TANH sq_v8_tanh
+#define HOT_ATTR SQ_HOT_V3
+#define HOT_NAME(f) f##_v3
+#include "backend/host/host_attention_hot.h"
+#endif
+#define HOT_VF sq_vf
+#define HOT_W SQ_VW
+#define HOT_TANH sq_v_tanh
+#define HOT_ATTR
+#define HOT_NAME(f) f##_base
+#include "backend/host/host_attention_hot.h"
 
 /* Energies of row n for positions j0 .. j0+nb-1 (score_block), and for
  * j < len with positions len..S-1 set to 0 (score_row: finite, as the
@@ -116,10 +63,10 @@ static void score_block(const sq_attn_args *a, int n, int j0, int nb, float *res
     const float *pk = sq_host_f32(a->pkeys) + (src * (size_t)S + (size_t)j0) * (size_t)A;
     const float *v = sq_host_f32(a->v);
     const float bv = a->bv.buf ? sq_host_f32(a->bv)[0] : 0.0f;
-    additive_energies(nb, A, pk, qp, v, bv, a->scale, e);
+    SQ_HOT_CALL(additive_energies, nb, A, pk, qp, v, bv, a->scale, e);
   } else {
     const float *keys = sq_host_f32(a->keys) + (src * (size_t)S + (size_t)j0) * (size_t)He;
-    dot_energies(nb, He, keys, qp, a->scale, e);
+    SQ_HOT_CALL(dot_energies, nb, He, keys, qp, a->scale, e);
   }
 }
 
@@ -159,46 +106,6 @@ static void softmax_row(int S, int len, const int32_t *restrict mask, const floa
   for (int j = len; j < S; j++) y[j] = 0.0f;
 }
 
-/* Keys added into a context per call of add_keys: a fused block's positions. */
-enum { FUSED_BLOCK = 32, CTX_VECS = 8 };
-
-/* c += sum_i w[i] h_{idx[i]} over He for i < cnt (cnt <= FUSED_BLOCK), each
- * element summed in i order, so the bits are those of adding the keys one by
- * one. CTX_VECS 16-lane vectors of c stay in registers across the block: c is
- * loaded and stored once per block instead of once per key, and the loop runs
- * at the multiply-add rate rather than the store rate. Compiled per
- * instruction set like the energies (SQ_HOT_CLONES). */
-SQ_HOT_CLONES
-static void add_keys(int He, int cnt, const int *restrict idx, const float *restrict w,
-                     const float *restrict keys, float *restrict c) {
-  int k = 0;
-  for (; k + CTX_VECS * EW <= He; k += CTX_VECS * EW) {
-    ew_vf acc[CTX_VECS];
-    memcpy(acc, c + k, sizeof acc);
-    for (int i = 0; i < cnt; i++) {
-      const float *h = keys + (size_t)idx[i] * (size_t)He + k;
-#pragma GCC unroll 8
-      for (int u = 0; u < CTX_VECS; u++) {
-        ew_vf hv;
-        memcpy(&hv, h + u * EW, sizeof hv);
-        acc[u] += w[i] * hv;
-      }
-    }
-    memcpy(c + k, acc, sizeof acc);
-  }
-  for (; k < He; k += EW) { /* the last vectors, the very last one partial */
-    const size_t bytes = (size_t)(He - k < EW ? He - k : EW) * sizeof(float);
-    ew_vf acc = {0};
-    memcpy(&acc, c + k, bytes);
-    for (int i = 0; i < cnt; i++) {
-      ew_vf hv = {0};
-      memcpy(&hv, keys + (size_t)idx[i] * (size_t)He + k, bytes);
-      acc += w[i] * hv;
-    }
-    memcpy(c + k, &acc, bytes);
-  }
-}
-
 /* c = sum_j alpha_j h_j. Positions with alpha exactly 0 (every invalid one) are
  * skipped, so whatever padding the keys hold never reaches the context. */
 static void context_row(int S, int He, const float *restrict alpha, const float *restrict h,
@@ -213,7 +120,7 @@ static void context_row(int S, int He, const float *restrict alpha, const float 
         idx[cnt] = j;
         w[cnt++] = alpha[j];
       }
-    add_keys(He, cnt, idx, w, h, c);
+    if (cnt) SQ_HOT_CALL(add_keys, He, cnt, idx, w, h, c);
   }
 }
 
@@ -268,7 +175,6 @@ static void context_rows(void *arg, int lo, int hi) {
  * element takes one extra rounding per rescale and one for the final scaling,
  * inside the fused tolerance (the op list checks both paths). Invalid
  * positions are skipped, never multiplied by 0. */
-
 static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *restrict mask,
                       const float *restrict keys, int weights, float *restrict e,
                       float *restrict c) {
@@ -303,7 +209,7 @@ static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *rest
       idx[cnt] = j;
       w[cnt++] = p;
     }
-    add_keys(He, cnt, idx, w, keys, c);
+    SQ_HOT_CALL(add_keys, He, cnt, idx, w, keys, c);
   }
   if (failed || no_softmax(m, sum)) {
     for (int k = 0; k < He; k++) c[k] = NAN;

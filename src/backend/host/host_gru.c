@@ -1,7 +1,8 @@
 /* One GRU time step on the host (PyTorch's reset-after form, gates r, z, n).
  * Pointwise only: the two GEMMs that produce gi and gh ran before. The gates
- * run 16 lanes at a time (then 4, then the rest) with the vector sigmoid/tanh
- * of host_math.h, and rows are split across the host pool. */
+ * run 16 lanes at a time with AVX-512, 8 with AVX2 (host_gru_hot.h), then 4,
+ * then the rest, with the vector sigmoid/tanh of host_math.h, and rows are
+ * split across the host pool. */
 #include <string.h>
 
 #include "backend/host/host.h"
@@ -30,40 +31,28 @@ static inline __attribute__((always_inline)) void gates_chunk(int H, int j, int 
   if (out) sq_v_store(out + j, hn, w);
 }
 
-static inline __attribute__((always_inline)) sq_vf16 load16(const float *p) {
-  sq_vf16 v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-/* zeros for an absent bias */
-static inline __attribute__((always_inline)) sq_vf16 load16_opt(const float *p) {
-  return p ? load16(p) : (sq_vf16){0};
-}
+/* gates_row per width (host_math.h, SQ_HOT_BY_WIDTH): 16 lanes with
+ * AVX-512, 8 with AVX2, and the baseline's 4 (gates_chunk alone). */
+#define HOT_CAT2(a, b) a##b
+#define HOT_CAT(a, b) HOT_CAT2(a, b)
+#if SQ_HOT_BY_WIDTH
+#define HOT_VF sq_vf16
+#define HOT_W SQ_VW16
+#define HOT_P sq_v16_
+#define HOT_ATTR SQ_HOT_V4
+#define HOT_NAME(f) f##_v4
+#include "backend/host/host_gru_hot.h"
+#define HOT_VF sq_vf8
+#define HOT_W SQ_VW8
+#define HOT_P sq_v8_
+#define HOT_ATTR SQ_HOT_V3
+#define HOT_NAME(f) f##_v3
+#include "backend/host/host_gru_hot.h"
+#endif
 
-/* Sixteen lanes of h' for one row, the same operations per lane as
- * gates_chunk (the same bits). */
-static inline __attribute__((always_inline)) void gates_chunk16(int H, int j, const float *gi,
-                                                                const float *gh, const float *bi,
-                                                                const float *bh, float *h,
-                                                                float *out) {
-  const float *b0 = bi ? bi + j : NULL, *c0 = bh ? bh + j : NULL;
-  /* the sums in gates_chunk's order */
-  sq_vf16 r = sq_v16_sigmoid(load16(gi + j) + load16_opt(b0) + load16(gh + j) + load16_opt(c0));
-  sq_vf16 z = sq_v16_sigmoid(load16(gi + H + j) + load16_opt(b0 ? b0 + H : NULL) +
-                             load16(gh + H + j) + load16_opt(c0 ? c0 + H : NULL));
-  sq_vf16 n = sq_v16_tanh(load16(gi + 2 * H + j) + load16_opt(b0 ? b0 + 2 * H : NULL) +
-                          r * (load16(gh + 2 * H + j) + load16_opt(c0 ? c0 + 2 * H : NULL)));
-  sq_vf16 hj = load16(h + j);
-  sq_vf16 hn = n + z * (hj - n);
-  memcpy(h + j, &hn, sizeof hn);
-  if (out) memcpy(out + j, &hn, sizeof hn);
-}
-
-SQ_HOT_CLONES
-static void gates_row(int H, const float *gi, const float *gh, const float *bi, const float *bh,
-                      float *h, float *out) {
+static void gates_row_base(int H, const float *gi, const float *gh, const float *bi,
+                           const float *bh, float *h, float *out) {
   int j = 0;
-  for (; j + SQ_VW16 <= H; j += SQ_VW16) gates_chunk16(H, j, gi, gh, bi, bh, h, out);
   for (; j + SQ_VW <= H; j += SQ_VW) gates_chunk(H, j, SQ_VW, gi, gh, bi, bh, h, out);
   if (j < H) gates_chunk(H, j, H - j, gi, gh, bi, bh, h, out);
 }
@@ -86,9 +75,9 @@ static void gates_rows(void *arg, int lo, int hi) {
      * (the fronts require lens for the reverse direction). */
     size_t t = (size_t)g->step;
     if (lens && g->reverse) t = (size_t)(lens[n] - 1 - g->step);
-    gates_row(H, gi + (size_t)n * g->gi_sn + t * g->gi_st, gh + (size_t)n * (size_t)g->ld_gh, bi,
-              bh, h + (size_t)n * (size_t)H,
-              out ? out + (size_t)n * g->out_sn + t * g->out_st : NULL);
+    SQ_HOT_CALL(gates_row, H, gi + (size_t)n * g->gi_sn + t * g->gi_st,
+                gh + (size_t)n * (size_t)g->ld_gh, bi, bh, h + (size_t)n * (size_t)H,
+                out ? out + (size_t)n * g->out_sn + t * g->out_st : NULL);
   }
 }
 

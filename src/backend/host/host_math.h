@@ -145,6 +145,13 @@ SQ_VMATH_DEFINE(sq_v_, sq_vf, sq_vi)
 typedef float sq_vf16 __attribute__((vector_size(64)));
 typedef int32_t sq_vi16 __attribute__((vector_size(64)));
 SQ_VMATH_DEFINE(sq_v16_, sq_vf16, sq_vi16)
+
+/* 32-byte vectors: the AVX2 width, for the loops compiled per width
+ * (SQ_HOT_BY_WIDTH below). */
+#define SQ_VW8 8
+typedef float sq_vf8 __attribute__((vector_size(32)));
+typedef int32_t sq_vi8 __attribute__((vector_size(32)));
+SQ_VMATH_DEFINE(sq_v8_, sq_vf8, sq_vi8)
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
@@ -165,5 +172,46 @@ SQ_VMATH_DEFINE(sq_v16_, sq_vf16, sq_vi16)
 #else
 #define SQ_HOT_CLONES
 #endif
+
+/* GCC compiles a 16-lane vector that a loop carries from one iteration to
+ * the next (an accumulator) poorly where the target has no 64-byte
+ * registers: it keeps it in memory and moves it in 8-byte pieces. The
+ * x86-64-v3 clone of such a loop ran 3x (the additive energies) to 8x (the
+ * context) slower than the same operations on 8-lane vectors. The loops
+ * that carry vectors are therefore written once over a vector type of W
+ * lanes and compiled per width (SQ_HOT_BY_WIDTH): 16 lanes with AVX-512
+ * (SQ_HOT_V4), two 8-lane halves per 16 lanes with AVX2 (SQ_HOT_V3), four
+ * 4-lane quarters otherwise, then picked at run time by sq_host_isa(). Each
+ * logical lane runs the same operations at every width, so the v4 and v3
+ * forms give the same bits, as the clones do. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SQ_HOT_BY_WIDTH 1
+#define SQ_HOT_V4 __attribute__((target("arch=x86-64-v4"), optimize("fp-contract=fast")))
+#define SQ_HOT_V3 __attribute__((target("arch=x86-64-v3"), optimize("fp-contract=fast")))
+#else
+#define SQ_HOT_BY_WIDTH 0
+#endif
+
+/* fn##_v4, fn##_v3 or fn##_base (args) by sq_host_isa(): the call of a loop
+ * compiled per width. */
+#if SQ_HOT_BY_WIDTH
+#define SQ_HOT_CALL(fn, ...)                                                   \
+  do {                                                                         \
+    const int sq_isa_ = sq_host_isa();                                         \
+    if (sq_isa_ == 4)                                                          \
+      fn##_v4(__VA_ARGS__);                                                    \
+    else if (sq_isa_ == 3)                                                     \
+      fn##_v3(__VA_ARGS__);                                                    \
+    else                                                                       \
+      fn##_base(__VA_ARGS__);                                                  \
+  } while (0)
+#else
+#define SQ_HOT_CALL(fn, ...) fn##_base(__VA_ARGS__)
+#endif
+
+/* 4 where the CPU runs x86-64-v4 code, 3 for x86-64-v3, else 0: the level
+ * SQ_HOT_CLONES picks, and the width the per-width loops run at (the tests
+ * may lower it, sq_host_isa_limit). */
+int sq_host_isa(void);
 
 #endif

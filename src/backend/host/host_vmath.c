@@ -1,7 +1,9 @@
 /* host_vmath.h: the 16-lane functions of host_math.h behind one clone-compiled
- * loop, the way additive_energies and gates_row call them. */
+ * loop, the way additive_energies and gates_row call them; the instruction
+ * set level the per-width loops run at (host_math.h, sq_host_isa). */
 #include "backend/host/host_vmath.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "backend/host/host_math.h"
@@ -21,4 +23,19 @@ void sq_host_vmath16(sq_vmath_fn fn, int n, const float *x, float *y) {
     }
     memcpy(y + i, &r, lanes * sizeof(float));
   }
+}
+
+static _Atomic int isa_limit = -1;
+
+void sq_host_isa_limit(int level) { atomic_store_explicit(&isa_limit, level, memory_order_relaxed); }
+
+int sq_host_isa(void) {
+#if SQ_HOT_BY_WIDTH
+  __builtin_cpu_init(); /* a no-op once done */
+  int level = __builtin_cpu_supports("x86-64-v4") ? 4 : __builtin_cpu_supports("x86-64-v3") ? 3 : 0;
+#else
+  int level = 0;
+#endif
+  const int limit = atomic_load_explicit(&isa_limit, memory_order_relaxed);
+  return limit >= 0 && limit < level ? limit : level;
 }

@@ -10,4 +10,9 @@ typedef enum sq_vmath_fn { SQ_VMATH_EXP, SQ_VMATH_TANH, SQ_VMATH_SIGMOID } sq_vm
  * padded with zeros). */
 void sq_host_vmath16(sq_vmath_fn fn, int n, const float *x, float *y);
 
+/* Tests only: the per-width loops run at most at this level (4, 3 or 0, see
+ * sq_host_isa) from now on, so that a test can compare the widths this CPU
+ * runs; -1 lifts the limit. Not thread-safe against running decodes. */
+void sq_host_isa_limit(int level);
+
 #endif
