@@ -36,7 +36,17 @@ seqcl_status sq_settings_from_env(seqcl_ctx *ctx, sq_settings *out) {
   out->gemm = (sq_gemm_choice)i;
   if ((out->threads = sq_threads_env(&v)) < 0)
     return bad(ctx, "SEQCL_THREADS", v, SQ_THREADS_WANT);
+  if (sq_host_isa_env(&v) == -2) return bad(ctx, "SEQCL_HOST_ISA", v, SQ_HOST_ISA_WANT);
   return SEQCL_OK;
+}
+
+int sq_host_isa_env(const char **value) {
+  static const char *const levels[] = {"auto", "v4", "v3", "base", NULL};
+  static const int level_of[] = {-1, 4, 3, 0};
+  const char *v = getenv("SEQCL_HOST_ISA");
+  if (value) *value = v;
+  const int i = pick(v, levels);
+  return i < 0 ? -2 : level_of[i];
 }
 
 int sq_threads_env(const char **value) {

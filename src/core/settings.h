@@ -84,10 +84,21 @@ typedef struct sq_settings {
  * start-up check all take it from here. */
 int sq_threads_env(const char **value);
 
+#define SQ_HOST_ISA_WANT "auto, v4, v3 or base"
+/* SEQCL_HOST_ISA: the highest instruction set level the host's loops that
+ * are compiled per vector width may run at (backend/host/host_math.h,
+ * SQ_HOT_BY_WIDTH): 4 for v4 (AVX-512), 3 for v3 (AVX2), 0 for base (16-byte
+ * vectors); -1 when unset, empty or auto (the CPU's own level), -2 for
+ * anything else. Process-wide, like SEQCL_THREADS; for tests and for
+ * measuring the narrower forms on a wider CPU. *value (optional) receives
+ * the text. */
+int sq_host_isa_env(const char **value);
+
 /* Every switch at its default: the same as an empty environment. */
 void sq_settings_default(sq_settings *s);
 
-/* Reads SEQCL_KERNELS, SEQCL_GEMM and SEQCL_THREADS. Unset or empty means the
+/* Reads SEQCL_KERNELS, SEQCL_GEMM, SEQCL_THREADS and (to check it)
+ * SEQCL_HOST_ISA. Unset or empty means the
  * default; any other value that is not one of the documented ones is
  * SEQCL_ERR_INVALID_ARGUMENT with a message naming the variable and the value.
  * ctx (may be NULL) only receives the message. */

@@ -155,6 +155,90 @@ static void gates_widths_agree(void **state) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sq_buf_free(all[i]);
 }
 
+/* Training's attention, forward and backward, per width, as above: the
+ * AVX-512 and AVX2 forms the same bits, the baseline within 1e-5 relative.
+ * N = 3, S = 21, He = 40, A = 37 (16-lane blocks, then parts of 8 and 5),
+ * additive and general, with a mask. */
+static void attention_train_widths_agree(void **state) {
+  seqcl_ctx *ctx = *state;
+  enum { N = 3, S = 21, He = 40, A = 37 };
+  th_rng r = th_seed(13);
+  static float q[N * He], keys[N * S * He], pk[N * S * A], qa[N * A], v[A], dc[N * He];
+  float bv[1];
+  th_fill(&r, q, N * He, 1);
+  th_fill(&r, keys, N * S * He, 1);
+  th_fill(&r, pk, N * S * A, 1);
+  th_fill(&r, qa, N * A, 1);
+  th_fill(&r, v, A, 1);
+  th_fill(&r, bv, 1, 1);
+  th_fill(&r, dc, N * He, 1);
+  int32_t lens[N] = {21, 9, 15}, mask[N * S];
+  for (int i = 0; i < N * S; i++) mask[i] = i % 5 != 2;
+  sq_buf *bq = th_buf(ctx, N * He, q), *bk = th_buf(ctx, N * S * He, keys);
+  sq_buf *bpk = th_buf(ctx, N * S * A, pk), *bqa = th_buf(ctx, N * A, qa);
+  sq_buf *bvv = th_buf(ctx, A, v), *bbv = th_buf(ctx, 1, bv), *bl = th_buf(ctx, N, lens);
+  sq_buf *bm = th_buf(ctx, N * S, mask), *bdc = th_buf(ctx, N * He, dc);
+  sq_buf *bu = th_buf(ctx, N * S * A, NULL), *bc = th_buf(ctx, N * He, NULL);
+  sq_buf *ba = th_buf(ctx, N * S, NULL), *bdq = th_buf(ctx, N * He, NULL);
+  sq_buf *bdk = th_buf(ctx, N * S * He, NULL), *bdpk = th_buf(ctx, N * S * A, NULL);
+  sq_buf *bdv = th_buf(ctx, A, NULL), *bdbv = th_buf(ctx, 1, NULL);
+  enum { OUT = N * S * A + N * He + N * S + N * He + N * S * He + N * S * A + A + 1 };
+  static float out[3][2][OUT];
+  const int top = sq_host_isa(), levels[3] = {4, 3, 0};
+  int ran[3] = {0, 0, 0};
+  for (int li = 0; li < 3; li++) {
+    if (levels[li] > top) continue;
+    sq_host_isa_limit(levels[li]);
+    for (int kind = 0; kind < 2; kind++) {
+      sq_attn_args a = {.kind = kind ? SQ_SCORE_GENERAL : SQ_SCORE_ADDITIVE, .N = N, .S = S,
+                        .He = He, .A = A};
+      a.qp = kind ? sq_at(bq, 0) : sq_at(bqa, 0);
+      a.ld_qp = kind ? He : A;
+      a.keys = sq_at(bk, 0);
+      a.pkeys = sq_at(bpk, 0);
+      a.v = sq_at(bvv, 0);
+      a.bv = sq_at(bbv, 0);
+      a.scale = 1.0f;
+      a.lens = sq_at(bl, 0);
+      a.mask = sq_at(bm, 0);
+      const sq_ref u = kind ? sq_none() : sq_at(bu, 0);
+      const int ldq = kind ? He : A;
+      TH_OK(sq_fill(ctx, sq_at(bu, 0), N * S * A, 0.0f));
+      TH_OK(sq_fill(ctx, sq_at(bdq, 0), N * He, 0.0f));
+      TH_OK(sq_fill(ctx, sq_at(bdk, 0), N * S * He, 0.0f));
+      TH_OK(sq_fill(ctx, sq_at(bdpk, 0), N * S * A, 0.0f));
+      TH_OK(sq_fill(ctx, sq_at(bdv, 0), A, 0.0f));
+      TH_OK(sq_fill(ctx, sq_at(bdbv, 0), 1, 0.0f));
+      TH_OK(sq_attn_fwd(ctx, &a, u, sq_at(bc, 0), He, sq_at(ba, 0)));
+      TH_OK(sq_attn_bwd(ctx, &a, sq_at(ba, 0), u, sq_at(bdc, 0), He, sq_at(bdq, 0), ldq,
+                        sq_at(bdk, 0), kind ? sq_none() : sq_at(bdpk, 0),
+                        kind ? sq_none() : sq_at(bdv, 0), kind ? sq_none() : sq_at(bdbv, 0)));
+      float *o = out[li][kind];
+      sq_buf *parts[] = {bu, bc, ba, bdq, bdk, bdpk, bdv, bdbv};
+      const size_t sizes[] = {N * S * A, N * He, N * S, N * He, N * S * He, N * S * A, A, 1};
+      for (int i = 0; i < 8; i++) {
+        TH_OK(sq_read(ctx, sq_at(parts[i], 0), o, sizes[i] * sizeof(float)));
+        o += sizes[i];
+      }
+    }
+    ran[li] = 1;
+  }
+  sq_host_isa_limit(-1);
+  for (int kind = 0; kind < 2; kind++) {
+    if (ran[0] && ran[1])
+      for (size_t i = 0; i < OUT; i++)
+        if (memcmp(&out[0][kind][i], &out[1][kind][i], sizeof(float)))
+          fail_msg("kind %d: element %zu is %.9g with AVX-512, %.9g with AVX2", kind, i,
+                   (double)out[0][kind][i], (double)out[1][kind][i]);
+    const int ref = ran[0] ? 0 : ran[1] ? 1 : 2;
+    for (size_t i = 0; i < OUT; i++)
+      check_close("baseline attention training", i, out[2][kind][i], out[ref][kind][i],
+                  1e-5 * (fabs(out[ref][kind][i]) + 1.0));
+  }
+  sq_buf *all[] = {bq, bk, bpk, bqa, bvv, bbv, bl, bm, bdc, bu, bc, ba, bdq, bdk, bdpk, bdv, bdbv};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sq_buf_free(all[i]);
+}
+
 /* Logits far beyond +-88 stay finite, rows sum to 1, invalid entries are 0. */
 static void softmax_extreme_logits(void **state) {
   seqcl_ctx *ctx = *state;
@@ -909,6 +993,7 @@ SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx,
       cmocka_unit_test(attention_all_kinds),
       cmocka_unit_test(attention_widths_agree),
       cmocka_unit_test(gates_widths_agree),
+      cmocka_unit_test(attention_train_widths_agree),
       cmocka_unit_test(rows_argmax_logsoftmax_ce_embedding),
       cmocka_unit_test(argmax_lanes_against_plain),
       cmocka_unit_test(beam_topk_against_insertion),

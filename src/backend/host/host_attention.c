@@ -63,10 +63,10 @@ static void score_block(const sq_attn_args *a, int n, int j0, int nb, float *res
     const float *pk = sq_host_f32(a->pkeys) + (src * (size_t)S + (size_t)j0) * (size_t)A;
     const float *v = sq_host_f32(a->v);
     const float bv = a->bv.buf ? sq_host_f32(a->bv)[0] : 0.0f;
-    SQ_HOT_CALL(additive_energies, nb, A, pk, qp, v, bv, a->scale, e);
+    SQ_HOT_PICK(additive_energies)(nb, A, pk, qp, v, bv, a->scale, e);
   } else {
     const float *keys = sq_host_f32(a->keys) + (src * (size_t)S + (size_t)j0) * (size_t)He;
-    SQ_HOT_CALL(dot_energies, nb, He, keys, qp, a->scale, e);
+    SQ_HOT_PICK(dot_energies)(nb, He, keys, qp, a->scale, e);
   }
 }
 
@@ -120,7 +120,7 @@ static void context_row(int S, int He, const float *restrict alpha, const float 
         idx[cnt] = j;
         w[cnt++] = alpha[j];
       }
-    if (cnt) SQ_HOT_CALL(add_keys, He, cnt, idx, w, h, c);
+    if (cnt) SQ_HOT_PICK(add_keys)(He, cnt, idx, w, h, c);
   }
 }
 
@@ -209,7 +209,7 @@ static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *rest
       idx[cnt] = j;
       w[cnt++] = p;
     }
-    SQ_HOT_CALL(add_keys, He, cnt, idx, w, keys, c);
+    SQ_HOT_PICK(add_keys)(He, cnt, idx, w, keys, c);
   }
   if (failed || no_softmax(m, sum)) {
     for (int k = 0; k < He; k++) c[k] = NAN;

@@ -47,91 +47,31 @@ static void topk_offer(const float *row, int v, int n, int K, float *bv, int *bi
   }
 }
 
-/* The K best of a row, given a bound `least` no higher than its K-th best number:
- * only the logits not below max(least, the K-th best so far) go through
- * topk_offer, in index order (a NaN fails `<` and is offered too); a block of
- * 16 all below it is passed over with one vector compare. Every logit passed
- * over is below the K best numbers, or ties the K-th with a higher index, so
- * topk_offer would turn it away: the result is the one-by-one scan's exactly. */
-SQ_HOT_CLONES
-static void row_topk(const float *row, int V, int K, float least, float *bv, int *bi) {
-  int full = 0, v = 0;
-  for (; v + SQ_VW16 <= V; v += SQ_VW16) {
-    const float t = full && bv[K - 1] > least ? bv[K - 1] : least;
-    sq_vf16 x;
-    memcpy(&x, row + v, sizeof x);
-    const sq_vi16 below = x < t;
-    int all = -1;
-    for (int i = 0; i < SQ_VW16; i++) all &= below[i];
-    if (all) continue;
-    for (int i = 0; i < SQ_VW16; i++)
-      if (!below[i]) topk_offer(row, v + i, 1, K, bv, bi, &full);
-  }
-  for (; v < V; v++)
-    if (!(row[v] < least)) topk_offer(row, v, 1, K, bv, bi, &full);
-}
-
-/* The row's maximum, NaN when any logit is NaN (as beam.cl): sixteen lanes'
- * maxima, then across the lanes. The maximum of the same values in any order
- * is the same number (a tie of -0 and +0 only changes the sign of a zero
- * maximum, which the log-sum-exp below does not see). *least gets the K-th
- * largest of the lanes' maxima over the full blocks (K <= 16 lanes): K
- * different logits are at least that large, all of them numbers, so each of
- * the row's K best numbers is too; -inf when the row has no full block. */
-SQ_HOT_CLONES
-static float row_max(const float *row, int V, int K, float *least) {
-  sq_vf16 m = (sq_vf16){0} - INFINITY;
-  sq_vi16 nan = {0};
-  int v = 0;
-  for (; v + SQ_VW16 <= V; v += SQ_VW16) {
-    sq_vf16 x;
-    memcpy(&x, row + v, sizeof x);
-    m = sq_v16_select(x > m, x, m);
-    nan |= x != x;
-  }
-  float lanes[SQ_VW16], mx = -INFINITY;
-  int any_nan = 0;
-  for (int i = 0; i < SQ_VW16; i++) {
-    mx = m[i] > mx ? m[i] : mx;
-    any_nan |= nan[i] != 0;
-    /* insertion, largest first: sixteen numbers (-inf where no block) */
-    int pos = i;
-    while (pos > 0 && lanes[pos - 1] < m[i]) {
-      lanes[pos] = lanes[pos - 1];
-      pos--;
-    }
-    lanes[pos] = m[i];
-  }
-  *least = lanes[K - 1];
-  for (; v < V; v++) {
-    mx = row[v] > mx ? row[v] : mx;
-    any_nan |= row[v] != row[v];
-  }
-  return any_nan ? NAN : mx;
-}
-
-/* log sum_v exp(x_v - mx) + mx with the 16-lane exp of host_math.h: sixteen
- * partial sums, folded in lane order (the same bits at any thread count).
- * A NaN maximum (a NaN logit) gives NaN, as beam.cl. */
-SQ_HOT_CLONES
-static float row_lse(const float *row, int V, float mx) {
-  sq_vf16 acc = {0};
-  int v = 0;
-  for (; v + SQ_VW16 <= V; v += SQ_VW16) {
-    sq_vf16 x;
-    memcpy(&x, row + v, sizeof x);
-    acc += sq_v16_exp(x - mx);
-  }
-  if (v < V) {
-    sq_vf16 x = {0};
-    memcpy(&x, row + v, (size_t)(V - v) * sizeof(float));
-    const sq_vf16 t = sq_v16_exp(x - mx);
-    for (int i = 0; i < V - v; i++) acc[i] += t[i];
-  }
-  float sum = 0.0f;
-  for (int i = 0; i < SQ_VW16; i++) sum += acc[i];
-  return isnan(mx) ? mx : mx + logf(sum);
-}
+/* The passes over a row per width (host_beam_hot.h): 16 lanes with AVX-512,
+ * two 8-lane halves with AVX2, four 4-lane quarters otherwise. */
+#if SQ_HOT_BY_WIDTH
+#define HOT_VF sq_vf16
+#define HOT_VI sq_vi16
+#define HOT_W SQ_VW16
+#define HOT_P sq_v16_
+#define HOT_ATTR SQ_HOT_V4
+#define HOT_NAME(f) f##_v4
+#include "backend/host/host_beam_hot.h"
+#define HOT_VF sq_vf8
+#define HOT_VI sq_vi8
+#define HOT_W SQ_VW8
+#define HOT_P sq_v8_
+#define HOT_ATTR SQ_HOT_V3
+#define HOT_NAME(f) f##_v3
+#include "backend/host/host_beam_hot.h"
+#endif
+#define HOT_VF sq_vf
+#define HOT_VI sq_vi
+#define HOT_W SQ_VW
+#define HOT_P sq_v_
+#define HOT_ATTR
+#define HOT_NAME(f) f##_base
+#include "backend/host/host_beam_hot.h"
 
 /* Rows [lo, hi): each its K best (value, index) by topk_better, then the
  * values less the row's log-sum-exp. */
@@ -149,9 +89,9 @@ static void topk_rows(void *arg, int lo, int hi) {
     /* a NaN logit makes the maximum NaN (as beam.cl), so every value of the
      * row is NaN and the decoder reports it */
     float least;
-    const float mx = row_max(row, V, K, &least);
-    row_topk(row, V, K, least, bv, bi);
-    const float lse = row_lse(row, V, mx);
+    const float mx = SQ_HOT_PICK(row_max)(row, V, K, &least);
+    SQ_HOT_PICK(row_topk)(row, V, K, least, bv, bi);
+    const float lse = SQ_HOT_PICK(row_lse)(row, V, mx);
     for (int i = 0; i < K; i++) {
       j->vals[(size_t)r * K + i] = bi[i] >= 0 ? bv[i] - lse : -INFINITY;
       j->ids[(size_t)r * K + i] = bi[i];

@@ -17,60 +17,69 @@ typedef struct argmax_job {
 
 /* argmax_v (xr[v] + b[v]) as torch.argmax and decode.cl: the first NaN if
  * there is one, else the first index of the maximum; 0 for a row of -inf.
- * Sixteen lanes each keep the first index of their own maximum (strictly
- * greater replaces), so the lowest index among the lanes holding the
- * maximum is the row's first; NaN never replaces (x > m is false), so a row
- * with a NaN is searched again for its first one, which only a broken model
- * produces. The scalar loop this replaced spent 7 % of a batch-64 decode
- * here: a compare and a branch per logit, one after the other. */
-SQ_HOT_CLONES
-static int row_argmax(const float *xr, const float *b, int V) {
-  sq_vf16 m = (sq_vf16){0} - INFINITY;
-  sq_vi16 at = (sq_vi16){0} - 1, nan = {0};
-  const sq_vi16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-  int v = 0;
-  for (; v + SQ_VW16 <= V; v += SQ_VW16) {
-    sq_vf16 x;
-    memcpy(&x, xr + v, sizeof x);
-    if (b) {
-      sq_vf16 y;
-      memcpy(&y, b + v, sizeof y);
-      x += y;
-    }
-    const sq_vi16 gt = x > m;
-    m = sq_v16_select(gt, x, m);
-    at = (gt & (lane + v)) | (~gt & at);
-    nan |= x != x;
+ * W lanes each keep the first index of their own maximum (strictly greater
+ * replaces), so the lowest index among the lanes holding the maximum is the
+ * row's first; NaN never replaces (x > m is false), so a row with a NaN is
+ * searched again for its first one, which only a broken model produces. The
+ * answer is an index, the same at any W: compiled per width (host_math.h,
+ * SQ_HOT_BY_WIDTH), W = 16, 8 or 4. The scalar loop this replaced spent 7 %
+ * of a batch-64 decode here: a compare and a branch per logit, one after the
+ * other. */
+#define ROW_ARGMAX_DEFINE(SUF, ATTR, VF, VI, W, SELECT)                                    \
+  ATTR static int row_argmax_##SUF(const float *xr, const float *b, int V) {               \
+    VF m = (VF){0} - INFINITY;                                                             \
+    VI at = (VI){0} - 1, nan = {0}, lane;                                                  \
+    for (int i = 0; i < (W); i++) lane[i] = i;                                             \
+    int v = 0;                                                                             \
+    for (; v + (W) <= V; v += (W)) {                                                       \
+      VF x;                                                                                \
+      memcpy(&x, xr + v, sizeof x);                                                        \
+      if (b) {                                                                             \
+        VF y;                                                                              \
+        memcpy(&y, b + v, sizeof y);                                                       \
+        x += y;                                                                            \
+      }                                                                                    \
+      const VI gt = x > m;                                                                 \
+      m = SELECT(gt, x, m);                                                                \
+      at = (gt & (lane + v)) | (~gt & at);                                                 \
+      nan |= x != x;                                                                       \
+    }                                                                                      \
+    int best = -1, any_nan = 0;                                                            \
+    float bestv = -INFINITY;                                                               \
+    for (int i = 0; i < (W); i++) {                                                        \
+      any_nan |= nan[i] != 0;                                                              \
+      if (at[i] >= 0 && (m[i] > bestv || (m[i] == bestv && at[i] < best))) {              \
+        bestv = m[i];                                                                      \
+        best = at[i];                                                                      \
+      }                                                                                    \
+    }                                                                                      \
+    for (; v < V; v++) { /* after every lane's index: strictly greater */                  \
+      const float val = b ? xr[v] + b[v] : xr[v];                                          \
+      any_nan |= val != val;                                                               \
+      if (val > bestv) {                                                                   \
+        bestv = val;                                                                       \
+        best = v;                                                                          \
+      }                                                                                    \
+    }                                                                                      \
+    if (any_nan)                                                                           \
+      for (v = 0; v < V; v++) {                                                            \
+        const float val = b ? xr[v] + b[v] : xr[v];                                        \
+        if (val != val) return v;                                                          \
+      }                                                                                    \
+    return best < 0 ? 0 : best;                                                            \
   }
-  int best = -1, any_nan = 0;
-  float bestv = -INFINITY;
-  for (int i = 0; i < SQ_VW16; i++) {
-    any_nan |= nan[i] != 0;
-    if (at[i] >= 0 && (m[i] > bestv || (m[i] == bestv && at[i] < best))) {
-      bestv = m[i];
-      best = at[i];
-    }
-  }
-  for (; v < V; v++) { /* after every lane's index: strictly greater */
-    const float val = b ? xr[v] + b[v] : xr[v];
-    any_nan |= val != val;
-    if (val > bestv) {
-      bestv = val;
-      best = v;
-    }
-  }
-  if (any_nan)
-    for (v = 0; v < V; v++) {
-      const float val = b ? xr[v] + b[v] : xr[v];
-      if (val != val) return v;
-    }
-  return best < 0 ? 0 : best;
-}
+
+#if SQ_HOT_BY_WIDTH
+ROW_ARGMAX_DEFINE(v4, SQ_HOT_V4, sq_vf16, sq_vi16, SQ_VW16, sq_v16_select)
+ROW_ARGMAX_DEFINE(v3, SQ_HOT_V3, sq_vf8, sq_vi8, SQ_VW8, sq_v8_select)
+#endif
+ROW_ARGMAX_DEFINE(base, , sq_vf, sq_vi, SQ_VW, sq_v_select)
+
 
 static void argmax_rows(void *arg, int lo, int hi) {
   const argmax_job *j = arg;
   for (int n = lo; n < hi; n++)
-    j->out[n] = row_argmax(j->x + (size_t)n * (size_t)j->ld, j->b, j->V);
+    j->out[n] = SQ_HOT_PICK(row_argmax)(j->x + (size_t)n * (size_t)j->ld, j->b, j->V);
 }
 
 seqcl_status sq_host_argmax(sq_backend *be, int N, int V, sq_ref x, int ld, sq_ref bias,

@@ -52,22 +52,28 @@ static void philox_blocks(uint32_t first, const uint32_t ctr[3], const uint32_t 
     out[4 * b] = c0[b], out[4 * b + 1] = c1[b], out[4 * b + 2] = c2[b], out[4 * b + 3] = c3[b];
 }
 
-/* One full draw of 4 * PHILOX_LANES elements: the scalar select below, sixteen
- * lanes at a time (GCC's -O2 keeps the scalar loop scalar). */
-typedef uint32_t philox_vu16 __attribute__((vector_size(64)));
-
-SQ_HOT_CLONES
-static void keep_block(const uint32_t *word, uint32_t threshold, float scale, const float *x,
-                       float *y) {
-  for (int i = 0; i < 4 * PHILOX_LANES; i += SQ_VW16) {
-    philox_vu16 w;
-    sq_vf16 v;
-    memcpy(&w, word + i, sizeof w);
-    memcpy(&v, x + i, sizeof v);
-    v = sq_v16_select((sq_vi16)(w >= threshold), v * scale, (sq_vf16){0});
-    memcpy(y + i, &v, sizeof v);
+/* One full draw of 4 * PHILOX_LANES elements: the scalar select below, W
+ * lanes at a time (GCC's -O2 keeps the scalar loop scalar), compiled per
+ * vector width (host_math.h, SQ_HOT_BY_WIDTH); elementwise, so the same bits
+ * at every width. */
+#define KEEP_BLOCK_DEFINE(SUF, ATTR, VF, VI, W, SELECT)                                     \
+  ATTR static void keep_block_##SUF(const uint32_t *word, uint32_t threshold, float scale,  \
+                                    const float *x, float *y) {                            \
+    typedef uint32_t vu __attribute__((vector_size(sizeof(VF))));                          \
+    for (int i = 0; i < 4 * PHILOX_LANES; i += (W)) {                                      \
+      vu w;                                                                                \
+      VF v;                                                                                \
+      memcpy(&w, word + i, sizeof w);                                                      \
+      memcpy(&v, x + i, sizeof v);                                                         \
+      v = SELECT((VI)(w >= threshold), v * scale, (VF){0});                                \
+      memcpy(y + i, &v, sizeof v);                                                         \
+    }                                                                                      \
   }
-}
+#if SQ_HOT_BY_WIDTH
+KEEP_BLOCK_DEFINE(v4, SQ_HOT_V4, sq_vf16, sq_vi16, SQ_VW16, sq_v16_select)
+KEEP_BLOCK_DEFINE(v3, SQ_HOT_V3, sq_vf8, sq_vi8, SQ_VW8, sq_v8_select)
+#endif
+KEEP_BLOCK_DEFINE(base, , sq_vf, sq_vi, SQ_VW, sq_v_select)
 
 /* Element e = r * cols + c takes word e % 4 of block e / 4; a row's words are
  * drawn PHILOX_LANES blocks at a time from the block of its first element
@@ -86,7 +92,7 @@ static void dropout_rows(void *arg, int lo, int hi) {
       const uint64_t from = w0 > e0 ? w0 : e0;
       uint64_t to = w0 + 4 * PHILOX_LANES;
       if (from == w0 && to <= e0 + (uint64_t)a->cols) {
-        keep_block(word, a->threshold, a->scale, xr + (w0 - e0), yr + (w0 - e0));
+        SQ_HOT_PICK(keep_block)(word, a->threshold, a->scale, xr + (w0 - e0), yr + (w0 - e0));
         continue;
       }
       if (to > e0 + (uint64_t)a->cols) to = e0 + (uint64_t)a->cols;

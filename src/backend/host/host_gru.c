@@ -33,8 +33,6 @@ static inline __attribute__((always_inline)) void gates_chunk(int H, int j, int 
 
 /* gates_row per width (host_math.h, SQ_HOT_BY_WIDTH): 16 lanes with
  * AVX-512, 8 with AVX2, and the baseline's 4 (gates_chunk alone). */
-#define HOT_CAT2(a, b) a##b
-#define HOT_CAT(a, b) HOT_CAT2(a, b)
 #if SQ_HOT_BY_WIDTH
 #define HOT_VF sq_vf16
 #define HOT_W SQ_VW16
@@ -75,7 +73,7 @@ static void gates_rows(void *arg, int lo, int hi) {
      * (the fronts require lens for the reverse direction). */
     size_t t = (size_t)g->step;
     if (lens && g->reverse) t = (size_t)(lens[n] - 1 - g->step);
-    SQ_HOT_CALL(gates_row, H, gi + (size_t)n * g->gi_sn + t * g->gi_st,
+    SQ_HOT_PICK(gates_row)(H, gi + (size_t)n * g->gi_sn + t * g->gi_st,
                 gh + (size_t)n * (size_t)g->ld_gh, bi, bh, h + (size_t)n * (size_t)H,
                 out ? out + (size_t)n * g->out_sn + t * g->out_st : NULL);
   }

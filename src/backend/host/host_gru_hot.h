@@ -3,7 +3,7 @@
  * HOT_NAME(gates_row) compiled with HOT_ATTR, HOT_P the host_math.h prefix of
  * that width's functions. Every lane runs gates_chunk's operations in its
  * order, so every width gives the same bits where multiply-adds fuse alike. */
-#define HOT_FN(f) HOT_CAT(HOT_P, f)
+#define HOT_FN(f) SQ_HOT_CAT(HOT_P, f)
 
 static inline __attribute__((always_inline)) HOT_VF HOT_NAME(load)(const float *p) {
   HOT_VF v;

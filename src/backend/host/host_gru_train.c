@@ -1,10 +1,10 @@
 /* The GRU step of training on the host: the forward that keeps its gates
  * (gru_fwd) and the backward of the gates (gru_gates_bwd), rows split across
- * the host pool. Hidden units run 16 lanes at a time, then 4, then the rest
- * (the vector sigmoid/tanh of host_math.h, one macro for both widths, so every
- * unit gets the same operations whatever its lane: the same bits), compiled
- * once per instruction set (SQ_HOT_CLONES). The arithmetic is the scalar
- * form's, term for term, in the same order. */
+ * the host pool. Hidden units run 16 lanes at a time with AVX-512, 8 with
+ * AVX2, then 4, then the rest (the vector sigmoid/tanh of host_math.h, one
+ * macro for every width, so every unit gets the same operations whatever its
+ * lane: the same bits), compiled per width (host_math.h, SQ_HOT_BY_WIDTH).
+ * The arithmetic is the scalar form's, term for term, in the same order. */
 #include <string.h>
 
 #include "backend/host/host.h"
@@ -13,16 +13,6 @@
 
 SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
 
-static inline __attribute__((always_inline)) sq_vf16 ld16(const float *p, int w) {
-  (void)w; /* always 16 */
-  sq_vf16 v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-static inline __attribute__((always_inline)) void st16(float *p, sq_vf16 v, int w) {
-  (void)w;
-  memcpy(p, &v, sizeof v);
-}
 
 /* Units [k, k + w) of one row (w lanes of VF at most): the forward keeps
  * r, z, n and W_hn h + b_hn in sv (optional); the backward reads them from sv
@@ -85,30 +75,66 @@ static inline __attribute__((always_inline)) void st16(float *p, sq_vf16 v, int 
 #define g4_sigmoid sq_v_sigmoid
 #define g4_tanh sq_v_tanh
 
+#if SQ_HOT_BY_WIDTH /* 16 lanes for AVX-512 */
+static inline __attribute__((always_inline)) sq_vf16 ld16(const float *p, int w) {
+  (void)w; /* always 16 */
+  sq_vf16 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline __attribute__((always_inline)) void st16(float *p, sq_vf16 v, int w) {
+  (void)w;
+  memcpy(p, &v, sizeof v);
+}
 GRU_TRAIN_DEFINE(g16_, sq_vf16, ld16, st16)
+#endif
 /* 4 lanes, the last chunk partial (sq_v_load/store take the lane count) */
 #define ld4(p, w) sq_v_load((p), (w))
 #define st4(p, v, w) sq_v_store((p), (v), (w))
 GRU_TRAIN_DEFINE(g4_, sq_vf, ld4, st4)
 
-SQ_HOT_CLONES
-static void fwd_row(int H, const float *gi, const float *gh, const float *bi, const float *bh,
-                    float *h, float *out, float *sv) {
-  int k = 0;
-  for (; k + SQ_VW16 <= H; k += SQ_VW16) g16_fwd_chunk(H, k, SQ_VW16, gi, gh, bi, bh, h, out, sv);
-  for (; k < H; k += SQ_VW) g4_fwd_chunk(H, k, H - k < SQ_VW ? H - k : SQ_VW, gi, gh, bi, bh, h, out, sv);
+#if SQ_HOT_BY_WIDTH /* 8 lanes for AVX2 */
+static inline __attribute__((always_inline)) sq_vf8 ld8(const float *p, int w) {
+  (void)w; /* always 8 */
+  sq_vf8 v;
+  memcpy(&v, p, sizeof v);
+  return v;
 }
+static inline __attribute__((always_inline)) void st8(float *p, sq_vf8 v, int w) {
+  (void)w;
+  memcpy(p, &v, sizeof v);
+}
+#define g8_sigmoid sq_v8_sigmoid
+#define g8_tanh sq_v8_tanh
+GRU_TRAIN_DEFINE(g8_, sq_vf8, ld8, st8)
+#endif
 
-SQ_HOT_CLONES
-static void bwd_row(int H, const float *gi, const float *gh, const float *bi, const float *bh,
-                    const float *sv, const float *hp, const float *dout, float *dh, float *dgi,
-                    float *dgh) {
-  int k = 0;
-  for (; k + SQ_VW16 <= H; k += SQ_VW16)
-    g16_bwd_chunk(H, k, SQ_VW16, gi, gh, bi, bh, sv, hp, dout, dh, dgi, dgh);
-  for (; k < H; k += SQ_VW)
-    g4_bwd_chunk(H, k, H - k < SQ_VW ? H - k : SQ_VW, gi, gh, bi, bh, sv, hp, dout, dh, dgi, dgh);
-}
+/* One row's forward and backward, W lanes of prefix P at a time then 4 (the
+ * last chunk partial), compiled per width (host_math.h, SQ_HOT_BY_WIDTH). */
+#define GRU_ROWS_DEFINE(SUF, ATTR, P, W)                                                      \
+  ATTR static void fwd_row_##SUF(int H, const float *gi, const float *gh, const float *bi,    \
+                                 const float *bh, float *h, float *out, float *sv) {          \
+    int k = 0;                                                                                \
+    for (; k + (W) <= H; k += (W)) P##fwd_chunk(H, k, (W), gi, gh, bi, bh, h, out, sv);       \
+    for (; k < H; k += SQ_VW)                                                                 \
+      g4_fwd_chunk(H, k, H - k < SQ_VW ? H - k : SQ_VW, gi, gh, bi, bh, h, out, sv);          \
+  }                                                                                           \
+  ATTR static void bwd_row_##SUF(int H, const float *gi, const float *gh, const float *bi,    \
+                                 const float *bh, const float *sv, const float *hp,           \
+                                 const float *dout, float *dh, float *dgi, float *dgh) {      \
+    int k = 0;                                                                                \
+    for (; k + (W) <= H; k += (W))                                                            \
+      P##bwd_chunk(H, k, (W), gi, gh, bi, bh, sv, hp, dout, dh, dgi, dgh);                    \
+    for (; k < H; k += SQ_VW)                                                                 \
+      g4_bwd_chunk(H, k, H - k < SQ_VW ? H - k : SQ_VW, gi, gh, bi, bh, sv, hp, dout, dh, dgi, \
+                   dgh);                                                                      \
+  }
+
+#if SQ_HOT_BY_WIDTH
+GRU_ROWS_DEFINE(v4, SQ_HOT_V4, g16_, SQ_VW16)
+GRU_ROWS_DEFINE(v3, SQ_HOT_V3, g8_, SQ_VW8)
+#endif
+GRU_ROWS_DEFINE(base, , g4_, SQ_VW)
 
 static void gru_gates_bwd_rows(void *arg, int lo, int hi) {
   const sq_gru_bwd_args *g = arg;
@@ -131,9 +157,9 @@ static void gru_gates_bwd_rows(void *arg, int lo, int hi) {
         g->dout.buf ? sq_host_f32(g->dout) + (size_t)n * g->dout_sn + (size_t)t * g->dout_st : NULL;
     const float *sv =
         g->saved.buf ? sq_host_f32(g->saved) + (size_t)n * g->sv_sn + (size_t)t * g->sv_st : NULL;
-    bwd_row(H, sq_host_f32(g->gi) + at, sq_host_f32(g->gh) + (size_t)n * g->ld_gh, bih, bhh, sv,
-            sq_host_f32(g->h_prev) + (size_t)n * H, dout, sq_host_f32(g->dh) + (size_t)n * H,
-            sq_host_f32(g->dgi) + at, dgh);
+    SQ_HOT_PICK(bwd_row)(H, sq_host_f32(g->gi) + at, sq_host_f32(g->gh) + (size_t)n * g->ld_gh,
+                         bih, bhh, sv, sq_host_f32(g->h_prev) + (size_t)n * H, dout,
+                         sq_host_f32(g->dh) + (size_t)n * H, sq_host_f32(g->dgi) + at, dgh);
   }
 }
 
@@ -163,9 +189,9 @@ static void gru_fwd_rows(void *arg, int lo, int hi) {
     float *sv = job->saved.buf
                     ? sq_host_f32(job->saved) + (size_t)n * job->sv_sn + (size_t)t * job->sv_st
                     : NULL;
-    fwd_row(H, sq_host_f32(g->gi) + (size_t)n * g->gi_sn + (size_t)t * g->gi_st,
-            sq_host_f32(g->gh) + (size_t)n * g->ld_gh, bih, bhh, sq_host_f32(g->h) + (size_t)n * H,
-            out, sv);
+    SQ_HOT_PICK(fwd_row)(H, sq_host_f32(g->gi) + (size_t)n * g->gi_sn + (size_t)t * g->gi_st,
+                sq_host_f32(g->gh) + (size_t)n * g->ld_gh, bih, bhh,
+                sq_host_f32(g->h) + (size_t)n * H, out, sv);
   }
 }
 

@@ -235,26 +235,34 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
   return SEQCL_OK;
 }
 
-/* Sixteen columns per vector where they fill one (see bias_grad_cols). */
-SQ_HOT_CLONES
-static void add_bias_rows(int rows, int cols, float *ys, int ld, const float *b) {
-  for (int r = 0; r < rows; r++) {
-    float *yr = ys + (size_t)r * (size_t)ld;
-    int c = 0;
-    for (; c + SQ_VW16 <= cols; c += SQ_VW16) {
-      sq_vf16 v, bv;
-      memcpy(&v, yr + c, sizeof v);
-      memcpy(&bv, b + c, sizeof bv);
-      v += bv;
-      memcpy(yr + c, &v, sizeof v);
-    }
-    for (; c < cols; c++) yr[c] += b[c];
+/* b added to each row, W columns per vector where they fill one (compiled
+ * per vector width, host_math.h; elementwise, so the same bits at every
+ * width). */
+#define ADD_BIAS_DEFINE(SUF, ATTR, VF, W)                                                   \
+  ATTR static void add_bias_rows_##SUF(int rows, int cols, float *ys, int ld,              \
+                                       const float *b) {                                   \
+    for (int r = 0; r < rows; r++) {                                                       \
+      float *yr = ys + (size_t)r * (size_t)ld;                                             \
+      int c = 0;                                                                           \
+      for (; c + (W) <= cols; c += (W)) {                                                  \
+        VF v, bv;                                                                          \
+        memcpy(&v, yr + c, sizeof v);                                                      \
+        memcpy(&bv, b + c, sizeof bv);                                                     \
+        v += bv;                                                                           \
+        memcpy(yr + c, &v, sizeof v);                                                      \
+      }                                                                                    \
+      for (; c < cols; c++) yr[c] += b[c];                                                 \
+    }                                                                                      \
   }
-}
+#if SQ_HOT_BY_WIDTH
+ADD_BIAS_DEFINE(v4, SQ_HOT_V4, sq_vf16, SQ_VW16)
+ADD_BIAS_DEFINE(v3, SQ_HOT_V3, sq_vf8, SQ_VW8)
+#endif
+ADD_BIAS_DEFINE(base, , sq_vf, SQ_VW)
 
 seqcl_status sq_host_add_bias(sq_backend *be, int rows, int cols, sq_ref y, int ld, sq_ref bias) {
   (void)be;
-  add_bias_rows(rows, cols, sq_host_f32(y), ld, sq_host_f32(bias));
+  SQ_HOT_PICK(add_bias_rows)(rows, cols, sq_host_f32(y), ld, sq_host_f32(bias));
   return SEQCL_OK;
 }
 
@@ -273,28 +281,36 @@ typedef struct bias_grad_job {
 } bias_grad_job;
 
 /* Columns [lo, hi): each column is summed over the rows in row order, so the
- * bits do not depend on the split. Sixteen columns per vector (a lane per
- * column, so the same order and bits as one column at a time): GCC's -O2
- * leaves a loop of unknown length scalar, and the scalar form was 3% of a G2P
- * training step. */
-SQ_HOT_CLONES
+ * bits do not depend on the split. W columns per vector (a lane per column,
+ * so the same order and bits as one column at a time, at every width; compiled
+ * per vector width, host_math.h): GCC's -O2 leaves a loop of unknown length
+ * scalar, and the scalar form was 3% of a G2P training step. */
+#define BIAS_GRAD_DEFINE(SUF, ATTR, VF, W)                                                  \
+  ATTR static void bias_grad_span_##SUF(const bias_grad_job *j, int lo, int hi) {          \
+    float *db = j->db;                                                                     \
+    int c = lo;                                                                            \
+    for (; c + (W) <= hi; c += (W)) {                                                      \
+      VF acc, row;                                                                         \
+      memcpy(&acc, db + c, sizeof acc);                                                    \
+      for (int r = 0; r < j->rows; r++) {                                                  \
+        memcpy(&row, j->dy + (size_t)r * (size_t)j->ld + c, sizeof row);                   \
+        acc += row;                                                                        \
+      }                                                                                    \
+      memcpy(db + c, &acc, sizeof acc);                                                    \
+    }                                                                                      \
+    for (int r = 0; r < j->rows && c < hi; r++) {                                          \
+      const float *restrict row = j->dy + (size_t)r * (size_t)j->ld;                       \
+      for (int k = c; k < hi; k++) db[k] += row[k];                                        \
+    }                                                                                      \
+  }
+#if SQ_HOT_BY_WIDTH
+BIAS_GRAD_DEFINE(v4, SQ_HOT_V4, sq_vf16, SQ_VW16)
+BIAS_GRAD_DEFINE(v3, SQ_HOT_V3, sq_vf8, SQ_VW8)
+#endif
+BIAS_GRAD_DEFINE(base, , sq_vf, SQ_VW)
+
 static void bias_grad_cols(void *arg, int lo, int hi) {
-  const bias_grad_job *j = arg;
-  float *db = j->db;
-  int c = lo;
-  for (; c + SQ_VW16 <= hi; c += SQ_VW16) {
-    sq_vf16 acc, row;
-    memcpy(&acc, db + c, sizeof acc);
-    for (int r = 0; r < j->rows; r++) {
-      memcpy(&row, j->dy + (size_t)r * (size_t)j->ld + c, sizeof row);
-      acc += row;
-    }
-    memcpy(db + c, &acc, sizeof acc);
-  }
-  for (int r = 0; r < j->rows && c < hi; r++) {
-    const float *restrict row = j->dy + (size_t)r * (size_t)j->ld;
-    for (int k = c; k < hi; k++) db[k] += row[k];
-  }
+  SQ_HOT_PICK(bias_grad_span)((const bias_grad_job *)arg, lo, hi);
 }
 
 seqcl_status sq_host_bias_grad(sq_backend *be, int rows, int cols, sq_ref dyr, int ld,

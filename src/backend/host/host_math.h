@@ -192,21 +192,27 @@ SQ_VMATH_DEFINE(sq_v8_, sq_vf8, sq_vi8)
 #define SQ_HOT_BY_WIDTH 0
 #endif
 
-/* fn##_v4, fn##_v3 or fn##_base (args) by sq_host_isa(): the call of a loop
- * compiled per width. */
+/* v unchanged, but the product that made it can no longer be fused into the
+ * add that follows: where GCC fuses a multiply-add depends on how it laid out
+ * the code around it, which differs between widths (training's dv update was
+ * fused at one width and not at the other). An empty asm that may change v. */
 #if SQ_HOT_BY_WIDTH
-#define SQ_HOT_CALL(fn, ...)                                                   \
-  do {                                                                         \
-    const int sq_isa_ = sq_host_isa();                                         \
-    if (sq_isa_ == 4)                                                          \
-      fn##_v4(__VA_ARGS__);                                                    \
-    else if (sq_isa_ == 3)                                                     \
-      fn##_v3(__VA_ARGS__);                                                    \
-    else                                                                       \
-      fn##_base(__VA_ARGS__);                                                  \
-  } while (0)
+#define SQ_HOT_ROUNDED(v) __asm__("" : "+v"(v))
 #else
-#define SQ_HOT_CALL(fn, ...) fn##_base(__VA_ARGS__)
+#define SQ_HOT_ROUNDED(v) ((void)0)
+#endif
+
+/* a##b after expanding both: a width's function prefix and a name */
+#define SQ_HOT_CAT2(a, b) a##b
+#define SQ_HOT_CAT(a, b) SQ_HOT_CAT2(a, b)
+
+/* The form of a loop compiled per width that this CPU runs, by sq_host_isa():
+ * fn##_v4, fn##_v3 or fn##_base (all of one type), called as
+ * SQ_HOT_PICK(fn)(args). */
+#if SQ_HOT_BY_WIDTH
+#define SQ_HOT_PICK(fn) (sq_host_isa() == 4 ? fn##_v4 : sq_host_isa() == 3 ? fn##_v3 : fn##_base)
+#else
+#define SQ_HOT_PICK(fn) fn##_base
 #endif
 
 /* 4 where the CPU runs x86-64-v4 code, 3 for x86-64-v3, else 0: the level

@@ -3,10 +3,12 @@
  * set level the per-width loops run at (host_math.h, sq_host_isa). */
 #include "backend/host/host_vmath.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "backend/host/host_math.h"
+#include "core/settings.h"
 
 SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
 
@@ -29,13 +31,25 @@ static _Atomic int isa_limit = -1;
 
 void sq_host_isa_limit(int level) { atomic_store_explicit(&isa_limit, level, memory_order_relaxed); }
 
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static int env_level = -1; /* SEQCL_HOST_ISA, read once; an invalid value fails at the context */
+
+static void read_env(void) {
+  const int v = sq_host_isa_env(NULL);
+  env_level = v >= 0 ? v : -1;
+}
+
 int sq_host_isa(void) {
 #if SQ_HOT_BY_WIDTH
   __builtin_cpu_init(); /* a no-op once done */
-  int level = __builtin_cpu_supports("x86-64-v4") ? 4 : __builtin_cpu_supports("x86-64-v3") ? 3 : 0;
+  int level = __builtin_cpu_supports("x86-64-v4")   ? 4
+              : __builtin_cpu_supports("x86-64-v3") ? 3
+                                                    : 0;
 #else
   int level = 0;
 #endif
+  pthread_once(&env_once, read_env);
+  if (env_level >= 0 && env_level < level) level = env_level;
   const int limit = atomic_load_explicit(&isa_limit, memory_order_relaxed);
   return limit >= 0 && limit < level ? limit : level;
 }
