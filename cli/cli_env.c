@@ -31,6 +31,7 @@ int cli_check_env(void) {
     if (!strcmp(v, "info") || !strcmp(v, "debug")) cli_verbose = 1;
   }
   if (sq_threads_env(&v) < 0) return env_error("SEQCL_THREADS", v, SQ_THREADS_WANT);
+  if (sq_host_isa_env(&v) == -2) return env_error("SEQCL_HOST_ISA", v, SQ_HOST_ISA_WANT);
   if ((v = getenv("SEQCL_CACHE")) && *v && !one_of(v, switches))
     return env_error("SEQCL_CACHE", v, "0 or 1");
   if ((v = getenv("SEQCL_SELFCHECK")) && *v && !one_of(v, switches))

@@ -117,6 +117,12 @@ group_options() {
 group_env() {
   run_case "SEQCL_THREADS=abc" 2 "SEQCL_THREADS|abc" -- env SEQCL_THREADS=abc "$seqcl" devices
   run_case "SEQCL_THREADS=0" 2 "SEQCL_THREADS" -- env SEQCL_THREADS=0 "$seqcl" info --model "$gold"
+  run_case "SEQCL_HOST_ISA=avx" 2 "SEQCL_HOST_ISA|avx" -- env SEQCL_HOST_ISA=avx "$seqcl" devices
+  run_case "SEQCL_HOST_ISA=base" 0 "" -- env SEQCL_HOST_ISA=base "$seqcl" decode --model "$gold" \
+    --src "$gold/src.txt" --out o_base.txt
+  run_case "SEQCL_HOST_ISA=auto" 0 "" -- env SEQCL_HOST_ISA=auto "$seqcl" decode --model "$gold" \
+    --src "$gold/src.txt" --out o_auto.txt
+  [ -s o_base.txt ] && [ -s o_auto.txt ] || fail "SEQCL_HOST_ISA decodes wrote nothing"
   run_case "SEQCL_LOG=loud" 2 "SEQCL_LOG|loud" -- env SEQCL_LOG=loud "$seqcl" devices
   run_case "SEQCL_CACHE=no" 2 "SEQCL_CACHE" -- env SEQCL_CACHE=no "$seqcl" devices
   run_case "SEQCL_SELFCHECK=maybe" 2 "SEQCL_SELFCHECK" -- env SEQCL_SELFCHECK=maybe "$seqcl" devices
