@@ -29,26 +29,8 @@
 SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
 enum { FUSED_BLOCK = 32 }; /* positions per block of the fused step */
 
-#if SQ_HOT_BY_WIDTH
-#define HOT_VF sq_vf16
-#define HOT_W SQ_VW16
-#define HOT_TANH sq_v16_tanh
-#define HOT_ATTR SQ_HOT_V4
-#define HOT_NAME(f) f##_v4
-#include "backend/host/host_attention_hot.h"
-#define HOT_VF sq_vf8
-#define HOT_W SQ_VW8
-#define HOT_TANH sq_v8_tanh
-#define HOT_ATTR SQ_HOT_V3
-#define HOT_NAME(f) f##_v3
-#include "backend/host/host_attention_hot.h"
-#endif
-#define HOT_VF sq_vf
-#define HOT_W SQ_VW
-#define HOT_TANH sq_v_tanh
-#define HOT_ATTR
-#define HOT_NAME(f) f##_base
-#include "backend/host/host_attention_hot.h"
+#define SQ_HOT_TEMPLATE "backend/host/host_attention_hot.h"
+#include "backend/host/host_widths.h"
 
 /* Energies of row n for positions j0 .. j0+nb-1 (score_block), and for
  * j < len with positions len..S-1 set to 0 (score_row: finite, as the

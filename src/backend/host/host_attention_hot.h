@@ -1,7 +1,7 @@
 /* The attention loops that carry vectors from one iteration to the next,
  * written once over HOT_VF, a vector of HOT_W float lanes, and included by
- * host_attention.c once per width (host_math.h, SQ_HOT_BY_WIDTH): each
- * function is named HOT_NAME(f) and compiled with HOT_ATTR. Every loop keeps
+ * host_attention.c once per width (host_widths.h): each function is named
+ * HOT_NAME(f) and compiled with HOT_ATTR. Every loop keeps
  * sixteen logical lanes, 16 / HOT_W vectors of them, so the arithmetic per
  * lane and the order lanes are folded in are the same at every width. */
 #define HOT_NV (16 / HOT_W)
@@ -36,8 +36,8 @@ HOT_ATTR static void HOT_NAME(additive_energies)(int len, int A, const float *re
       for (int u = 0; u < HOT_NV; u++) {
         const int o = k + u * HOT_W;
         const HOT_VF qk = HOT_NAME(load)(q + o), vk = HOT_NAME(load)(v + o);
-        s0[u] += vk * HOT_TANH(HOT_NAME(load)(p0 + o) + qk);
-        s1[u] += vk * HOT_TANH(HOT_NAME(load)(p1 + o) + qk);
+        s0[u] += vk * HOT_FN(tanh)(HOT_NAME(load)(p0 + o) + qk);
+        s1[u] += vk * HOT_FN(tanh)(HOT_NAME(load)(p1 + o) + qk);
       }
     if (k < A) {
       float t[4][16] = {{0}}; /* q, v and the two positions' keys, padded */
@@ -49,8 +49,8 @@ HOT_ATTR static void HOT_NAME(additive_energies)(int len, int A, const float *re
       for (int u = 0; u < HOT_NV; u++) {
         const int o = u * HOT_W;
         const HOT_VF qk = HOT_NAME(load)(t[0] + o), vk = HOT_NAME(load)(t[1] + o);
-        s0[u] += vk * HOT_TANH(HOT_NAME(load)(t[2] + o) + qk);
-        s1[u] += vk * HOT_TANH(HOT_NAME(load)(t[3] + o) + qk);
+        s0[u] += vk * HOT_FN(tanh)(HOT_NAME(load)(t[2] + o) + qk);
+        s1[u] += vk * HOT_FN(tanh)(HOT_NAME(load)(t[3] + o) + qk);
       }
     }
     float h0 = 0.0f, h1 = 0.0f;
@@ -133,8 +133,3 @@ HOT_ATTR static void HOT_NAME(add_keys)(int He, int cnt, const int *restrict idx
 }
 
 #undef HOT_NV
-#undef HOT_VF
-#undef HOT_W
-#undef HOT_TANH
-#undef HOT_ATTR
-#undef HOT_NAME

@@ -52,26 +52,8 @@ enum { DALPHA_KEPT = 1024 };
 
 /* The rows per width (host_attention_train_hot.h): 16 lanes with AVX-512,
  * two 8-lane halves with AVX2, four 4-lane quarters otherwise. */
-#if SQ_HOT_BY_WIDTH
-#define HOT_VF sq_vf16
-#define HOT_W SQ_VW16
-#define HOT_TANH sq_v16_tanh
-#define HOT_ATTR SQ_HOT_V4
-#define HOT_NAME(f) f##_v4
-#include "backend/host/host_attention_train_hot.h"
-#define HOT_VF sq_vf8
-#define HOT_W SQ_VW8
-#define HOT_TANH sq_v8_tanh
-#define HOT_ATTR SQ_HOT_V3
-#define HOT_NAME(f) f##_v3
-#include "backend/host/host_attention_train_hot.h"
-#endif
-#define HOT_VF sq_vf
-#define HOT_W SQ_VW
-#define HOT_TANH sq_v_tanh
-#define HOT_ATTR
-#define HOT_NAME(f) f##_base
-#include "backend/host/host_attention_train_hot.h"
+#define SQ_HOT_TEMPLATE "backend/host/host_attention_train_hot.h"
+#include "backend/host/host_widths.h"
 
 static void attn_fwd_rows(void *arg, int lo, int hi) {
   for (int n = lo; n < hi; n++) SQ_HOT_PICK(attn_fwd_row)(arg, n);

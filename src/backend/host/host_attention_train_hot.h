@@ -1,7 +1,7 @@
 /* The rows of training's attention, forward and backward, written once over
  * HOT_VF (HOT_W float lanes) and included by host_attention_train.c once per
- * width (host_math.h, SQ_HOT_BY_WIDTH): each function is HOT_NAME(f),
- * compiled with HOT_ATTR, HOT_TANH that width's tanh. The inner loops keep
+ * width (host_widths.h): each function is HOT_NAME(f), compiled with
+ * HOT_ATTR. The inner loops keep
  * sixteen logical lanes (HOT_G: 16 / HOT_W vectors), so every lane runs the
  * same operations at every width and the lanes are folded in the same order:
  * the same bits. */
@@ -54,7 +54,7 @@ static inline __attribute__((always_inline)) float HOT_NAME(additive_energy)(
     const HOT_G p = HOT_NAME(ld)(pk + k, w), qq = HOT_NAME(ld)(q + k, w);
     const HOT_G vv = HOT_NAME(ld)(v + k, w);
     HOT_G t;
-    for (int i = 0; i < HOT_NV; i++) t.v[i] = HOT_TANH(p.v[i] + qq.v[i]);
+    for (int i = 0; i < HOT_NV; i++) t.v[i] = HOT_FN(tanh)(p.v[i] + qq.v[i]);
     if (u) HOT_NAME(st)(u + k, t, w);
     for (int i = 0; i < HOT_NV; i++) s[i] += vv.v[i] * t.v[i];
   }
@@ -179,7 +179,7 @@ HOT_ATTR static void HOT_NAME(attn_bwd_row)(const attn_bwd_job *job, int n) {
         u = HOT_NAME(ld)(us + k, w);
       } else {
         const HOT_G p = HOT_NAME(ld)(pk + k, w), q = HOT_NAME(ld)(qp + k, w);
-        for (int i = 0; i < HOT_NV; i++) u.v[i] = HOT_TANH(p.v[i] + q.v[i]);
+        for (int i = 0; i < HOT_NV; i++) u.v[i] = HOT_FN(tanh)(p.v[i] + q.v[i]);
       }
       const HOT_G vv = HOT_NAME(ld)(v + k, w);
       HOT_G du, t;
@@ -204,8 +204,3 @@ HOT_ATTR static void HOT_NAME(attn_bwd_row)(const attn_bwd_job *job, int n) {
 
 #undef HOT_G
 #undef HOT_NV
-#undef HOT_VF
-#undef HOT_W
-#undef HOT_TANH
-#undef HOT_ATTR
-#undef HOT_NAME

@@ -49,29 +49,8 @@ static void topk_offer(const float *row, int v, int n, int K, float *bv, int *bi
 
 /* The passes over a row per width (host_beam_hot.h): 16 lanes with AVX-512,
  * two 8-lane halves with AVX2, four 4-lane quarters otherwise. */
-#if SQ_HOT_BY_WIDTH
-#define HOT_VF sq_vf16
-#define HOT_VI sq_vi16
-#define HOT_W SQ_VW16
-#define HOT_P sq_v16_
-#define HOT_ATTR SQ_HOT_V4
-#define HOT_NAME(f) f##_v4
-#include "backend/host/host_beam_hot.h"
-#define HOT_VF sq_vf8
-#define HOT_VI sq_vi8
-#define HOT_W SQ_VW8
-#define HOT_P sq_v8_
-#define HOT_ATTR SQ_HOT_V3
-#define HOT_NAME(f) f##_v3
-#include "backend/host/host_beam_hot.h"
-#endif
-#define HOT_VF sq_vf
-#define HOT_VI sq_vi
-#define HOT_W SQ_VW
-#define HOT_P sq_v_
-#define HOT_ATTR
-#define HOT_NAME(f) f##_base
-#include "backend/host/host_beam_hot.h"
+#define SQ_HOT_TEMPLATE "backend/host/host_beam_hot.h"
+#include "backend/host/host_widths.h"
 
 /* Rows [lo, hi): each its K best (value, index) by topk_better, then the
  * values less the row's log-sum-exp. */

@@ -1,12 +1,11 @@
 /* Beam search's passes over a row of logits, written once over HOT_VF (HOT_W
  * float lanes, HOT_VI its int mask type) and included by host_beam.c once per
- * width (host_math.h, SQ_HOT_BY_WIDTH): each function is HOT_NAME(f),
- * compiled with HOT_ATTR; HOT_P is the host_math.h prefix of that width.
+ * width (host_widths.h): each function is HOT_NAME(f), compiled with
+ * HOT_ATTR.
  * Every pass keeps sixteen logical lanes, 16 / HOT_W vectors of them, so the
  * lanes' maxima, sums and the order they are folded in are the same at every
  * width. */
 #define HOT_NV (16 / HOT_W)
-#define HOT_FN(f) SQ_HOT_CAT(HOT_P, f)
 #define HOT_LANE(a, i) ((a)[(i) / HOT_W][(i) % HOT_W]) /* logical lane i */
 
 static inline __attribute__((always_inline)) HOT_VF HOT_NAME(load)(const float *p) {
@@ -106,11 +105,4 @@ HOT_ATTR static float HOT_NAME(row_lse)(const float *row, int V, float mx) {
 }
 
 #undef HOT_LANE
-#undef HOT_FN
 #undef HOT_NV
-#undef HOT_VF
-#undef HOT_VI
-#undef HOT_W
-#undef HOT_P
-#undef HOT_ATTR
-#undef HOT_NAME

@@ -25,7 +25,7 @@ typedef struct argmax_job {
  * SQ_HOT_BY_WIDTH), W = 16, 8 or 4. The scalar loop this replaced spent 7 %
  * of a batch-64 decode here: a compare and a branch per logit, one after the
  * other. */
-#define ROW_ARGMAX_DEFINE(SUF, ATTR, VF, VI, W, SELECT)                                    \
+#define ROW_ARGMAX_DEFINE(SUF, ATTR, VF, VI, W, P)                                         \
   ATTR static int row_argmax_##SUF(const float *xr, const float *b, int V) {               \
     VF m = (VF){0} - INFINITY;                                                             \
     VI at = (VI){0} - 1, nan = {0}, lane;                                                  \
@@ -40,7 +40,7 @@ typedef struct argmax_job {
         x += y;                                                                            \
       }                                                                                    \
       const VI gt = x > m;                                                                 \
-      m = SELECT(gt, x, m);                                                                \
+      m = SQ_HOT_CAT(P, select)(gt, x, m);                                                 \
       at = (gt & (lane + v)) | (~gt & at);                                                 \
       nan |= x != x;                                                                       \
     }                                                                                      \
@@ -69,11 +69,7 @@ typedef struct argmax_job {
     return best < 0 ? 0 : best;                                                            \
   }
 
-#if SQ_HOT_BY_WIDTH
-ROW_ARGMAX_DEFINE(v4, SQ_HOT_V4, sq_vf16, sq_vi16, SQ_VW16, sq_v16_select)
-ROW_ARGMAX_DEFINE(v3, SQ_HOT_V3, sq_vf8, sq_vi8, SQ_VW8, sq_v8_select)
-#endif
-ROW_ARGMAX_DEFINE(base, , sq_vf, sq_vi, SQ_VW, sq_v_select)
+SQ_HOT_WIDTHS(ROW_ARGMAX_DEFINE)
 
 
 static void argmax_rows(void *arg, int lo, int hi) {

@@ -56,7 +56,7 @@ static void philox_blocks(uint32_t first, const uint32_t ctr[3], const uint32_t 
  * lanes at a time (GCC's -O2 keeps the scalar loop scalar), compiled per
  * vector width (host_math.h, SQ_HOT_BY_WIDTH); elementwise, so the same bits
  * at every width. */
-#define KEEP_BLOCK_DEFINE(SUF, ATTR, VF, VI, W, SELECT)                                     \
+#define KEEP_BLOCK_DEFINE(SUF, ATTR, VF, VI, W, P)                                          \
   ATTR static void keep_block_##SUF(const uint32_t *word, uint32_t threshold, float scale,  \
                                     const float *x, float *y) {                            \
     typedef uint32_t vu __attribute__((vector_size(sizeof(VF))));                          \
@@ -65,15 +65,11 @@ static void philox_blocks(uint32_t first, const uint32_t ctr[3], const uint32_t 
       VF v;                                                                                \
       memcpy(&w, word + i, sizeof w);                                                      \
       memcpy(&v, x + i, sizeof v);                                                         \
-      v = SELECT((VI)(w >= threshold), v * scale, (VF){0});                                \
+      v = SQ_HOT_CAT(P, select)((VI)(w >= threshold), v * scale, (VF){0});                 \
       memcpy(y + i, &v, sizeof v);                                                         \
     }                                                                                      \
   }
-#if SQ_HOT_BY_WIDTH
-KEEP_BLOCK_DEFINE(v4, SQ_HOT_V4, sq_vf16, sq_vi16, SQ_VW16, sq_v16_select)
-KEEP_BLOCK_DEFINE(v3, SQ_HOT_V3, sq_vf8, sq_vi8, SQ_VW8, sq_v8_select)
-#endif
-KEEP_BLOCK_DEFINE(base, , sq_vf, sq_vi, SQ_VW, sq_v_select)
+SQ_HOT_WIDTHS(KEEP_BLOCK_DEFINE)
 
 /* Element e = r * cols + c takes word e % 4 of block e / 4; a row's words are
  * drawn PHILOX_LANES blocks at a time from the block of its first element

@@ -31,29 +31,10 @@ static inline __attribute__((always_inline)) void gates_chunk(int H, int j, int 
   if (out) sq_v_store(out + j, hn, w);
 }
 
-/* gates_row per width (host_math.h, SQ_HOT_BY_WIDTH): 16 lanes with
- * AVX-512, 8 with AVX2, and the baseline's 4 (gates_chunk alone). */
-#if SQ_HOT_BY_WIDTH
-#define HOT_VF sq_vf16
-#define HOT_W SQ_VW16
-#define HOT_P sq_v16_
-#define HOT_ATTR SQ_HOT_V4
-#define HOT_NAME(f) f##_v4
-#include "backend/host/host_gru_hot.h"
-#define HOT_VF sq_vf8
-#define HOT_W SQ_VW8
-#define HOT_P sq_v8_
-#define HOT_ATTR SQ_HOT_V3
-#define HOT_NAME(f) f##_v3
-#include "backend/host/host_gru_hot.h"
-#endif
-
-static void gates_row_base(int H, const float *gi, const float *gh, const float *bi,
-                           const float *bh, float *h, float *out) {
-  int j = 0;
-  for (; j + SQ_VW <= H; j += SQ_VW) gates_chunk(H, j, SQ_VW, gi, gh, bi, bh, h, out);
-  if (j < H) gates_chunk(H, j, H - j, gi, gh, bi, bh, h, out);
-}
+/* gates_row per width (host_gru_hot.h): 16 lanes with AVX-512, 8 with AVX2,
+ * 4 otherwise. */
+#define SQ_HOT_TEMPLATE "backend/host/host_gru_hot.h"
+#include "backend/host/host_widths.h"
 
 /* Rows [lo, hi); a GRU cell costs about 100 multiply-add equivalents per
  * hidden unit (two sigmoids and a tanh). */

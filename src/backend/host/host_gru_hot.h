@@ -1,10 +1,7 @@
 /* The GRU gates of one row over HOT_VF, a vector of HOT_W float lanes,
- * included by host_gru.c once per width (host_math.h, SQ_HOT_BY_WIDTH):
- * HOT_NAME(gates_row) compiled with HOT_ATTR, HOT_P the host_math.h prefix of
- * that width's functions. Every lane runs gates_chunk's operations in its
+ * included by host_gru.c once per width (host_widths.h): HOT_NAME(gates_row)
+ * compiled with HOT_ATTR. Every lane runs gates_chunk's operations in its
  * order, so every width gives the same bits where multiply-adds fuse alike. */
-#define HOT_FN(f) SQ_HOT_CAT(HOT_P, f)
-
 static inline __attribute__((always_inline)) HOT_VF HOT_NAME(load)(const float *p) {
   HOT_VF v;
   memcpy(&v, p, sizeof v);
@@ -39,9 +36,3 @@ HOT_ATTR static void HOT_NAME(gates_row)(int H, const float *gi, const float *gh
   if (j < H) gates_chunk(H, j, H - j, gi, gh, bi, bh, h, out);
 }
 
-#undef HOT_FN
-#undef HOT_VF
-#undef HOT_W
-#undef HOT_P
-#undef HOT_ATTR
-#undef HOT_NAME

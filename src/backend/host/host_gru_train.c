@@ -13,128 +13,97 @@
 
 SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
 
-
-/* Units [k, k + w) of one row (w lanes of VF at most): the forward keeps
- * r, z, n and W_hn h + b_hn in sv (optional); the backward reads them from sv
- * or, without it, computes them again the same way. An absent bias adds 0. */
-#define GRU_TRAIN_DEFINE(P, VF, LD, ST)                                                       \
-  static inline __attribute__((always_inline)) VF P##opt(const float *b, int k, int w) {      \
-    return b ? LD(b + k, w) : (VF){0};                                                        \
-  }                                                                                           \
-  static inline __attribute__((always_inline)) void P##gates(                                 \
-      int H, int k, int w, const float *gi, const float *gh, const float *bi,                 \
-      const float *bh, VF *r, VF *z, VF *nn, VF *hn) {                                        \
-    *r = P##sigmoid(LD(gi + k, w) + LD(gh + k, w) + P##opt(bi, k, w) + P##opt(bh, k, w));     \
-    *z = P##sigmoid(LD(gi + H + k, w) + LD(gh + H + k, w) + P##opt(bi, H + k, w) +            \
-                    P##opt(bh, H + k, w));                                                    \
-    *hn = LD(gh + 2 * H + k, w) + P##opt(bh, 2 * H + k, w);                                   \
-    *nn = P##tanh(LD(gi + 2 * H + k, w) + P##opt(bi, 2 * H + k, w) + *r * *hn);               \
-  }                                                                                           \
-  static inline __attribute__((always_inline)) void P##fwd_chunk(                             \
-      int H, int k, int w, const float *gi, const float *gh, const float *bi,                 \
-      const float *bh, float *h, float *out, float *sv) {                                     \
-    VF r, z, nn, hn;                                                                          \
-    P##gates(H, k, w, gi, gh, bi, bh, &r, &z, &nn, &hn);                                      \
-    VF hv = (1.0f - z) * nn + z * LD(h + k, w);                                               \
-    ST(h + k, hv, w);                                                                         \
-    if (out) ST(out + k, hv, w);                                                              \
-    if (sv) {                                                                                 \
-      ST(sv + k, r, w);                                                                       \
-      ST(sv + H + k, z, w);                                                                   \
-      ST(sv + 2 * H + k, nn, w);                                                              \
-      ST(sv + 3 * H + k, hn, w);                                                              \
-    }                                                                                         \
-  }                                                                                           \
-  static inline __attribute__((always_inline)) void P##bwd_chunk(                             \
-      int H, int k, int w, const float *gi, const float *gh, const float *bi,                 \
-      const float *bh, const float *sv, const float *hp, const float *dout, float *dh,        \
-      float *dgi, float *dgh) {                                                               \
-    VF r, z, nn, hn;                                                                          \
-    if (sv) {                                                                                 \
-      r = LD(sv + k, w), z = LD(sv + H + k, w), nn = LD(sv + 2 * H + k, w);                   \
-      hn = LD(sv + 3 * H + k, w);                                                             \
-    } else {                                                                                  \
-      P##gates(H, k, w, gi, gh, bi, bh, &r, &z, &nn, &hn);                                    \
-    }                                                                                         \
-    VF d = LD(dh + k, w) + P##opt(dout, k, w);                                                \
-    VF dan = d * (1.0f - z) * (1.0f - nn * nn);                                               \
-    VF daz = d * (LD(hp + k, w) - nn) * z * (1.0f - z);                                       \
-    VF dar = dan * hn * r * (1.0f - r);                                                       \
-    ST(dgi + k, dar, w);                                                                      \
-    ST(dgi + H + k, daz, w);                                                                  \
-    ST(dgi + 2 * H + k, dan, w);                                                              \
-    ST(dgh + k, dar, w);                                                                      \
-    ST(dgh + H + k, daz, w);                                                                  \
-    ST(dgh + 2 * H + k, dan * r, w);                                                          \
-    ST(dh + k, d * z, w);                                                                     \
+/* Units [k, k + w) of one row (w lanes of VF at most, the rest of a partial
+ * vector 0): the forward keeps r, z, n and W_hn h + b_hn in sv (optional);
+ * the backward reads them from sv or, without it, computes them again the
+ * same way. An absent bias adds 0. Defined per width (SQ_HOT_WIDTHS) and
+ * inlined into the rows below. */
+#define GRU_TRAIN_DEFINE(SUF, ATTR, VF, VI, W, P)                                                 \
+  static inline __attribute__((always_inline)) VF ld_##SUF(const float *p, int w) {               \
+    VF v = {0};                                                                                   \
+    memcpy(&v, p, (size_t)w * sizeof(float));                                                     \
+    return v;                                                                                     \
+  }                                                                                               \
+  static inline __attribute__((always_inline)) void st_##SUF(float *p, VF v, int w) {             \
+    memcpy(p, &v, (size_t)w * sizeof(float));                                                     \
+  }                                                                                               \
+  static inline __attribute__((always_inline)) VF opt_##SUF(const float *b, int k, int w) {       \
+    return b ? ld_##SUF(b + k, w) : (VF){0};                                                      \
+  }                                                                                               \
+  static inline __attribute__((always_inline)) void gates_##SUF(                                  \
+      int H, int k, int w, const float *gi, const float *gh, const float *bi,                     \
+      const float *bh, VF *r, VF *z, VF *nn, VF *hn) {                                            \
+    *r = SQ_HOT_CAT(P, sigmoid)(ld_##SUF(gi + k, w) + ld_##SUF(gh + k, w) + opt_##SUF(bi, k, w) + \
+                                opt_##SUF(bh, k, w));                                             \
+    *z = SQ_HOT_CAT(P, sigmoid)(ld_##SUF(gi + H + k, w) + ld_##SUF(gh + H + k, w) +               \
+                                opt_##SUF(bi, H + k, w) + opt_##SUF(bh, H + k, w));               \
+    *hn = ld_##SUF(gh + 2 * H + k, w) + opt_##SUF(bh, 2 * H + k, w);                              \
+    *nn = SQ_HOT_CAT(P, tanh)(ld_##SUF(gi + 2 * H + k, w) + opt_##SUF(bi, 2 * H + k, w) +         \
+                              *r * *hn);                                                          \
+  }                                                                                               \
+  static inline __attribute__((always_inline)) void fwd_chunk_##SUF(                              \
+      int H, int k, int w, const float *gi, const float *gh, const float *bi,                     \
+      const float *bh, float *h, float *out, float *sv) {                                         \
+    VF r, z, nn, hn;                                                                              \
+    gates_##SUF(H, k, w, gi, gh, bi, bh, &r, &z, &nn, &hn);                                       \
+    VF hv = (1.0f - z) * nn + z * ld_##SUF(h + k, w);                                             \
+    st_##SUF(h + k, hv, w);                                                                       \
+    if (out) st_##SUF(out + k, hv, w);                                                            \
+    if (sv) {                                                                                     \
+      st_##SUF(sv + k, r, w);                                                                     \
+      st_##SUF(sv + H + k, z, w);                                                                 \
+      st_##SUF(sv + 2 * H + k, nn, w);                                                            \
+      st_##SUF(sv + 3 * H + k, hn, w);                                                            \
+    }                                                                                             \
+  }                                                                                               \
+  static inline __attribute__((always_inline)) void bwd_chunk_##SUF(                              \
+      int H, int k, int w, const float *gi, const float *gh, const float *bi,                     \
+      const float *bh, const float *sv, const float *hp, const float *dout, float *dh,            \
+      float *dgi, float *dgh) {                                                                   \
+    VF r, z, nn, hn;                                                                              \
+    if (sv) {                                                                                     \
+      r = ld_##SUF(sv + k, w), z = ld_##SUF(sv + H + k, w);                                       \
+      nn = ld_##SUF(sv + 2 * H + k, w);                                                           \
+      hn = ld_##SUF(sv + 3 * H + k, w);                                                           \
+    } else {                                                                                      \
+      gates_##SUF(H, k, w, gi, gh, bi, bh, &r, &z, &nn, &hn);                                     \
+    }                                                                                             \
+    VF d = ld_##SUF(dh + k, w) + opt_##SUF(dout, k, w);                                           \
+    VF dan = d * (1.0f - z) * (1.0f - nn * nn);                                                   \
+    VF daz = d * (ld_##SUF(hp + k, w) - nn) * z * (1.0f - z);                                     \
+    VF dar = dan * hn * r * (1.0f - r);                                                           \
+    st_##SUF(dgi + k, dar, w);                                                                    \
+    st_##SUF(dgi + H + k, daz, w);                                                                \
+    st_##SUF(dgi + 2 * H + k, dan, w);                                                            \
+    st_##SUF(dgh + k, dar, w);                                                                    \
+    st_##SUF(dgh + H + k, daz, w);                                                                \
+    st_##SUF(dgh + 2 * H + k, dan * r, w);                                                        \
+    st_##SUF(dh + k, d * z, w);                                                                   \
   }
 
-/* The sigmoid and tanh the macro calls, by prefix */
-#define g16_sigmoid sq_v16_sigmoid
-#define g16_tanh sq_v16_tanh
-#define g4_sigmoid sq_v_sigmoid
-#define g4_tanh sq_v_tanh
-
-#if SQ_HOT_BY_WIDTH /* 16 lanes for AVX-512 */
-static inline __attribute__((always_inline)) sq_vf16 ld16(const float *p, int w) {
-  (void)w; /* always 16 */
-  sq_vf16 v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-static inline __attribute__((always_inline)) void st16(float *p, sq_vf16 v, int w) {
-  (void)w;
-  memcpy(p, &v, sizeof v);
-}
-GRU_TRAIN_DEFINE(g16_, sq_vf16, ld16, st16)
-#endif
-/* 4 lanes, the last chunk partial (sq_v_load/store take the lane count) */
-#define ld4(p, w) sq_v_load((p), (w))
-#define st4(p, v, w) sq_v_store((p), (v), (w))
-GRU_TRAIN_DEFINE(g4_, sq_vf, ld4, st4)
-
-#if SQ_HOT_BY_WIDTH /* 8 lanes for AVX2 */
-static inline __attribute__((always_inline)) sq_vf8 ld8(const float *p, int w) {
-  (void)w; /* always 8 */
-  sq_vf8 v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-static inline __attribute__((always_inline)) void st8(float *p, sq_vf8 v, int w) {
-  (void)w;
-  memcpy(p, &v, sizeof v);
-}
-#define g8_sigmoid sq_v8_sigmoid
-#define g8_tanh sq_v8_tanh
-GRU_TRAIN_DEFINE(g8_, sq_vf8, ld8, st8)
-#endif
-
-/* One row's forward and backward, W lanes of prefix P at a time then 4 (the
- * last chunk partial), compiled per width (host_math.h, SQ_HOT_BY_WIDTH). */
-#define GRU_ROWS_DEFINE(SUF, ATTR, P, W)                                                      \
+/* One row's forward and backward, W lanes at a time then 4 (the last chunk
+ * partial), compiled per width (host_math.h, SQ_HOT_WIDTHS). */
+#define GRU_ROWS_DEFINE(SUF, ATTR, VF, VI, W, P)                                              \
   ATTR static void fwd_row_##SUF(int H, const float *gi, const float *gh, const float *bi,    \
                                  const float *bh, float *h, float *out, float *sv) {          \
     int k = 0;                                                                                \
-    for (; k + (W) <= H; k += (W)) P##fwd_chunk(H, k, (W), gi, gh, bi, bh, h, out, sv);       \
+    for (; k + (W) <= H; k += (W)) fwd_chunk_##SUF(H, k, (W), gi, gh, bi, bh, h, out, sv);    \
     for (; k < H; k += SQ_VW)                                                                 \
-      g4_fwd_chunk(H, k, H - k < SQ_VW ? H - k : SQ_VW, gi, gh, bi, bh, h, out, sv);          \
+      fwd_chunk_base(H, k, H - k < SQ_VW ? H - k : SQ_VW, gi, gh, bi, bh, h, out, sv);        \
   }                                                                                           \
   ATTR static void bwd_row_##SUF(int H, const float *gi, const float *gh, const float *bi,    \
                                  const float *bh, const float *sv, const float *hp,           \
                                  const float *dout, float *dh, float *dgi, float *dgh) {      \
     int k = 0;                                                                                \
     for (; k + (W) <= H; k += (W))                                                            \
-      P##bwd_chunk(H, k, (W), gi, gh, bi, bh, sv, hp, dout, dh, dgi, dgh);                    \
+      bwd_chunk_##SUF(H, k, (W), gi, gh, bi, bh, sv, hp, dout, dh, dgi, dgh);                 \
     for (; k < H; k += SQ_VW)                                                                 \
-      g4_bwd_chunk(H, k, H - k < SQ_VW ? H - k : SQ_VW, gi, gh, bi, bh, sv, hp, dout, dh, dgi, \
-                   dgh);                                                                      \
+      bwd_chunk_base(H, k, H - k < SQ_VW ? H - k : SQ_VW, gi, gh, bi, bh, sv, hp, dout, dh,   \
+                     dgi, dgh);                                                               \
   }
 
-#if SQ_HOT_BY_WIDTH
-GRU_ROWS_DEFINE(v4, SQ_HOT_V4, g16_, SQ_VW16)
-GRU_ROWS_DEFINE(v3, SQ_HOT_V3, g8_, SQ_VW8)
-#endif
-GRU_ROWS_DEFINE(base, , g4_, SQ_VW)
+SQ_HOT_WIDTHS(GRU_TRAIN_DEFINE)
+SQ_HOT_WIDTHS(GRU_ROWS_DEFINE)
 
 static void gru_gates_bwd_rows(void *arg, int lo, int hi) {
   const sq_gru_bwd_args *g = arg;

@@ -238,7 +238,7 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
 /* b added to each row, W columns per vector where they fill one (compiled
  * per vector width, host_math.h; elementwise, so the same bits at every
  * width). */
-#define ADD_BIAS_DEFINE(SUF, ATTR, VF, W)                                                   \
+#define ADD_BIAS_DEFINE(SUF, ATTR, VF, VI, W, P)                                            \
   ATTR static void add_bias_rows_##SUF(int rows, int cols, float *ys, int ld,              \
                                        const float *b) {                                   \
     for (int r = 0; r < rows; r++) {                                                       \
@@ -254,11 +254,7 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
       for (; c < cols; c++) yr[c] += b[c];                                                 \
     }                                                                                      \
   }
-#if SQ_HOT_BY_WIDTH
-ADD_BIAS_DEFINE(v4, SQ_HOT_V4, sq_vf16, SQ_VW16)
-ADD_BIAS_DEFINE(v3, SQ_HOT_V3, sq_vf8, SQ_VW8)
-#endif
-ADD_BIAS_DEFINE(base, , sq_vf, SQ_VW)
+SQ_HOT_WIDTHS(ADD_BIAS_DEFINE)
 
 seqcl_status sq_host_add_bias(sq_backend *be, int rows, int cols, sq_ref y, int ld, sq_ref bias) {
   (void)be;
@@ -285,7 +281,7 @@ typedef struct bias_grad_job {
  * so the same order and bits as one column at a time, at every width; compiled
  * per vector width, host_math.h): GCC's -O2 leaves a loop of unknown length
  * scalar, and the scalar form was 3% of a G2P training step. */
-#define BIAS_GRAD_DEFINE(SUF, ATTR, VF, W)                                                  \
+#define BIAS_GRAD_DEFINE(SUF, ATTR, VF, VI, W, P)                                           \
   ATTR static void bias_grad_span_##SUF(const bias_grad_job *j, int lo, int hi) {          \
     float *db = j->db;                                                                     \
     int c = lo;                                                                            \
@@ -303,11 +299,7 @@ typedef struct bias_grad_job {
       for (int k = c; k < hi; k++) db[k] += row[k];                                        \
     }                                                                                      \
   }
-#if SQ_HOT_BY_WIDTH
-BIAS_GRAD_DEFINE(v4, SQ_HOT_V4, sq_vf16, SQ_VW16)
-BIAS_GRAD_DEFINE(v3, SQ_HOT_V3, sq_vf8, SQ_VW8)
-#endif
-BIAS_GRAD_DEFINE(base, , sq_vf, SQ_VW)
+SQ_HOT_WIDTHS(BIAS_GRAD_DEFINE)
 
 static void bias_grad_cols(void *arg, int lo, int hi) {
   SQ_HOT_PICK(bias_grad_span)((const bias_grad_job *)arg, lo, hi);

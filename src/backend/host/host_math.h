@@ -206,6 +206,21 @@ SQ_VMATH_DEFINE(sq_v8_, sq_vf8, sq_vi8)
 #define SQ_HOT_CAT2(a, b) a##b
 #define SQ_HOT_CAT(a, b) SQ_HOT_CAT2(a, b)
 
+/* DEF(SUF, ATTR, VF, VI, W, P) once per width this build compiles: the
+ * suffix of the function names (v4, v3, base), the target attribute, the
+ * float and int vector types, the lane count and the prefix of that width's
+ * functions above (sq_v16_, sq_v8_, sq_v_). For loops written as a macro;
+ * longer ones are templates included per width (host_widths.h). */
+#define SQ_HOT_BASE /* the baseline: no target attribute */
+#if SQ_HOT_BY_WIDTH
+#define SQ_HOT_WIDTHS(DEF)                                                    \
+  DEF(v4, SQ_HOT_V4, sq_vf16, sq_vi16, SQ_VW16, sq_v16_)                      \
+  DEF(v3, SQ_HOT_V3, sq_vf8, sq_vi8, SQ_VW8, sq_v8_)                          \
+  DEF(base, SQ_HOT_BASE, sq_vf, sq_vi, SQ_VW, sq_v_)
+#else
+#define SQ_HOT_WIDTHS(DEF) DEF(base, SQ_HOT_BASE, sq_vf, sq_vi, SQ_VW, sq_v_)
+#endif
+
 /* The form of a loop compiled per width that this CPU runs, by sq_host_isa():
  * fn##_v4, fn##_v3 or fn##_base (all of one type), called as
  * SQ_HOT_PICK(fn)(args). */
