@@ -3,8 +3,10 @@
  * (sq_host_isa_limit): the AVX-512 and AVX2 forms give the same bits (the
  * same operations per logical lane), and the 16-byte baseline, which rounds
  * each product before adding it, agrees within 1e-5 relative (its sums take
- * at most a few hundred such roundings). The op list and the PyTorch goldens
- * run at each width as well (SEQCL_HOST_ISA, tests/meson.build). */
+ * at most a few hundred such roundings). A CPU without AVX-512 can only make
+ * the second comparison, one without AVX2 neither (it says which ran). The op
+ * list and the PyTorch goldens run at each width as well (SEQCL_HOST_ISA,
+ * tests/meson.build). */
 #include <stdlib.h>
 
 #include "../common/test_main.h"
@@ -155,7 +157,8 @@ static void attention_widths_agree(void **state) {
 }
 
 /* Training's attention: the forward (u, context, weights) and the backward
- * (dq, dkeys and, additive, dpkeys, dv, dbv) from a seeded dc. */
+ * (dq, dkeys and, additive, dpkeys, dv, dbv) from a seeded dc; the additive
+ * backward once from the kept u and once computing the tanh again. */
 typedef struct train_run {
   const attn_problem *p;
   sq_buf *dc, *u, *c, *alpha, *dq, *dk, *dpk, *dv, *dbv;
@@ -167,10 +170,12 @@ static void train_at_level(seqcl_ctx *ctx, void *arg, float *out) {
   const size_t N = (size_t)p->N, S = (size_t)p->S, He = (size_t)p->He, A = (size_t)p->A;
   sq_buf *parts[] = {t->u, t->c, t->alpha, t->dq, t->dk, t->dpk, t->dv, t->dbv};
   const size_t sizes[] = {N * S * A, N * He, N * S, N * He, N * S * He, N * S * A, A, 1};
-  for (int general = 0; general < 2; general++) {
+  /* additive keeping u, additive computing it again in the backward, general */
+  for (int pass = 0; pass < 3; pass++) {
+    const int general = pass == 2;
     for (int i = 0; i < 8; i++) TH_OK(sq_fill(ctx, sq_at(parts[i], 0), sizes[i], 0.0f));
     sq_attn_args a = problem_args(p, general);
-    const sq_ref u = general ? sq_none() : sq_at(t->u, 0);
+    const sq_ref u = pass == 0 ? sq_at(t->u, 0) : sq_none();
     TH_OK(sq_attn_fwd(ctx, &a, u, sq_at(t->c, 0), p->He, sq_at(t->alpha, 0)));
     TH_OK(sq_attn_bwd(ctx, &a, sq_at(t->alpha, 0), u, sq_at(t->dc, 0), p->He,
                       sq_at(t->dq, 0), a.ld_qp, sq_at(t->dk, 0),
@@ -196,7 +201,7 @@ static void attention_train_widths_agree(void **state) {
                  th_buf(ctx, N * He, NULL), th_buf(ctx, N * S * He, NULL),
                  th_buf(ctx, N * S * A, NULL), th_buf(ctx, A, NULL), th_buf(ctx, 1, NULL)};
   run_widths(ctx, "training's attention", train_at_level, &t,
-             2 * (2 * N * S * A + 2 * N * He + N * S + N * S * He + A + 1));
+             3 * (2 * N * S * A + 2 * N * He + N * S + N * S * He + A + 1));
   sq_buf *all[] = {t.dc, t.u, t.c, t.alpha, t.dq, t.dk, t.dpk, t.dv, t.dbv};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sq_buf_free(all[i]);
   problem_free(&p);
@@ -236,6 +241,71 @@ static void gates_widths_agree(void **state) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sq_buf_free(all[i]);
 }
 
+/* Training's GRU step: the forward that keeps its gates, then the backward
+ * of the gates from them and, again, computing them anew (N = 3, H = 45,
+ * with biases and a gradient from the layer output). */
+typedef struct gru_train_run {
+  int N, H;
+  const float *h0, *dh0;
+  sq_buf *gi, *gh, *bi, *bh, *h, *out, *saved, *hprev, *dh, *dout, *dgi, *dgh;
+} gru_train_run;
+
+static void gru_train_at_level(seqcl_ctx *ctx, void *arg, float *out) {
+  const gru_train_run *g = arg;
+  const int N = g->N, H = g->H;
+  const size_t nh = (size_t)N * H;
+  TH_OK(sq_write(ctx, sq_at(g->h, 0), g->h0, nh * sizeof(float)));
+  sq_gru_args f = {.N = N, .H = H, .gi = sq_at(g->gi, 0), .gi_sn = 3 * (size_t)H,
+                   .gh = sq_at(g->gh, 0), .ld_gh = 3 * H, .b_ih = sq_at(g->bi, 0),
+                   .b_hh = sq_at(g->bh, 0), .h = sq_at(g->h, 0), .out = sq_at(g->out, 0),
+                   .out_sn = (size_t)H, .lens = sq_none()};
+  TH_OK(sq_gru_fwd(ctx, &f, sq_at(g->saved, 0), 4 * (size_t)H, 0));
+  sq_buf *fwd[] = {g->h, g->out, g->saved};
+  const size_t fwd_n[] = {nh, nh, 4 * nh};
+  for (int i = 0; i < 3; i++) {
+    TH_OK(sq_read(ctx, sq_at(fwd[i], 0), out, fwd_n[i] * sizeof(float)));
+    out += fwd_n[i];
+  }
+  for (int kept = 1; kept >= 0; kept--) {
+    TH_OK(sq_write(ctx, sq_at(g->dh, 0), g->dh0, nh * sizeof(float)));
+    sq_gru_bwd_args b = {.N = N, .H = H, .gi = sq_at(g->gi, 0), .gi_sn = 3 * (size_t)H,
+                         .gh = sq_at(g->gh, 0), .ld_gh = 3 * H, .b_ih = sq_at(g->bi, 0),
+                         .b_hh = sq_at(g->bh, 0), .h_prev = sq_at(g->hprev, 0),
+                         .dh = sq_at(g->dh, 0), .dout = sq_at(g->dout, 0),
+                         .dout_sn = (size_t)H, .dgi = sq_at(g->dgi, 0),
+                         .dgh = sq_at(g->dgh, 0), .ld_dgh = 3 * H, .lens = sq_none(),
+                         .saved = kept ? sq_at(g->saved, 0) : sq_none(),
+                         .sv_sn = kept ? 4 * (size_t)H : 0};
+    TH_OK(sq_gru_gates_bwd(ctx, &b));
+    sq_buf *bwd[] = {g->dh, g->dgi, g->dgh};
+    const size_t bwd_n[] = {nh, 3 * nh, 3 * nh};
+    for (int i = 0; i < 3; i++) {
+      TH_OK(sq_read(ctx, sq_at(bwd[i], 0), out, bwd_n[i] * sizeof(float)));
+      out += bwd_n[i];
+    }
+  }
+}
+
+static void gru_train_widths_agree(void **state) {
+  seqcl_ctx *ctx = *state;
+  enum { N = 3, H = 45 };
+  th_rng r = th_seed(17);
+  float h0[N * H], dh0[N * H];
+  th_fill(&r, h0, N * H, 1);
+  th_fill(&r, dh0, N * H, 1);
+  gru_train_run g = {N, H, h0, dh0,
+                     random_buf(ctx, &r, N * 3 * H), random_buf(ctx, &r, N * 3 * H),
+                     random_buf(ctx, &r, 3 * H), random_buf(ctx, &r, 3 * H),
+                     th_buf(ctx, N * H, NULL), th_buf(ctx, N * H, NULL),
+                     th_buf(ctx, N * 4 * H, NULL), th_buf(ctx, N * H, h0),
+                     th_buf(ctx, N * H, NULL), random_buf(ctx, &r, N * H),
+                     th_buf(ctx, N * 3 * H, NULL), th_buf(ctx, N * 3 * H, NULL)};
+  run_widths(ctx, "training's GRU step", gru_train_at_level, &g, 6 * N * H + 2 * 7 * N * H);
+  sq_buf *all[] = {g.gi, g.gh, g.bi, g.bh, g.h, g.out, g.saved, g.hprev, g.dh, g.dout, g.dgi,
+                   g.dgh};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sq_buf_free(all[i]);
+}
+
 SQ_TEST_MAIN(th_setup_ctx, th_teardown_ctx, cmocka_unit_test(attention_widths_agree),
              cmocka_unit_test(attention_train_widths_agree),
-             cmocka_unit_test(gates_widths_agree))
+             cmocka_unit_test(gates_widths_agree), cmocka_unit_test(gru_train_widths_agree))

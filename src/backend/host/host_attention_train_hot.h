@@ -183,7 +183,10 @@ HOT_ATTR static void HOT_NAME(attn_bwd_row)(const attn_bwd_job *job, int n) {
       }
       const HOT_G vv = HOT_NAME(ld)(v + k, w);
       HOT_G du, t;
-      for (int i = 0; i < HOT_NV; i++) du.v[i] = de * vv.v[i] * (1.0f - u.v[i] * u.v[i]);
+      for (int i = 0; i < HOT_NV; i++) {
+        du.v[i] = de * vv.v[i] * (1.0f - u.v[i] * u.v[i]);
+        SQ_HOT_ROUNDED(du.v[i]); /* never fused into the adds below, at any width */
+      }
       t = HOT_NAME(ld)(dpk + k, w);
       for (int i = 0; i < HOT_NV; i++) t.v[i] = t.v[i] + du.v[i];
       HOT_NAME(st)(dpk + k, t, w);

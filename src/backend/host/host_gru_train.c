@@ -81,15 +81,16 @@ SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
     st_##SUF(dh + k, d * z, w);                                                                   \
   }
 
-/* One row's forward and backward, W lanes at a time then 4 (the last chunk
- * partial), compiled per width (host_math.h, SQ_HOT_WIDTHS). */
+/* One row's forward and backward, W lanes at a time, then 4, then the rest
+ * (the full chunks at a constant width, so their copies are plain vector
+ * loads), compiled per width (host_math.h, SQ_HOT_WIDTHS). */
 #define GRU_ROWS_DEFINE(SUF, ATTR, VF, VI, W, P)                                              \
   ATTR static void fwd_row_##SUF(int H, const float *gi, const float *gh, const float *bi,    \
                                  const float *bh, float *h, float *out, float *sv) {          \
     int k = 0;                                                                                \
     for (; k + (W) <= H; k += (W)) fwd_chunk_##SUF(H, k, (W), gi, gh, bi, bh, h, out, sv);    \
-    for (; k < H; k += SQ_VW)                                                                 \
-      fwd_chunk_base(H, k, H - k < SQ_VW ? H - k : SQ_VW, gi, gh, bi, bh, h, out, sv);        \
+    for (; k + SQ_VW <= H; k += SQ_VW) fwd_chunk_base(H, k, SQ_VW, gi, gh, bi, bh, h, out, sv); \
+    if (k < H) fwd_chunk_base(H, k, H - k, gi, gh, bi, bh, h, out, sv);                      \
   }                                                                                           \
   ATTR static void bwd_row_##SUF(int H, const float *gi, const float *gh, const float *bi,    \
                                  const float *bh, const float *sv, const float *hp,           \
@@ -97,9 +98,9 @@ SQ_IGNORE_PSABI /* static code only: no ABI is exposed */
     int k = 0;                                                                                \
     for (; k + (W) <= H; k += (W))                                                            \
       bwd_chunk_##SUF(H, k, (W), gi, gh, bi, bh, sv, hp, dout, dh, dgi, dgh);                 \
-    for (; k < H; k += SQ_VW)                                                                 \
-      bwd_chunk_base(H, k, H - k < SQ_VW ? H - k : SQ_VW, gi, gh, bi, bh, sv, hp, dout, dh,   \
-                     dgi, dgh);                                                               \
+    for (; k + SQ_VW <= H; k += SQ_VW)                                                        \
+      bwd_chunk_base(H, k, SQ_VW, gi, gh, bi, bh, sv, hp, dout, dh, dgi, dgh);                \
+    if (k < H) bwd_chunk_base(H, k, H - k, gi, gh, bi, bh, sv, hp, dout, dh, dgi, dgh);        \
   }
 
 SQ_HOT_WIDTHS(GRU_TRAIN_DEFINE)

@@ -1,11 +1,12 @@
 /* Vector float32 exp, tanh and sigmoid for the host backend's hot loops (the
- * additive attention energies and the GRU gates), 4 and 16 lanes wide, written
+ * additive attention energies and the GRU gates), 4, 8 and 16 lanes wide, written
  * with GCC/Clang vector extensions so they run as SIMD at any optimisation
  * level; glibc's scalar tanhf is ten times slower and does not vectorise.
  *
  * Accuracy against double over [-20, 20] (test_host_slots checks it): exp
- * within 1 ulp (1.02 where multiply-adds are fused, see SQ_HOT_CLONES), tanh
- * within 1.5 ulp, sigmoid within 2.5 ulp; the host tests allow 2, 3 and 4. The polynomials are Cephes' expf and tanhf (S. L. Moshier). */
+ * within 1 ulp (1.02 where multiply-adds are fused, see SQ_HOT_V4 / SQ_HOT_V3),
+ * tanh within 1.5 ulp, sigmoid within 2.5 ulp; the host tests allow 2, 3 and
+ * 4. The polynomials are Cephes' expf and tanhf (S. L. Moshier). */
 #ifndef SQ_BACKEND_HOST_MATH_H
 #define SQ_BACKEND_HOST_MATH_H
 
@@ -42,12 +43,13 @@ static inline void sq_v_store(float *p, sq_vf v, int n) {
   for (int i = 0; i < n; i++) p[i] = v[i];
 }
 
-/* The lane-wise functions below are generated for two widths by one macro, so
- * every width runs exactly the same operations per lane (the same bits):
+/* The lane-wise functions below are generated for three widths by one macro,
+ * so every width runs exactly the same operations per lane (the same bits):
  *  - sq_v_*   on sq_vf (4 lanes), the portable baseline;
- *  - sq_v16_* on sq_vf16 (16 lanes), for the hot loops that are compiled once
- *    per instruction set with target_clones (host_attention.c, host_gru.c);
- *    on a target without 64-byte registers GCC splits each operation.
+ *  - sq_v8_*  on sq_vf8 (8 lanes), the AVX2 form of the per-width loops;
+ *  - sq_v16_* on sq_vf16 (16 lanes), their AVX-512 form (SQ_HOT_BY_WIDTH
+ *    below); on a target without 64-byte registers GCC splits each
+ *    operation, slowly, which is why those loops are compiled per width.
  * The functions are static and always inlined, so a vector type never crosses
  * an ABI boundary; -Wpsabi only warns that it would if it did.
  *
@@ -230,9 +232,10 @@ SQ_VMATH_DEFINE(sq_v8_, sq_vf8, sq_vi8)
 #define SQ_HOT_PICK(fn) fn##_base
 #endif
 
-/* 4 where the CPU runs x86-64-v4 code, 3 for x86-64-v3, else 0: the level
- * SQ_HOT_CLONES picks, and the width the per-width loops run at (the tests
- * may lower it, sq_host_isa_limit). */
+/* The level the per-width loops run at: 4 where the CPU runs x86-64-v4 code,
+ * 3 for x86-64-v3, else 0 (what SQ_HOT_CLONES picks as well), capped by
+ * SEQCL_HOST_ISA and, in tests, sq_host_isa_limit (the clones ignore both).
+ * The CPU's level is read once. */
 int sq_host_isa(void);
 
 #endif

@@ -31,25 +31,25 @@ static _Atomic int isa_limit = -1;
 
 void sq_host_isa_limit(int level) { atomic_store_explicit(&isa_limit, level, memory_order_relaxed); }
 
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static int env_level = -1; /* SEQCL_HOST_ISA, read once; an invalid value fails at the context */
+static pthread_once_t level_once = PTHREAD_ONCE_INIT;
+static int cpu_level; /* the CPU's level capped by SEQCL_HOST_ISA, set once */
 
-static void read_env(void) {
-  const int v = sq_host_isa_env(NULL);
-  env_level = v >= 0 ? v : -1;
-}
-
-int sq_host_isa(void) {
+static void read_level(void) {
 #if SQ_HOT_BY_WIDTH
-  __builtin_cpu_init(); /* a no-op once done */
+  __builtin_cpu_init();
   int level = __builtin_cpu_supports("x86-64-v4")   ? 4
               : __builtin_cpu_supports("x86-64-v3") ? 3
                                                     : 0;
 #else
   int level = 0;
 #endif
-  pthread_once(&env_once, read_env);
-  if (env_level >= 0 && env_level < level) level = env_level;
+  const int env = sq_host_isa_env(NULL); /* an invalid value fails at the context */
+  if (env >= 0 && env < level) level = env;
+  cpu_level = level;
+}
+
+int sq_host_isa(void) {
+  pthread_once(&level_once, read_level);
   const int limit = atomic_load_explicit(&isa_limit, memory_order_relaxed);
-  return limit >= 0 && limit < level ? limit : level;
+  return limit >= 0 && limit < cpu_level ? limit : cpu_level;
 }

@@ -1,6 +1,8 @@
-/* The vector exp, tanh and sigmoid of host_math.h as the hot loops run them:
- * compiled once per instruction set (SQ_HOT_CLONES), so a test measures the
- * accuracy of the clone this CPU picks, FMA contraction included. */
+/* The vector exp, tanh and sigmoid of host_math.h compiled once per
+ * instruction set (SQ_HOT_CLONES), so a test measures the accuracy of the
+ * clone this CPU picks, FMA contraction included: the same per-lane
+ * operations, hence the same bits, as the hot loops' forms at that level
+ * (sq_v16_* at v4, sq_v8_* at v3). */
 #ifndef SQ_BACKEND_HOST_VMATH_H
 #define SQ_BACKEND_HOST_VMATH_H
 
