@@ -6,16 +6,6 @@
  * lane and the order lanes are folded in are the same at every width. */
 #define HOT_NV (16 / HOT_W)
 
-static inline __attribute__((always_inline)) HOT_VF HOT_NAME(load)(const float *p) {
-  HOT_VF v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-static inline __attribute__((always_inline)) void HOT_NAME(store)(float *p, HOT_VF v) {
-  memcpy(p, &v, sizeof v);
-}
-
 /* e[j] = scale * (sum_a v_a tanh(pk[j, a] + q_a) + bv) for j < len, two
  * positions per pass so q and v are loaded once for both (an odd last position
  * is computed twice and stored once). Each of the 16 lanes sums ceil(A / 16)
@@ -35,9 +25,9 @@ HOT_ATTR static void HOT_NAME(additive_energies)(int len, int A, const float *re
     for (; k + 16 <= A; k += 16)
       for (int u = 0; u < HOT_NV; u++) {
         const int o = k + u * HOT_W;
-        const HOT_VF qk = HOT_NAME(load)(q + o), vk = HOT_NAME(load)(v + o);
-        s0[u] += vk * HOT_FN(tanh)(HOT_NAME(load)(p0 + o) + qk);
-        s1[u] += vk * HOT_FN(tanh)(HOT_NAME(load)(p1 + o) + qk);
+        const HOT_VF qk = HOT_FN(loadu)(q + o), vk = HOT_FN(loadu)(v + o);
+        s0[u] += vk * HOT_FN(tanh)(HOT_FN(loadu)(p0 + o) + qk);
+        s1[u] += vk * HOT_FN(tanh)(HOT_FN(loadu)(p1 + o) + qk);
       }
     if (k < A) {
       float t[4][16] = {{0}}; /* q, v and the two positions' keys, padded */
@@ -48,9 +38,9 @@ HOT_ATTR static void HOT_NAME(additive_energies)(int len, int A, const float *re
       memcpy(t[3], p1 + k, tail);
       for (int u = 0; u < HOT_NV; u++) {
         const int o = u * HOT_W;
-        const HOT_VF qk = HOT_NAME(load)(t[0] + o), vk = HOT_NAME(load)(t[1] + o);
-        s0[u] += vk * HOT_FN(tanh)(HOT_NAME(load)(t[2] + o) + qk);
-        s1[u] += vk * HOT_FN(tanh)(HOT_NAME(load)(t[3] + o) + qk);
+        const HOT_VF qk = HOT_FN(loadu)(t[0] + o), vk = HOT_FN(loadu)(t[1] + o);
+        s0[u] += vk * HOT_FN(tanh)(HOT_FN(loadu)(t[2] + o) + qk);
+        s1[u] += vk * HOT_FN(tanh)(HOT_FN(loadu)(t[3] + o) + qk);
       }
     }
     float h0 = 0.0f, h1 = 0.0f;
@@ -78,14 +68,14 @@ HOT_ATTR static void HOT_NAME(dot_energies)(int len, int He, const float *restri
     int k = 0;
     for (; k + 16 <= He; k += 16)
       for (int u = 0; u < HOT_NV; u++)
-        acc[u] += HOT_NAME(load)(hj + k + u * HOT_W) * HOT_NAME(load)(q + k + u * HOT_W);
+        acc[u] += HOT_FN(loadu)(hj + k + u * HOT_W) * HOT_FN(loadu)(q + k + u * HOT_W);
     if (k < He) {
       float t[2][16] = {{0}};
       const size_t tail = (size_t)(He - k) * sizeof(float);
       memcpy(t[0], hj + k, tail);
       memcpy(t[1], q + k, tail);
       for (int u = 0; u < HOT_NV; u++)
-        acc[u] += HOT_NAME(load)(t[0] + u * HOT_W) * HOT_NAME(load)(t[1] + u * HOT_W);
+        acc[u] += HOT_FN(loadu)(t[0] + u * HOT_W) * HOT_FN(loadu)(t[1] + u * HOT_W);
     }
     float sum = 0.0f;
     for (int u = 0; u < HOT_NV; u++)
@@ -104,20 +94,20 @@ HOT_ATTR static void HOT_NAME(add_keys)(int He, int cnt, const int *restrict idx
                                         float *restrict c) {
   int k = 0;
   for (; k + 4 * HOT_W <= He; k += 4 * HOT_W) {
-    HOT_VF a0 = HOT_NAME(load)(c + k), a1 = HOT_NAME(load)(c + k + HOT_W);
-    HOT_VF a2 = HOT_NAME(load)(c + k + 2 * HOT_W), a3 = HOT_NAME(load)(c + k + 3 * HOT_W);
+    HOT_VF a0 = HOT_FN(loadu)(c + k), a1 = HOT_FN(loadu)(c + k + HOT_W);
+    HOT_VF a2 = HOT_FN(loadu)(c + k + 2 * HOT_W), a3 = HOT_FN(loadu)(c + k + 3 * HOT_W);
     for (int i = 0; i < cnt; i++) {
       const float *hk = keys + (size_t)idx[i] * (size_t)He + k;
       const HOT_VF wv = (HOT_VF){0} + w[i];
-      a0 += wv * HOT_NAME(load)(hk);
-      a1 += wv * HOT_NAME(load)(hk + HOT_W);
-      a2 += wv * HOT_NAME(load)(hk + 2 * HOT_W);
-      a3 += wv * HOT_NAME(load)(hk + 3 * HOT_W);
+      a0 += wv * HOT_FN(loadu)(hk);
+      a1 += wv * HOT_FN(loadu)(hk + HOT_W);
+      a2 += wv * HOT_FN(loadu)(hk + 2 * HOT_W);
+      a3 += wv * HOT_FN(loadu)(hk + 3 * HOT_W);
     }
-    HOT_NAME(store)(c + k, a0);
-    HOT_NAME(store)(c + k + HOT_W, a1);
-    HOT_NAME(store)(c + k + 2 * HOT_W, a2);
-    HOT_NAME(store)(c + k + 3 * HOT_W, a3);
+    HOT_FN(storeu)(c + k, a0);
+    HOT_FN(storeu)(c + k + HOT_W, a1);
+    HOT_FN(storeu)(c + k + 2 * HOT_W, a2);
+    HOT_FN(storeu)(c + k + 3 * HOT_W, a3);
   }
   for (; k < He; k += HOT_W) { /* the last vectors, the very last one partial */
     const size_t bytes = (size_t)(He - k < HOT_W ? He - k : HOT_W) * sizeof(float);

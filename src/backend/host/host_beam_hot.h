@@ -8,12 +8,6 @@
 #define HOT_NV (16 / HOT_W)
 #define HOT_LANE(a, i) ((a)[(i) / HOT_W][(i) % HOT_W]) /* logical lane i */
 
-static inline __attribute__((always_inline)) HOT_VF HOT_NAME(load)(const float *p) {
-  HOT_VF v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
 /* The K best of a row, given a bound `least` no higher than its K-th best number:
  * only the logits not below max(least, the K-th best so far) go through
  * topk_offer, in index order (a NaN fails `<` and is offered too); a block of
@@ -29,7 +23,7 @@ HOT_ATTR static void HOT_NAME(row_topk)(const float *row, int V, int K, float le
     HOT_VI below[HOT_NV];
     int all = -1;
     for (int u = 0; u < HOT_NV; u++) {
-      below[u] = HOT_NAME(load)(row + v + u * HOT_W) < t;
+      below[u] = HOT_FN(loadu)(row + v + u * HOT_W) < t;
       for (int i = 0; i < HOT_W; i++) all &= below[u][i];
     }
     if (all) continue;
@@ -57,7 +51,7 @@ HOT_ATTR static float HOT_NAME(row_max)(const float *row, int V, int K, float *l
   int v = 0;
   for (; v + 16 <= V; v += 16)
     for (int u = 0; u < HOT_NV; u++) {
-      const HOT_VF x = HOT_NAME(load)(row + v + u * HOT_W);
+      const HOT_VF x = HOT_FN(loadu)(row + v + u * HOT_W);
       m[u] = HOT_FN(select)(x > m[u], x, m[u]);
       nan[u] |= x != x;
     }
@@ -91,12 +85,12 @@ HOT_ATTR static float HOT_NAME(row_lse)(const float *row, int V, float mx) {
   for (int u = 0; u < HOT_NV; u++) acc[u] = (HOT_VF){0};
   int v = 0;
   for (; v + 16 <= V; v += 16)
-    for (int u = 0; u < HOT_NV; u++) acc[u] += HOT_FN(exp)(HOT_NAME(load)(row + v + u * HOT_W) - mx);
+    for (int u = 0; u < HOT_NV; u++) acc[u] += HOT_FN(exp)(HOT_FN(loadu)(row + v + u * HOT_W) - mx);
   if (v < V) {
     float x[16] = {0};
     memcpy(x, row + v, (size_t)(V - v) * sizeof(float));
     HOT_VF t[HOT_NV];
-    for (int u = 0; u < HOT_NV; u++) t[u] = HOT_FN(exp)(HOT_NAME(load)(x + u * HOT_W) - mx);
+    for (int u = 0; u < HOT_NV; u++) t[u] = HOT_FN(exp)(HOT_FN(loadu)(x + u * HOT_W) - mx);
     for (int i = 0; i < V - v; i++) HOT_LANE(acc, i) += HOT_LANE(t, i);
   }
   float sum = 0.0f;

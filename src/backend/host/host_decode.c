@@ -32,13 +32,8 @@ typedef struct argmax_job {
     for (int i = 0; i < (W); i++) lane[i] = i;                                             \
     int v = 0;                                                                             \
     for (; v + (W) <= V; v += (W)) {                                                       \
-      VF x;                                                                                \
-      memcpy(&x, xr + v, sizeof x);                                                        \
-      if (b) {                                                                             \
-        VF y;                                                                              \
-        memcpy(&y, b + v, sizeof y);                                                       \
-        x += y;                                                                            \
-      }                                                                                    \
+      VF x = SQ_HOT_CAT(P, loadu)(xr + v);                                                 \
+      if (b) x += SQ_HOT_CAT(P, loadu)(b + v);                                             \
       const VI gt = x > m;                                                                 \
       m = SQ_HOT_CAT(P, select)(gt, x, m);                                                 \
       at = (gt & (lane + v)) | (~gt & at);                                                 \
@@ -70,7 +65,6 @@ typedef struct argmax_job {
   }
 
 SQ_HOT_WIDTHS(ROW_ARGMAX_DEFINE)
-
 
 static void argmax_rows(void *arg, int lo, int hi) {
   const argmax_job *j = arg;

@@ -244,13 +244,8 @@ seqcl_status sq_host_gemm(sq_backend *be, int ta, int tb, int M, int N, int K, f
     for (int r = 0; r < rows; r++) {                                                       \
       float *yr = ys + (size_t)r * (size_t)ld;                                             \
       int c = 0;                                                                           \
-      for (; c + (W) <= cols; c += (W)) {                                                  \
-        VF v, bv;                                                                          \
-        memcpy(&v, yr + c, sizeof v);                                                      \
-        memcpy(&bv, b + c, sizeof bv);                                                     \
-        v += bv;                                                                           \
-        memcpy(yr + c, &v, sizeof v);                                                      \
-      }                                                                                    \
+      for (; c + (W) <= cols; c += (W))                                                    \
+        SQ_HOT_CAT(P, storeu)(yr + c, SQ_HOT_CAT(P, loadu)(yr + c) + SQ_HOT_CAT(P, loadu)(b + c)); \
       for (; c < cols; c++) yr[c] += b[c];                                                 \
     }                                                                                      \
   }
@@ -286,13 +281,10 @@ typedef struct bias_grad_job {
     float *db = j->db;                                                                     \
     int c = lo;                                                                            \
     for (; c + (W) <= hi; c += (W)) {                                                      \
-      VF acc, row;                                                                         \
-      memcpy(&acc, db + c, sizeof acc);                                                    \
-      for (int r = 0; r < j->rows; r++) {                                                  \
-        memcpy(&row, j->dy + (size_t)r * (size_t)j->ld + c, sizeof row);                   \
-        acc += row;                                                                        \
-      }                                                                                    \
-      memcpy(db + c, &acc, sizeof acc);                                                    \
+      VF acc = SQ_HOT_CAT(P, loadu)(db + c);                                               \
+      for (int r = 0; r < j->rows; r++)                                                    \
+        acc += SQ_HOT_CAT(P, loadu)(j->dy + (size_t)r * (size_t)j->ld + c);                \
+      SQ_HOT_CAT(P, storeu)(db + c, acc);                                                  \
     }                                                                                      \
     for (int r = 0; r < j->rows && c < hi; r++) {                                          \
       const float *restrict row = j->dy + (size_t)r * (size_t)j->ld;                       \

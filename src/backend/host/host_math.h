@@ -54,7 +54,7 @@ static inline void sq_v_store(float *p, sq_vf v, int n) {
  * an ABI boundary; -Wpsabi only warns that it would if it did.
  *
  * select(m, a, b): m ? a : b lane by lane (m lanes are 0 or -1, as vector
- * comparisons give).
+ * comparisons give); loadu / storeu: one full vector from / to memory.
  * exp(x) for x in [-87, 88] (clamped outside: callers only divide by 1 + exp),
  * written so a NaN lane becomes a finite one inside (no float-to-int overflow)
  * and is put back at the end; x = n ln2 + r, |r| <= ln2 / 2, with ln2 split in
@@ -71,6 +71,15 @@ static inline void sq_v_store(float *p, sq_vf v, int n) {
 #define SQ_VMATH_DEFINE(P, VF, VI)                                                         \
   static inline __attribute__((always_inline)) VF P##select(VI m, VF a, VF b) {            \
     return (VF)(((VI)a & m) | ((VI)b & ~m));                                               \
+  }                                                                                        \
+  /* a full vector from / to p, no alignment assumed */                                    \
+  static inline __attribute__((always_inline)) VF P##loadu(const float *p) {               \
+    VF v;                                                                                  \
+    memcpy(&v, p, sizeof v);                                                               \
+    return v;                                                                              \
+  }                                                                                        \
+  static inline __attribute__((always_inline)) void P##storeu(float *p, VF v) {            \
+    memcpy(p, &v, sizeof v);                                                               \
   }                                                                                        \
   /* exp(x - fn ln2) for an integer fn with |x - fn ln2| <= ln2 / 2: the       \
    * reduction and Cephes' polynomial, shared by exp and tanh */                   \
@@ -175,12 +184,12 @@ SQ_VMATH_DEFINE(sq_v8_, sq_vf8, sq_vi8)
 #define SQ_HOT_CLONES
 #endif
 
-/* GCC compiles a 16-lane vector that a loop carries from one iteration to
- * the next (an accumulator) poorly where the target has no 64-byte
- * registers: it keeps it in memory and moves it in 8-byte pieces. The
- * x86-64-v3 clone of such a loop ran 3x (the additive energies) to 8x (the
- * context) slower than the same operations on 8-lane vectors. The loops
- * that carry vectors are therefore written once over a vector type of W
+/* GCC compiles 16-lane vectors poorly where the target has no 64-byte
+ * registers: it keeps them in memory and moves them in 8-byte pieces. The
+ * x86-64-v3 clone of a hot loop ran 3x (the additive energies), 5x (the
+ * sigmoid and tanh of elementwise loops) to 8x (the context, whose
+ * accumulators the loop carries) slower than the same operations on 8-lane
+ * vectors. The hot loops are therefore written once over a vector type of W
  * lanes and compiled per width (SQ_HOT_BY_WIDTH): 16 lanes with AVX-512
  * (SQ_HOT_V4), two 8-lane halves per 16 lanes with AVX2 (SQ_HOT_V3), four
  * 4-lane quarters otherwise, then picked at run time by sq_host_isa(). Each
