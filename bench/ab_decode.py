@@ -6,7 +6,7 @@
 
 Writes the grid's models (bench/compare_pytorch.py's build and export: H 256,
 embed 128, A 256, the EOS logit blocked) and 256 source lines of 20 ids (and
-of 100 for S 100) under --work, then for every point runs the old and the new
+of 50 and 100 for S 50 and S 100) under --work, then for every point runs the old and the new
 binary one after the other, alternating which goes first round by round.
 process: the wall time of a whole `seqcl decode` (start-up and model load
 included), the two outputs compared byte for byte every time; inprocess: the
@@ -35,7 +35,9 @@ POINTS = {"base B1": ("base", 20, 1, 1), "base B8": ("base", 20, 8, 1),
           "bi B64": ("bi", 20, 64, 1), "2 layers B64": ("l2", 20, 64, 1),
           "[s;c] B64": ("sc", 20, 64, 1), "V8000 B16": ("v8k", 20, 16, 1),
           "V8000 B64": ("v8k", 20, 64, 1), "general B16": ("gen", 20, 16, 1),
-          "general B64": ("gen", 20, 64, 1), "S100 B64": ("base", 100, 64, 1),
+          "general B64": ("gen", 20, 64, 1), "S50 B1": ("base", 50, 1, 1),
+          "S50 B64": ("base", 50, 64, 1), "S100 B1": ("base", 100, 1, 1),
+          "S100 B64": ("base", 100, 64, 1), "beam5 B1": ("base", 20, 1, 5),
           "beam5 B16": ("base", 20, 16, 5), "beam5 B64": ("base", 20, 64, 5),
           "one line": ("base", 1, 64, 1)}
 
@@ -48,7 +50,7 @@ def prepare(work):
             m = cp.build(V, 128, 256, 256, 0, **{"state_context": False, **shape})
             cp.export(m, d, V)
     rng = random.Random(1)
-    for S, n in ((20, 256), (100, 256), (1, 1)):
+    for S, n in ((20, 256), (50, 256), (100, 256), (1, 1)):
         path = os.path.join(work, f"src{S}.txt")
         if not os.path.exists(path):
             with open(path, "w") as f:

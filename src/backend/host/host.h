@@ -31,6 +31,11 @@ static inline int32_t *sq_host_i32_opt(sq_ref r) { return r.buf ? sq_host_i32(r)
 /* Scratch of at least n floats owned by the backend (valid until the next call). */
 seqcl_status sq_host_scratch(sq_backend *be, size_t n, float **out);
 
+/* Into how many parts the fused attention over a's rows splits each row (a
+ * pass of energies, then one of context columns), or 0 when it splits whole
+ * rows (host_attention.c): the same bits either way. */
+int sq_host_attn_split_parts(const sq_backend *be, const sq_attn_args *a);
+
 /* The slots, one file per op family (host_<family>.c, backend/slots.def);
  * host_backend.c puts them in the table. */
 #define SQ_SLOT(name, params) seqcl_status sq_host_##name params;

@@ -102,7 +102,7 @@ static void context_row(int S, int He, const float *restrict alpha, const float 
         idx[cnt] = j;
         w[cnt++] = alpha[j];
       }
-    if (cnt) SQ_HOT_PICK(add_keys)(He, cnt, idx, w, h, c);
+    if (cnt) SQ_HOT_PICK(add_keys)(He, He, cnt, idx, w, h, c);
   }
 }
 
@@ -146,28 +146,31 @@ static void context_rows(void *arg, int lo, int hi) {
                 j->c + (size_t)n * (size_t)j->ld_c);
 }
 
-/* The fused step of row n in one pass over its keys: positions go in blocks
- * of FUSED_BLOCK; a block's energies are computed, then its keys (still in
- * cache) are added into c weighted by exp(e_j - m), m the running maximum;
- * when a block raises the maximum, c and the double sum are scaled by
- * exp(m_old - m_new) first (the online softmax). At the end c is scaled by
- * 1 / sum and, when the caller wants them (weights), the energies in e become
- * the weights exp(e_j - m) / sum, as softmax_row computes them; otherwise e is
- * scratch and left as it is. Against softmax_row + context_row, each context
- * element takes one extra rounding per rescale and one for the final scaling,
- * inside the fused tolerance (the op list checks both paths). Invalid
- * positions are skipped, never multiplied by 0. */
-static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *restrict mask,
-                      const float *restrict keys, int weights, float *restrict e,
-                      float *restrict c) {
+/* The fused step of row n in one pass over its keys, for the columns
+ * [k0, k1) of its context c: positions go in blocks of FUSED_BLOCK; a block's
+ * energies are computed (unless `scored`: a split's first pass has put all of
+ * them in e already), then its keys (still in cache) are added into c
+ * weighted by exp(e_j - m), m the running maximum; when a block raises the
+ * maximum, c and the double sum are scaled by exp(m_old - m_new) first (the
+ * online softmax). At the end c is scaled by 1 / sum and, when wout is given
+ * (it may be e itself), the weights exp(e_j - m) / sum go there, as
+ * softmax_row computes them. Every column is computed the same way whichever
+ * range a call covers, so a row split by columns gives the bits of the whole
+ * row. Against softmax_row + context_row, each context element takes one
+ * extra rounding per rescale and one for the final scaling, inside the fused
+ * tolerance (the op list checks both paths). Invalid positions are skipped,
+ * never multiplied by 0. */
+static void fused_cols(const sq_attn_args *a, int n, int len, const int32_t *restrict mask,
+                       const float *restrict keys, int scored, float *e, float *wout, int k0,
+                       int k1, float *restrict c) {
   const int S = a->S, He = a->He;
-  for (int k = 0; k < He; k++) c[k] = 0.0f;
+  for (int k = k0; k < k1; k++) c[k] = 0.0f;
   float m = -INFINITY;
   double sum = 0.0;
   int failed = 0; /* a NaN or +inf score: no softmax */
   for (int j0 = 0; j0 < len && !failed; j0 += FUSED_BLOCK) {
     const int nb = len - j0 < FUSED_BLOCK ? len - j0 : FUSED_BLOCK;
-    score_block(a, n, j0, nb, e + j0);
+    if (!scored) score_block(a, n, j0, nb, e + j0);
     float bm = -INFINITY;
     for (int j = j0; j < j0 + nb; j++)
       if (!mask || mask[j]) bm = max_score(bm, e[j]);
@@ -178,7 +181,7 @@ static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *rest
       if (m != -INFINITY) {
         const float r = expf(m - bm);
         sum *= r;
-        for (int k = 0; k < He; k++) c[k] *= r;
+        for (int k = k0; k < k1; k++) c[k] *= r;
       }
       m = bm;
     }
@@ -191,40 +194,111 @@ static void fused_row(const sq_attn_args *a, int n, int len, const int32_t *rest
       idx[cnt] = j;
       w[cnt++] = p;
     }
-    SQ_HOT_PICK(add_keys)(He, cnt, idx, w, keys, c);
+    SQ_HOT_PICK(add_keys)(k1 - k0, He, cnt, idx, w, keys + k0, c + k0);
   }
   if (failed || no_softmax(m, sum)) {
-    for (int k = 0; k < He; k++) c[k] = NAN;
-    if (weights) nan_row(S, len, mask, e);
+    for (int k = k0; k < k1; k++) c[k] = NAN;
+    if (wout) nan_row(S, len, mask, wout);
     return;
   }
   if (m == -INFINITY) { /* no valid position: rejected by the fronts; stay finite */
-    if (weights)
-      for (int j = 0; j < S; j++) e[j] = 0.0f;
+    if (wout)
+      for (int j = 0; j < S; j++) wout[j] = 0.0f;
     return;
   }
   const double inv = 1.0 / sum; /* sum >= 1: the maximum contributes exp(0) */
-  for (int k = 0; k < He; k++) c[k] = (float)((double)c[k] * inv);
-  if (!weights) return;
+  for (int k = k0; k < k1; k++) c[k] = (float)((double)c[k] * inv);
+  if (!wout) return;
   for (int j = 0; j < len; j++)
-    e[j] = (!mask || mask[j]) ? (float)((double)expf(e[j] - m) * inv) : 0.0f;
-  for (int j = len; j < S; j++) e[j] = 0.0f;
+    wout[j] = (!mask || mask[j]) ? (float)((double)expf(e[j] - m) * inv) : 0.0f;
+  for (int j = len; j < S; j++) wout[j] = 0.0f;
 }
 
-/* Rows [lo, hi) of the fused step; the weights go to alpha (y) when the
- * caller wants them, else to this part's scratch row. */
+/* Row n's source, its mask (or NULL) and its keys. */
+typedef struct fused_src {
+  int len;
+  const int32_t *mask;
+  const float *keys;
+} fused_src;
+
+static fused_src source_of(const attn_job *j, int n) {
+  const int src = n / j->group;
+  const size_t src_off = (size_t)src * (size_t)j->S;
+  return (fused_src){j->lens[src], j->mask ? j->mask + src_off : NULL,
+                     j->keys + src_off * (size_t)j->He};
+}
+
+/* Rows [lo, hi) of the fused step, whole; the weights go to alpha (y) when
+ * the caller wants them, else to this part's scratch row. */
 static void fused_part(void *arg, int p) {
   const attn_job *j = arg;
   int lo, hi;
   sq_pool_range(j->N, j->parts, p, &lo, &hi);
   for (int n = lo; n < hi; n++) {
-    const int src = n / j->group;
-    const size_t off = (size_t)n * (size_t)j->S, src_off = (size_t)src * (size_t)j->S;
+    const fused_src s = source_of(j, n);
+    const size_t off = (size_t)n * (size_t)j->S;
     float *e = j->y ? j->y + off : j->scratch + (size_t)p * (size_t)j->S;
-    fused_row(j->a, n, j->lens[src], j->mask ? j->mask + src_off : NULL,
-              j->keys + src_off * (size_t)j->He, j->y != NULL, e,
-              j->c + (size_t)n * (size_t)j->ld_c);
+    fused_cols(j->a, n, s.len, s.mask, s.keys, 0, e, j->y ? e : NULL, 0, j->He,
+               j->c + (size_t)n * (size_t)j->ld_c);
   }
+}
+
+/* When the rows do not share out evenly (one row at batch 1, five hypotheses
+ * of beam search), the fused step runs in two passes instead: every row's
+ * energies, the valid positions of all rows cut into one part per thread
+ * (energies_part, into scratch rows of S); then each part takes a range of
+ * context columns of every row (columns_part), each part doing the row's
+ * softmax again (S exponentials beside S x A tanh). Each energy and each
+ * context column is computed as the one-pass step computes it, so the two
+ * give the same bits. */
+enum { COLUMN_UNIT = 16 }; /* columns per unit of a part's range */
+
+static void energies_part(void *arg, int p) {
+  const attn_job *j = arg;
+  long total = 0;
+  for (int n = 0; n < j->N; n++) total += source_of(j, n).len;
+  const long base = total / j->parts, extra = total % j->parts;
+  long lo = p * base + (p < extra ? p : extra);
+  long hi = lo + base + (p < extra);
+  for (int n = 0; n < j->N && lo < hi; n++) { /* lo, hi: flat positions before row n's */
+    const int len = source_of(j, n).len;
+    if (lo < len) {
+      const int j0 = (int)lo, j1 = hi < len ? (int)hi : len;
+      score_block(j->a, n, j0, j1 - j0, j->scratch + (size_t)n * (size_t)j->S + j0);
+    }
+    lo = lo > len ? lo - len : 0;
+    hi -= len;
+  }
+}
+
+static void columns_part(void *arg, int p) {
+  const attn_job *j = arg;
+  const int units = (j->He + COLUMN_UNIT - 1) / COLUMN_UNIT;
+  int lo, hi;
+  sq_pool_range(units, j->parts, p, &lo, &hi);
+  const int k0 = lo * COLUMN_UNIT, k1 = hi * COLUMN_UNIT < j->He ? hi * COLUMN_UNIT : j->He;
+  for (int n = 0; n < j->N; n++) {
+    const fused_src s = source_of(j, n);
+    const size_t off = (size_t)n * (size_t)j->S;
+    float *wout = j->y && p == 0 ? j->y + off : NULL;
+    fused_cols(j->a, n, s.len, s.mask, s.keys, 1, j->scratch + off, wout, k0, k1,
+               j->c + (size_t)n * (size_t)j->ld_c);
+  }
+}
+
+static double fused_work(const sq_attn_args *a) {
+  return a->N * (energy_work(a) + (double)a->S * a->He);
+}
+
+/* The fused step splits each row (two passes) rather than whole rows when
+ * whole rows would leave threads waiting on an uneven share (fewer rows than
+ * parts, or a remainder), the rows are few enough for that share to matter,
+ * and the work pays for as many parts as if any position could go to any
+ * part; then into that many parts, else 0. */
+int sq_host_attn_split_parts(const sq_backend *be, const sq_attn_args *a) {
+  const int wide = sq_pool_parts(be, a->N * a->S, fused_work(a));
+  const int uneven = a->N % wide != 0 && a->N < 4 * wide;
+  return wide > 1 && uneven && a->He >= wide * COLUMN_UNIT ? wide : 0;
 }
 
 seqcl_status sq_host_attn_scores(sq_backend *be, const sq_attn_args *a, sq_ref scores) {
@@ -260,7 +334,15 @@ seqcl_status sq_host_attn_fused(sq_backend *be, const sq_attn_args *a, sq_ref c,
                 .mask = sq_host_i32_opt(a->mask),
                 .keys = sq_host_f32(a->keys), .c = sq_host_f32(c),
                 .y = sq_host_f32_opt(alpha)};
-  j.parts = sq_pool_parts(be, a->N, a->N * (energy_work(a) + (double)a->S * a->He));
+  const int split = sq_host_attn_split_parts(be, a);
+  if (split) {
+    j.parts = split;
+    SQ_TRY(sq_host_scratch(be, (size_t)a->N * (size_t)a->S, &j.scratch));
+    sq_pool_run(j.parts, energies_part, &j);
+    sq_pool_run(j.parts, columns_part, &j);
+    return SEQCL_OK;
+  }
+  j.parts = sq_pool_parts(be, a->N, fused_work(a));
   if (!alpha.buf) SQ_TRY(sq_host_scratch(be, (size_t)j.parts * (size_t)a->S, &j.scratch));
   sq_pool_run(j.parts, fused_part, &j);
   return SEQCL_OK;

@@ -84,20 +84,21 @@ HOT_ATTR static void HOT_NAME(dot_energies)(int len, int He, const float *restri
   }
 }
 
-/* c += sum_i w[i] h_{idx[i]} over He for i < cnt (cnt <= FUSED_BLOCK), each
- * element summed in i order with the same multiply-add per key (fused at
- * x86-64-v4 and v3), as adding the keys one at a time would, whatever the
- * width. Four vectors of c are held in registers across the block, so c is
+/* c += sum_i w[i] h_{idx[i]} over the cols elements of c for i < cnt (cnt <=
+ * FUSED_BLOCK), keys ld floats apart, each element summed in i order with the
+ * same multiply-add per key (fused at x86-64-v4 and v3), as adding the keys
+ * one at a time would, whatever the width and whichever columns a call
+ * covers. Four vectors of c are held in registers across the block, so c is
  * loaded and stored once per block instead of once per key. */
-HOT_ATTR static void HOT_NAME(add_keys)(int He, int cnt, const int *restrict idx,
+HOT_ATTR static void HOT_NAME(add_keys)(int cols, int ld, int cnt, const int *restrict idx,
                                         const float *restrict w, const float *restrict keys,
                                         float *restrict c) {
   int k = 0;
-  for (; k + 4 * HOT_W <= He; k += 4 * HOT_W) {
+  for (; k + 4 * HOT_W <= cols; k += 4 * HOT_W) {
     HOT_VF a0 = HOT_FN(loadu)(c + k), a1 = HOT_FN(loadu)(c + k + HOT_W);
     HOT_VF a2 = HOT_FN(loadu)(c + k + 2 * HOT_W), a3 = HOT_FN(loadu)(c + k + 3 * HOT_W);
     for (int i = 0; i < cnt; i++) {
-      const float *hk = keys + (size_t)idx[i] * (size_t)He + k;
+      const float *hk = keys + (size_t)idx[i] * (size_t)ld + k;
       const HOT_VF wv = (HOT_VF){0} + w[i];
       a0 += wv * HOT_FN(loadu)(hk);
       a1 += wv * HOT_FN(loadu)(hk + HOT_W);
@@ -109,13 +110,13 @@ HOT_ATTR static void HOT_NAME(add_keys)(int He, int cnt, const int *restrict idx
     HOT_FN(storeu)(c + k + 2 * HOT_W, a2);
     HOT_FN(storeu)(c + k + 3 * HOT_W, a3);
   }
-  for (; k < He; k += HOT_W) { /* the last vectors, the very last one partial */
-    const size_t bytes = (size_t)(He - k < HOT_W ? He - k : HOT_W) * sizeof(float);
+  for (; k < cols; k += HOT_W) { /* the last vectors, the very last one partial */
+    const size_t bytes = (size_t)(cols - k < HOT_W ? cols - k : HOT_W) * sizeof(float);
     HOT_VF acc = {0};
     memcpy(&acc, c + k, bytes);
     for (int i = 0; i < cnt; i++) {
       HOT_VF hv = {0};
-      memcpy(&hv, keys + (size_t)idx[i] * (size_t)He + k, bytes);
+      memcpy(&hv, keys + (size_t)idx[i] * (size_t)ld + k, bytes);
       acc += ((HOT_VF){0} + w[i]) * hv;
     }
     memcpy(c + k, &acc, bytes);

@@ -9,7 +9,7 @@
  * One job at a time: the caller that gets the owner lock publishes the job in
  * `claim` (generation | task count | next task), then it and the workers take
  * tasks with compare-and-swap until none are left, and the caller waits for
- * the workers' tasks to finish. A worker can only read job_fn/job_arg after
+ * the workers' tasks to finish. A worker can only read the job's fn and arg after
  * claiming a task of the current generation, and the job cannot end (and be
  * replaced) before that task is done, so it never sees a half-written job.
  *
@@ -46,25 +46,42 @@
 
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static int n_workers; /* started; written once under pool_once */
-static pthread_mutex_t owner = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t generation; /* under owner */
 
-/* generation << 32 | task count << 16 | next task */
-static _Atomic uint64_t claim;
-static atomic_int pending; /* tasks of the current job not yet finished */
-static sq_pool_fn job_fn;
-static void *job_arg;
+/* The shared state, one cache line per group of fields that the same threads
+ * write at the same moments. On separate lines, a caller taking the owner
+ * lock does not pull away the line the workers watch, and a worker that sees
+ * a job appear finds its function and argument in the line it just read: a
+ * job handed to a watching worker costs fewer transfers between cores. */
+enum { LINE = 64 };
+/* The job the workers watch: generation << 32 | task count << 16 | next task,
+ * then what to run (written before `claim` publishes the job). */
+static struct {
+  _Alignas(LINE) _Atomic uint64_t claim;
+  sq_pool_fn fn;
+  void *arg;
+} job;
+/* Tasks of the current job not yet finished (each worker's last write). */
+static struct {
+  _Alignas(LINE) atomic_int left;
+} pending;
+/* The callers' own: who holds the pool, and the job count. */
+static struct {
+  _Alignas(LINE) pthread_mutex_t mx;
+  uint32_t generation; /* under mx */
+} owner = {PTHREAD_MUTEX_INITIALIZER, 0};
 
-static pthread_mutex_t sleep_mx = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sleep_cv = PTHREAD_COND_INITIALIZER;
-static atomic_int sleepers;
+static struct {
+  _Alignas(LINE) pthread_mutex_t mx;
+  pthread_cond_t cv;
+  atomic_int count;
+} sleepers = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
 static int has_work(uint64_t c) { return (c & TASK_MASK) < ((c >> TASK_BITS) & TASK_MASK); }
 
 static int try_claim(int *task) {
-  uint64_t c = atomic_load(&claim);
+  uint64_t c = atomic_load(&job.claim);
   while (has_work(c))
-    if (atomic_compare_exchange_weak(&claim, &c, c + 1)) {
+    if (atomic_compare_exchange_weak(&job.claim, &c, c + 1)) {
       *task = (int)(c & TASK_MASK);
       return 1;
     }
@@ -84,9 +101,9 @@ static _Thread_local int in_task;
 
 static void run_claimed(int task) {
   in_task = 1;
-  job_fn(job_arg, task);
+  job.fn(job.arg, task);
   in_task = 0;
-  atomic_fetch_sub(&pending, 1);
+  atomic_fetch_sub(&pending.left, 1);
 }
 
 /* 0 on threads that are not the pool's, 1 + the start order on its workers. */
@@ -107,18 +124,18 @@ static void *worker_main(void *slot) {
     int found = 0;
     for (unsigned i = 1; !found; i++) {
       cpu_relax();
-      found = has_work(atomic_load(&claim));
+      found = has_work(atomic_load(&job.claim));
       if (!found && i % 64 == 0 && elapsed_ns(&t0) > SPIN_NS) break;
     }
     if (found) continue;
     /* sleepers is raised before work is looked for again, and the caller
      * publishes work before it reads sleepers (both sequentially consistent),
      * so one of the two always sees the other. */
-    pthread_mutex_lock(&sleep_mx);
-    atomic_fetch_add(&sleepers, 1);
-    while (!has_work(atomic_load(&claim))) pthread_cond_wait(&sleep_cv, &sleep_mx);
-    atomic_fetch_sub(&sleepers, 1);
-    pthread_mutex_unlock(&sleep_mx);
+    pthread_mutex_lock(&sleepers.mx);
+    atomic_fetch_add(&sleepers.count, 1);
+    while (!has_work(atomic_load(&job.claim))) pthread_cond_wait(&sleepers.cv, &sleepers.mx);
+    atomic_fetch_sub(&sleepers.count, 1);
+    pthread_mutex_unlock(&sleepers.mx);
   }
   return NULL;
 }
@@ -155,29 +172,29 @@ void sq_pool_run(int tasks, sq_pool_fn fn, void *arg) {
     return;
   }
   pthread_once(&pool_once, start_workers);
-  if (n_workers == 0 || pthread_mutex_trylock(&owner) != 0) {
+  if (n_workers == 0 || pthread_mutex_trylock(&owner.mx) != 0) {
     run_serial(tasks, fn, arg);
     return;
   }
-  job_fn = fn;
-  job_arg = arg;
-  atomic_store(&pending, tasks);
-  generation++;
-  atomic_store(&claim, (uint64_t)generation << 32 | (uint64_t)tasks << TASK_BITS);
-  if (atomic_load(&sleepers) > 0) {
-    pthread_mutex_lock(&sleep_mx);
-    pthread_cond_broadcast(&sleep_cv);
-    pthread_mutex_unlock(&sleep_mx);
+  job.fn = fn;
+  job.arg = arg;
+  atomic_store(&pending.left, tasks);
+  owner.generation++;
+  atomic_store(&job.claim, (uint64_t)owner.generation << 32 | (uint64_t)tasks << TASK_BITS);
+  if (atomic_load(&sleepers.count) > 0) {
+    pthread_mutex_lock(&sleepers.mx);
+    pthread_cond_broadcast(&sleepers.cv);
+    pthread_mutex_unlock(&sleepers.mx);
   }
   int task;
   while (try_claim(&task)) run_claimed(task);
   /* A worker's last task may still be running; a worker preempted by another
    * process gets the core back through sched_yield. */
-  for (unsigned i = 1; atomic_load(&pending) > 0; i++) {
+  for (unsigned i = 1; atomic_load(&pending.left) > 0; i++) {
     cpu_relax();
     if (i % 4096 == 0) sched_yield();
   }
-  pthread_mutex_unlock(&owner);
+  pthread_mutex_unlock(&owner.mx);
 }
 
 int sq_pool_parts(const sq_backend *be, int items, double work) {
