@@ -14,8 +14,18 @@
 typedef struct split_case {
   sq_score kind;
   int N, S, He, A, group;
-  int masked, weights, nan_row; /* nan_row: row 0's query is NaN, or -1 */
+  int masked, weights;
+  int nan_row; /* this row's query holds a NaN, or -1 */
+  int nan_key; /* this position of source 0 (unmasked) has a NaN key, or -1 */
 } split_case;
+
+/* Row n's context is all NaN: its query or one of its valid keys is. */
+static int nan_expected(const split_case *t, int n) {
+  return n == t->nan_row || (t->nan_key >= 0 && n / t->group == 0);
+}
+
+/* The context's row stride: past He by a few floats that vary with the case. */
+static int ldc_of(const split_case *t) { return t->He + 3 + t->N % 4; }
 
 typedef struct split_out {
   float *c, *alpha;
@@ -47,9 +57,18 @@ static split_in make_inputs(const split_case *t, uint64_t seed) {
     /* the longest source first, the others shorter by a prime step */
     in.lens[s] = t->S - (s * 7) % t->S;
     for (int j = 0; j < t->S; j++) in.mask[s * t->S + j] = (j * 5 + s) % 11 != 3;
+    /* source 1 masks a whole block of positions (32 .. 63) */
+    for (int j = 32; s == 1 && j < 64 && j < t->S; j++) in.mask[s * t->S + j] = 0;
     in.mask[s * t->S] = 1; /* every row keeps a valid position */
   }
   if (t->nan_row >= 0) in.q[(size_t)t->nan_row * (size_t)q] = NAN;
+  if (t->nan_key >= 0) {
+    in.mask[t->nan_key] = 1;
+    if (t->kind == SQ_SCORE_ADDITIVE)
+      in.pk[(size_t)t->nan_key * (size_t)t->A + 1] = NAN;
+    else
+      in.keys[(size_t)t->nan_key * (size_t)t->He + 1] = NAN;
+  }
   return in;
 }
 
@@ -62,10 +81,16 @@ static void free_inputs(split_in *in) {
   free(in->mask);
 }
 
-/* The fused step on ctx as it is configured; c rows He + 3 apart. */
+/* The fused step on ctx as it is configured. The backend's scratch is
+ * filled with NaN first, so that energies a pass failed to compute are never
+ * found there from an earlier run. */
 static split_out run_fused(seqcl_ctx *ctx, const split_case *t, const split_in *in) {
   const int src = t->N / t->group, q = t->kind == SQ_SCORE_ADDITIVE ? t->A : t->He;
-  const int ldc = t->He + 3;
+  const int ldc = ldc_of(t);
+  float *scratch = NULL;
+  const size_t nscratch = (size_t)t->N * (size_t)t->S;
+  TH_OK(sq_host_scratch(ctx->be, nscratch, &scratch));
+  for (size_t i = 0; i < nscratch; i++) scratch[i] = NAN;
   sq_buf *bq = th_buf(ctx, (size_t)t->N * q, in->q);
   sq_buf *bk = th_buf(ctx, (size_t)src * t->S * t->He, in->keys);
   sq_buf *bpk = NULL, *bv = NULL, *bbv = NULL; /* additive only */
@@ -108,7 +133,7 @@ static split_out run_fused(seqcl_ctx *ctx, const split_case *t, const split_in *
  * 1) for additive at A 256, moves alpha by that much relatively) plus 1e-6. */
 static void check_reference(const split_case *t, const split_in *in, const split_out *o, int n) {
   const int s = n / t->group, q = t->kind == SQ_SCORE_ADDITIVE ? t->A : t->He;
-  const int len = in->lens[s], ldc = t->He + 3;
+  const int len = in->lens[s], ldc = ldc_of(t);
   double *e = calloc((size_t)t->S, sizeof(double));
   assert_non_null(e);
   double mx = -INFINITY, sum = 0.0;
@@ -154,15 +179,16 @@ static void check_reference(const split_case *t, const split_in *in, const split
 
 static void run_case(seqcl_ctx *ctx, const split_case *t, uint64_t seed) {
   split_in in = make_inputs(t, seed);
-  ctx->settings.threads = 1; /* whole rows, one thread */
-  split_out one = run_fused(ctx, t, &in);
   ctx->settings.threads = 0; /* the pool's three */
   split_out split = run_fused(ctx, t, &in);
+  ctx->settings.threads = 1; /* whole rows, one thread */
+  split_out one = run_fused(ctx, t, &in);
+  ctx->settings.threads = 0;
   assert_int_equal(one.split, 0);
   if (split.split < 2)
     fail_msg("kind %d N %d S %d He %d: the step did not split its rows (%d parts)", t->kind, t->N,
              t->S, t->He, split.split);
-  const size_t nc = (size_t)t->N * (t->He + 3), na = (size_t)t->N * t->S;
+  const size_t nc = (size_t)t->N * ldc_of(t), na = (size_t)t->N * t->S;
   for (size_t i = 0; i < nc; i++)
     if (memcmp(&one.c[i], &split.c[i], sizeof(float)) != 0)
       fail_msg("kind %d N %d S %d He %d: c[%zu] = %.9g split, %.9g whole", t->kind, t->N, t->S,
@@ -173,10 +199,10 @@ static void run_case(seqcl_ctx *ctx, const split_case *t, uint64_t seed) {
         fail_msg("kind %d N %d S %d He %d: alpha[%zu] = %.9g split, %.9g whole", t->kind, t->N,
                  t->S, t->He, i, split.alpha[i], one.alpha[i]);
   for (int n = 0; n < t->N; n++) {
-    const size_t ldc = (size_t)t->He + 3;
+    const size_t ldc = (size_t)ldc_of(t);
     for (size_t k = (size_t)t->He; k < ldc; k++)
       assert_true(split.c[n * ldc + k] == 7.0f); /* padding untouched */
-    if (n == t->nan_row) {
+    if (nan_expected(t, n)) {
       for (int k = 0; k < t->He; k++) assert_true(isnan(split.c[n * ldc + k]));
       continue;
     }
@@ -191,20 +217,24 @@ static void run_case(seqcl_ctx *ctx, const split_case *t, uint64_t seed) {
 
 /* Batch 1 and beam search's hypotheses, every score kind, with and without
  * mask and weights; S, He and A at 1-away-from-block, prime and large sizes
- * (the blocks are 32 positions, the column units 16). */
+ * (the blocks are 32 positions, the column units 16); NaN queries and a NaN
+ * key in the second block; as many parts as positions (S 2). */
 static void split_matches_whole_rows(void **state) {
   seqcl_ctx *ctx = *state;
   const split_case cases[] = {
-      {SQ_SCORE_ADDITIVE, 1, 100, 256, 256, 1, 0, 0, -1},
-      {SQ_SCORE_ADDITIVE, 1, 100, 256, 256, 1, 1, 1, -1},
-      {SQ_SCORE_ADDITIVE, 1, 133, 200, 67, 1, 1, 1, -1},
-      {SQ_SCORE_ADDITIVE, 5, 45, 200, 200, 5, 0, 1, -1},
-      {SQ_SCORE_ADDITIVE, 10, 67, 48, 19, 5, 1, 0, -1},
-      {SQ_SCORE_ADDITIVE, 2, 257, 61, 45, 1, 1, 1, 0},
-      {SQ_SCORE_GENERAL, 1, 331, 256, 0, 1, 0, 1, -1},
-      {SQ_SCORE_GENERAL, 5, 97, 200, 0, 5, 1, 1, 0},
-      {SQ_SCORE_DOT, 1, 601, 128, 0, 1, 1, 0, -1},
-      {SQ_SCORE_SCALED_DOT, 7, 211, 96, 0, 1, 0, 1, -1},
+      {SQ_SCORE_ADDITIVE, 1, 100, 256, 256, 1, 0, 0, -1, -1},
+      {SQ_SCORE_ADDITIVE, 1, 100, 256, 256, 1, 1, 1, -1, -1},
+      {SQ_SCORE_ADDITIVE, 1, 133, 200, 67, 1, 1, 1, -1, -1},
+      {SQ_SCORE_ADDITIVE, 5, 45, 200, 200, 5, 0, 1, -1, -1},
+      {SQ_SCORE_ADDITIVE, 10, 67, 48, 19, 5, 1, 0, -1, -1},
+      {SQ_SCORE_ADDITIVE, 10, 67, 48, 19, 5, 1, 1, 7, 40},
+      {SQ_SCORE_ADDITIVE, 2, 257, 61, 45, 1, 1, 1, 0, -1},
+      {SQ_SCORE_ADDITIVE, 1, 2, 64, 8192, 1, 0, 1, -1, -1},
+      {SQ_SCORE_GENERAL, 1, 331, 256, 0, 1, 0, 1, -1, -1},
+      {SQ_SCORE_GENERAL, 5, 97, 200, 0, 5, 1, 1, 0, -1},
+      {SQ_SCORE_GENERAL, 5, 97, 200, 0, 1, 0, 0, 3, 33},
+      {SQ_SCORE_DOT, 1, 601, 128, 0, 1, 1, 0, -1, -1},
+      {SQ_SCORE_SCALED_DOT, 7, 211, 96, 0, 1, 0, 1, -1, -1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(ctx, &cases[i], 100 + i);
 }

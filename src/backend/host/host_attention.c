@@ -14,6 +14,7 @@
  *    applies. */
 #include <cblas.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -255,11 +256,11 @@ enum { COLUMN_UNIT = 16 }; /* columns per unit of a part's range */
 
 static void energies_part(void *arg, int p) {
   const attn_job *j = arg;
-  long total = 0;
+  long long total = 0;
   for (int n = 0; n < j->N; n++) total += source_of(j, n).len;
-  const long base = total / j->parts, extra = total % j->parts;
-  long lo = p * base + (p < extra ? p : extra);
-  long hi = lo + base + (p < extra);
+  const long long base = total / j->parts, extra = total % j->parts;
+  long long lo = p * base + (p < extra ? p : extra);
+  long long hi = lo + base + (p < extra);
   for (int n = 0; n < j->N && lo < hi; n++) { /* lo, hi: flat positions before row n's */
     const int len = source_of(j, n).len;
     if (lo < len) {
@@ -296,7 +297,8 @@ static double fused_work(const sq_attn_args *a) {
  * and the work pays for as many parts as if any position could go to any
  * part; then into that many parts, else 0. */
 int sq_host_attn_split_parts(const sq_backend *be, const sq_attn_args *a) {
-  const int wide = sq_pool_parts(be, a->N * a->S, fused_work(a));
+  const long long positions = (long long)a->N * a->S;
+  const int wide = sq_pool_parts(be, positions > INT_MAX ? INT_MAX : (int)positions, fused_work(a));
   const int uneven = a->N % wide != 0 && a->N < 4 * wide;
   return wide > 1 && uneven && a->He >= wide * COLUMN_UNIT ? wide : 0;
 }
