@@ -256,19 +256,19 @@ enum { COLUMN_UNIT = 16 }; /* columns per unit of a part's range */
 
 static void energies_part(void *arg, int p) {
   const attn_job *j = arg;
-  long long total = 0;
-  for (int n = 0; n < j->N; n++) total += source_of(j, n).len;
-  const long long base = total / j->parts, extra = total % j->parts;
-  long long lo = p * base + (p < extra ? p : extra);
-  long long hi = lo + base + (p < extra);
-  for (int n = 0; n < j->N && lo < hi; n++) { /* lo, hi: flat positions before row n's */
-    const int len = source_of(j, n).len;
-    if (lo < len) {
-      const int j0 = (int)lo, j1 = hi < len ? (int)hi : len;
-      score_block(j->a, n, j0, j1 - j0, j->scratch + (size_t)n * (size_t)j->S + j0);
+  size_t total = 0;
+  for (int n = 0; n < j->N; n++) total += (size_t)source_of(j, n).len;
+  size_t lo, hi; /* this part's flat positions */
+  sq_pool_range_size(total, j->parts, p, &lo, &hi);
+  /* row n's positions are the flat ones [first, first + len) */
+  for (size_t n = 0, first = 0; n < (size_t)j->N && first < hi; n++) {
+    const size_t len = (size_t)source_of(j, (int)n).len, end = first + len;
+    if (lo < end) {
+      const int j0 = (int)((lo > first ? lo : first) - first);
+      const int j1 = (int)((hi < end ? hi : end) - first);
+      score_block(j->a, (int)n, j0, j1 - j0, j->scratch + n * (size_t)j->S + (size_t)j0);
     }
-    lo = lo > len ? lo - len : 0;
-    hi -= len;
+    first = end;
   }
 }
 
